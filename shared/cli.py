@@ -1,0 +1,109 @@
+"""The ``mnemo`` command: one entry point for every process and maintenance task.
+
+Each subcommand is one entry of ``COMMANDS``; process commands (chat, worker, beat, discord,
+telegram, api, bench) are added here as they are built, so ``mnemo --help`` lists only what runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shared.errors import ConfigError, MnemoError
+from shared.settings import Settings, load_settings
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its help line, how to declare its arguments, and what it runs."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[Settings, argparse.Namespace], int]
+
+
+def _db_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    upgrade = actions.add_parser("upgrade", help="migrate to the newest schema (and switch vectors on)")
+    upgrade.add_argument("--revision", default="head", help="target revision (default: head)")
+    downgrade = actions.add_parser("downgrade", help="migrate down to a revision ('base' = empty)")
+    downgrade.add_argument("revision")
+    actions.add_parser("current", help="print the schema revision of the database")
+
+
+def _run_db(settings: Settings, args: argparse.Namespace) -> int:
+    from shared.bootstrap import database_url
+    from shared.db import migrate
+
+    with database_url(settings) as url:
+        if args.action == "upgrade":
+            status = migrate.upgrade(url, settings.embedding_dimensions, args.revision)
+            vectors = "on" if status.enabled else ("unavailable (lexical search only)"
+                                                   if not status.available else "off")
+            print(f"Schema at {migrate.current_revision(url)}; vectors {vectors}.")
+        elif args.action == "downgrade":
+            migrate.downgrade(url, args.revision)
+            print(f"Schema at {migrate.current_revision(url) or 'base'}.")
+        else:
+            print(migrate.current_revision(url) or "base")
+    return 0
+
+
+def _run_doctor(settings: Settings, _args: argparse.Namespace) -> int:
+    from shared.doctor import report, run_checks
+
+    checks = run_checks(settings)
+    print(report(settings, checks))
+    return 1 if any(check.verdict == "fail" for check in checks) else 0
+
+
+COMMANDS: dict[str, Command] = {
+    "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),
+    "doctor": Command("show the configuration and check every service", lambda _parser: None, _run_doctor),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mnemo", description="Mnemo, the chat bot that remembers.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, command in COMMANDS.items():
+        command.arguments(commands.add_parser(name, help=command.help, description=command.help))
+    return parser
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def exit_cleanly_on_signals() -> None:
+    """Turn SIGTERM/SIGHUP into a normal exit so every context manager cleans up (embedded server)."""
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    signal.signal(signal.SIGHUP, _exit_on_signal)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    exit_cleanly_on_signals()
+    try:
+        settings = load_settings()
+        if args.command != "doctor":
+            from shared.bootstrap import configure_logging
+
+            configure_logging(settings.log_level)
+        return COMMANDS[args.command].run(settings, args)
+    except ConfigError as exc:
+        print(f"mnemo: {exc}", file=sys.stderr)
+        print("See .env.example for every variable and its meaning.", file=sys.stderr)
+        return 2
+    except MnemoError as exc:
+        print(f"mnemo: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

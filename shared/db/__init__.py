@@ -1,0 +1,1 @@
+"""Database access: models, engine, unit of work, migrations and the optional vector columns."""

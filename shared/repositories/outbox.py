@@ -1,0 +1,56 @@
+"""The jobs outbox: background work recorded in the same transaction as its cause."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from shared.db.memory_models import OutboxJob
+
+
+class OutboxRepository:
+    """Adds owed jobs (deduplicated by key) and tracks them until a worker has done them."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, task: str, payload: dict[str, Any], *, dedup_key: str | None = None,
+            user_id: int | None = None, available_at: datetime | None = None) -> int | None:
+        """Record a job; returns its id, or None when a job with the same key already exists."""
+        values: dict[str, Any] = {"task": task, "payload": payload, "dedup_key": dedup_key, "user_id": user_id}
+        if available_at is not None:
+            values["available_at"] = available_at
+        statement = insert(OutboxJob).values(**values).returning(OutboxJob.id)
+        if dedup_key is not None:
+            statement = statement.on_conflict_do_nothing(
+                index_elements=["dedup_key"], index_where=OutboxJob.dedup_key.is_not(None))
+        return self.session.execute(statement).scalar_one_or_none()
+
+    def owed(self, older_than: datetime, limit: int = 100) -> list[OutboxJob]:
+        """Jobs not done whose last dispatch (or creation) is older than ``older_than``."""
+        query = (
+            select(OutboxJob)
+            .where(OutboxJob.status.in_(("pending", "sent")), OutboxJob.available_at <= older_than)
+            .order_by(OutboxJob.available_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        return list(self.session.scalars(query))
+
+    def mark_sent(self, job_id: int, now: datetime) -> None:
+        self.session.execute(
+            update(OutboxJob).where(OutboxJob.id == job_id, OutboxJob.status != "done")
+            .values(status="sent", sent_at=now, available_at=now, attempts=OutboxJob.attempts + 1)
+        )
+
+    def mark_done(self, job_id: int, now: datetime) -> bool:
+        """Mark a job done; False when it already was (the task ran twice)."""
+        result = self.session.execute(
+            update(OutboxJob).where(OutboxJob.id == job_id, OutboxJob.status != "done")
+            .values(status="done", done_at=now)
+        )
+        return result.rowcount == 1

@@ -1,0 +1,166 @@
+"""Mnemo's configuration: one typed object read from the environment and ``.env``.
+
+Every variable is documented in ``.env.example``. A wrong value stops start-up with a
+:class:`~shared.errors.ConfigError` that names the variable, never with a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.errors import ConfigError
+
+PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xxx", "todo"})
+SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "database_url", "redis_url")
+
+
+class Settings(BaseSettings):
+    """Everything a Mnemo process needs to know, with the defaults of the embedded setup."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    database_url: str | None = Field(None, description="PostgreSQL URL; unset = embedded PostgreSQL")
+    redis_url: str | None = Field(None, description="Celery broker; unset = the same PostgreSQL")
+    llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset = offline")
+    llm_api_key: SecretStr | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30.0
+    embedding_base_url: str | None = None
+    embedding_model: str | None = None
+    embedding_dimensions: Annotated[int, Field(ge=1, le=16000)] = 384
+    discord_token: SecretStr | None = None
+    discord_api_base_url: str = "https://discord.com/api/v10"
+    telegram_token: SecretStr | None = None
+    telegram_api_base_url: str = "https://api.telegram.org/bot"
+    memory_retrieval_limit: Annotated[int, Field(ge=1, le=100)] = 5
+    memory_eviction_threshold: Annotated[int | None, Field(ge=1)] = None
+    session_idle_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 30
+    default_timezone: str = "UTC"
+    mnemo_data_dir: Path = Path("~/.local/share/mnemo")
+    log_level: str = "INFO"
+
+    @field_validator("memory_eviction_threshold", mode="before")
+    @classmethod
+    def _off_means_none(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in {"", "off", "none", "0"}:
+            return None
+        return value
+
+    @field_validator(
+        "database_url", "redis_url", "llm_base_url", "embedding_base_url", "embedding_model",
+        mode="before",
+    )
+    @classmethod
+    def _blank_means_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql", "postgres://")):
+            raise ValueError("must be a postgresql:// URL")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must be a redis://, rediss:// or unix:// URL")
+        return value
+
+    @field_validator("llm_base_url", "embedding_base_url", "discord_api_base_url", "telegram_api_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value.rstrip("/") if value else value
+
+    @field_validator("llm_api_key", "discord_token", "telegram_token")
+    @classmethod
+    def _no_placeholder(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        if value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS:
+            raise ValueError("is still the placeholder from .env.example; set the real secret or leave it empty")
+        return value
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Asia/Shanghai)") from exc
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise ValueError("must be DEBUG, INFO, WARNING or ERROR")
+        return level
+
+    @property
+    def data_dir(self) -> Path:
+        """The data directory, expanded (embedded database, exports, caches)."""
+        return self.mnemo_data_dir.expanduser()
+
+    @property
+    def uses_embedded_database(self) -> bool:
+        return self.database_url is None
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.llm_base_url is not None
+
+    def masked(self) -> dict[str, str]:
+        """Every setting as an environment variable with secrets masked, for ``mnemo doctor``."""
+        shown: dict[str, str] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            if value is None:
+                text = "(unset)"
+            elif name in SECRET_FIELDS:
+                text = mask_secret(str(value))
+            else:
+                text = str(value)
+            shown[name.upper()] = text
+        return shown
+
+
+def mask_secret(value: str) -> str:
+    """Hide a secret, or the password inside a URL, keeping enough to recognise it."""
+    if "://" in value:
+        scheme, _, rest = value.partition("://")
+        credentials, at, host = rest.rpartition("@")
+        if not at:
+            return value
+        user, colon, _password = credentials.partition(":")
+        return f"{scheme}://{user}{':***' if colon else ''}@{host}"
+    if len(value) <= 8:
+        return "***"
+    return f"{value[:3]}…{value[-2:]} ({len(value)} chars)"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the settings, turning validation errors into a message that names each variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else "configuration"
+            shown = error.get("input")
+            if field in SECRET_FIELDS and isinstance(shown, str):
+                shown = mask_secret(shown)
+            message = error["msg"].removeprefix("Value error, ")
+            problems.append(f"{field.upper()}: {message} (got {shown!r})")
+        raise ConfigError("Invalid configuration:\n  " + "\n  ".join(problems)) from None

@@ -1,0 +1,117 @@
+"""Search tokens for Chinese, English and mixed text.
+
+Chinese runs are segmented with jieba (with part-of-speech tags, so meaningful one-character
+nouns such as 猫 or 书 survive while particles and pronouns do not); every other script is split
+into lower-cased words. Stop words of both languages and short numbers are dropped.
+
+The same tokens are stored (space-separated) beside memories and episodes and used to build
+queries, so a change to the rules here must bump ``TOKENIZER_VERSION``: rows carry the version
+they were tokenised with and can be re-indexed when it changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable
+from functools import cache
+from importlib import resources
+
+TOKENIZER_VERSION = 1
+
+MAX_TOKEN_CHARS = 64
+"""Longer runs are not words a person would search for (and Postgres caps lexemes at 2 KB)."""
+
+MIN_NUMBER_DIGITS = 4
+"""Numbers shorter than this (1, 42, 365) match too much to be keywords; years and codes stay."""
+
+SINGLE_CHAR_POS = frozenset({"n", "nr", "ns", "nt", "nz", "ng", "nrt", "nrfg", "s", "j"})
+"""jieba part-of-speech tags for which a one-character Chinese token is kept (猫, 狗, 书, 茶)."""
+
+DROPPED_POS = frozenset({"m", "mq", "q", "x", "uj", "ul", "y"})
+"""Numerals with classifiers (一只, 三个), particles and interjections never become tokens."""
+
+_HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN_RUN = re.compile(f"[{_HAN}]+")
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_HAN_CHAR = re.compile(f"[{_HAN}]")
+_JIEBA_LOCK = threading.Lock()
+
+logging.getLogger("jieba").setLevel(logging.WARNING)
+
+
+@cache
+def stop_words() -> frozenset[str]:
+    """Chinese and English stop words, from the files shipped in ``shared/data``."""
+    words: set[str] = set()
+    for name in ("stopwords_en.txt", "stopwords_zh.txt"):
+        text = resources.files("shared").joinpath("data", name).read_text(encoding="utf-8")
+        for line in text.splitlines():
+            if not line.startswith("#"):
+                words.update(line.split())
+    words.update(w.replace("'", "’") for w in list(words) if "'" in w)
+    return frozenset(words)
+
+
+@cache
+def _posseg():
+    """jieba's tagger, initialised once (loading its dictionary takes about a second)."""
+    import jieba
+    import jieba.posseg
+
+    with _JIEBA_LOCK:
+        jieba.initialize()
+    return jieba.posseg
+
+
+def tokenize(text: str) -> list[str]:
+    """Search tokens of ``text`` in order, repeats kept (for storage and term frequency)."""
+    tokens: list[str] = []
+    position = 0
+    for match in _HAN_RUN.finditer(text):
+        tokens.extend(_words(text[position : match.start()]))
+        tokens.extend(_chinese(match.group()))
+        position = match.end()
+    tokens.extend(_words(text[position:]))
+    return tokens
+
+
+def keywords(text: str) -> list[str]:
+    """Distinct search tokens of ``text`` in first-seen order (for queries)."""
+    return list(dict.fromkeys(tokenize(text)))
+
+
+def search_text(parts: Iterable[str | None]) -> str:
+    """The space-separated tokens stored in a row's search column."""
+    return " ".join(token for part in parts if part for token in tokenize(part))
+
+
+def _words(chunk: str) -> Iterable[str]:
+    stops = stop_words()
+    for raw in _WORD.findall(chunk):
+        word = raw.lower().replace("’", "'")
+        if word.endswith("'s"):
+            word = word[:-2]
+        if word in stops or not _is_keyword(word):
+            continue
+        yield word.replace("'", "")
+
+
+def _chinese(run: str) -> Iterable[str]:
+    stops = stop_words()
+    for pair in _posseg().cut(run, HMM=True):
+        word, flag = pair.word, pair.flag
+        if word in stops or flag in DROPPED_POS or not _HAN_CHAR.search(word):
+            continue
+        if len(word) == 1 and flag not in SINGLE_CHAR_POS:
+            continue
+        yield word
+
+
+def _is_keyword(word: str) -> bool:
+    if len(word) > MAX_TOKEN_CHARS:
+        return False
+    if word.isdigit():
+        return len(word) >= MIN_NUMBER_DIGITS
+    return len(word) > 1 or not word.isascii()

@@ -1,0 +1,395 @@
+"""A fake OpenAI-compatible HTTP server for tests.
+
+It speaks the real HTTP API (``GET /v1/models``, ``POST /v1/chat/completions``,
+``POST /v1/embeddings``), so the real ``openai`` SDK pointed at ``base_url`` is
+exercised end to end. Standard library only; it binds 127.0.0.1 on an
+ephemeral port and serves from a daemon thread::
+
+    with FakeOpenAI() as llm:
+        llm.queue_reply({"response": "hi"})
+        client = openai.OpenAI(base_url=llm.base_url, api_key="x", max_retries=0)
+        client.chat.completions.create(model="fake-chat", messages=[...])
+
+Chat replies come from a script: queued replies/errors first (in order), then
+the responder. Connections are HTTP/1.0 (one request each), so nothing lingers
+once ``stop()`` returns.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import math
+import re
+import struct
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Content = str | dict[str, Any]
+Responder = Callable[[dict[str, Any]], Content]
+
+_log = logging.getLogger(__name__)
+_WORD = re.compile(r"\w+")
+_ERROR_KINDS: dict[int, tuple[str, str | None, str]] = {
+    400: ("invalid_request_error", None, "Bad request."),
+    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+    404: ("invalid_request_error", "unknown_url", "Unknown request URL."),
+    429: ("requests", "rate_limit_exceeded", "Rate limit reached. Please try again later."),
+    500: ("server_error", None, "The server had an error while processing your request."),
+}
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as received: header names are lower-cased; ``json`` is None if absent/invalid."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+
+
+@dataclass(frozen=True)
+class _Reply:
+    content: Content
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Failure:
+    status: int
+    body: dict[str, Any]
+    retry_after: float | None = None
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Response:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def error_body(status: int, message: str | None = None, *, param: str | None = None) -> dict[str, Any]:
+    """An OpenAI-style ``{"error": {...}}`` body for ``status``."""
+    kind, code, default = _ERROR_KINDS.get(status, ("api_error", None, f"HTTP {status}."))
+    return {"error": {"message": message or default, "type": kind, "param": param, "code": code}}
+
+
+def _fail(status: int, message: str, *, param: str | None = None) -> _Response:
+    return _Response(status, error_body(status, message, param=param))
+
+
+def default_responder(_request: dict[str, Any]) -> Content:
+    """The reply used when nothing is queued: a fixed, valid JSON string."""
+    return '{"response": "ok"}'
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (about four characters a token)."""
+    return math.ceil(len(text) / 4)
+
+
+def _messages_text(messages: list[Any]) -> str:
+    parts: list[str] = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
+    return "\n".join(parts)
+
+
+def _features(text: str) -> Iterator[tuple[str, float]]:
+    words = _WORD.findall(text.lower())
+    if not words:
+        yield "<empty>", 1.0
+    for word in words:
+        yield f"w:{word}", 1.0
+        padded = f" {word} "
+        for i in range(len(padded) - 2):
+            yield f"t:{padded[i : i + 3]}", 0.25
+
+
+def fake_embedding(text: str, dim: int) -> list[float]:
+    """A deterministic, L2-normalised signed-hash embedding of words and character trigrams."""
+    vector = [0.0] * dim
+    for feature, weight in _features(text):
+        n = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+        vector[n % dim] += weight if n >> 63 else -weight
+    norm = math.sqrt(sum(v * v for v in vector))
+    return [v / norm for v in vector] if norm else [1.0] + [0.0] * (dim - 1)
+
+
+def _encode_vector(vector: list[float], encoding_format: str) -> list[float] | str:
+    if encoding_format == "base64":
+        return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+    return vector
+
+
+def _completion(request: dict[str, Any], content: str) -> dict[str, Any]:
+    prompt = max(1, estimate_tokens(_messages_text(request["messages"])))
+    completion = estimate_tokens(content)
+    message = {"role": "assistant", "content": content, "refusal": None}
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request["model"],
+        "system_fingerprint": "fp_fake",
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def _failure_response(failure: _Failure) -> _Response:
+    headers = {} if failure.retry_after is None else {"Retry-After": f"{failure.retry_after:g}"}
+    return _Response(failure.status, failure.body, headers, failure.delay)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = False  # so server_close() joins the request threads
+    request_queue_size = 128  # bursts of concurrent SDK calls must not overflow the backlog
+
+    def __init__(self, fake: FakeOpenAI) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers at shutdown
+    timeout = 10.0
+
+    def do_POST(self) -> None:
+        """Serve one request (GET is handled the same way) and close the connection."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        response = self.server.fake._dispatch(self.command, self.path, headers, raw)
+        payload = json.dumps(response.body).encode()
+        self.send_response(response.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Route access logs to ``logging`` instead of stderr."""
+        _log.debug("fake openai: " + format, *args)
+
+
+class FakeOpenAI:
+    """A scriptable OpenAI-compatible server on 127.0.0.1; use as a context manager."""
+
+    def __init__(
+        self,
+        *,
+        models: Iterable[str] = ("fake-chat", "fake-embed"),
+        api_key: str | None = None,
+        json_schema_supported: bool = True,
+        embedding_dim: int = 384,
+        latency: float = 0.0,
+    ) -> None:
+        self.models = list(models)
+        self.api_key = api_key
+        self.json_schema_supported = json_schema_supported
+        self.embedding_dim = embedding_dim
+        self.latency = latency  # seconds added to every response
+        self._lock = threading.Lock()
+        self._records: list[RecordedRequest] = []
+        self._chat_script: deque[_Reply | _Failure] = deque()
+        self._embedding_failures: deque[_Failure] = deque()
+        self._responder: Responder = default_responder
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The API root to give the SDK, e.g. ``http://127.0.0.1:PORT/v1``."""
+        if self._server is None:
+            raise RuntimeError("FakeOpenAI is not running; call start() first")
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> FakeOpenAI:
+        """Bind an ephemeral port and serve from a daemon thread."""
+        if self._server is not None:
+            raise RuntimeError("FakeOpenAI is already running")
+        self._stopping.clear()
+        self._server = _Server(self)
+        name = f"FakeOpenAI:{self._server.server_address[1]}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Shut the server down, close its socket and join its threads (idempotent)."""
+        server, thread, self._server, self._thread = self._server, self._thread, None, None
+        if server is None or thread is None:
+            return
+        self._stopping.set()  # cut any pending reply delay short
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def queue_reply(self, content: Content, *, delay: float = 0.0) -> None:
+        """Append a chat reply; a dict is JSON-encoded into the message content."""
+        with self._lock:
+            self._chat_script.append(_Reply(content, delay))
+
+    def queue_error(
+        self,
+        status: int,
+        body: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+        *,
+        delay: float = 0.0,
+        endpoint: str = "chat",
+    ) -> None:
+        """Make the next ``endpoint`` ("chat" or "embeddings") call fail with ``status``."""
+        failure = _Failure(status, body or error_body(status), retry_after, delay)
+        with self._lock:
+            if endpoint == "chat":
+                self._chat_script.append(failure)
+            elif endpoint == "embeddings":
+                self._embedding_failures.append(failure)
+            else:
+                raise ValueError(f"unknown endpoint {endpoint!r}; use 'chat' or 'embeddings'")
+
+    def set_responder(self, fn: Responder | None) -> None:
+        """Answer chat calls with ``fn(request_json)`` when the queue is empty (None: the default)."""
+        with self._lock:
+            self._responder = fn or default_responder
+
+    def reset(self) -> None:
+        """Clear queued replies/errors and recorded requests, and restore the default responder."""
+        with self._lock:
+            self._records.clear()
+            self._chat_script.clear()
+            self._embedding_failures.clear()
+            self._responder = default_responder
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every request received, in arrival order."""
+        with self._lock:
+            return list(self._records)
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of chat completion calls."""
+        return [r.json for r in self.requests if r.path.startswith("/v1/chat/") and isinstance(r.json, dict)]
+
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of embedding calls."""
+        return [r.json for r in self.requests if r.path.startswith("/v1/embed") and isinstance(r.json, dict)]
+
+    def response_formats(self) -> list[dict[str, Any] | None]:
+        """The ``response_format`` of each chat call (None where absent)."""
+        return [body.get("response_format") for body in self.chat_requests()]
+
+    def _dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> _Response:
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        with self._lock:
+            self._records.append(RecordedRequest(method, path, headers, body))
+        response = self._route(method, path.split("?", 1)[0], headers, body, bool(raw))
+        self._stopping.wait(self.latency + response.delay)
+        return response
+
+    def _route(self, method: str, path: str, headers: dict[str, str], body: Any, has_body: bool) -> _Response:
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return _fail(401, "Incorrect API key provided.")
+        if method == "GET" and path == "/v1/models":
+            return _Response(200, self._model_list())
+        if method == "POST" and path in ("/v1/chat/completions", "/v1/embeddings"):
+            if not isinstance(body, dict):
+                problem = "could not parse the JSON body" if has_body else "a JSON object body is required"
+                return _fail(400, f"We {problem} of your request.")
+            return self._chat(body) if path == "/v1/chat/completions" else self._embeddings(body)
+        return _fail(404, f"Invalid URL ({method} {path})")
+
+    def _model_list(self) -> dict[str, Any]:
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake-openai"} for m in self.models]
+        return {"object": "list", "data": data}
+
+    def _chat(self, body: dict[str, Any]) -> _Response:
+        problem = self._validate_chat(body)
+        if problem is not None:
+            return problem
+        with self._lock:
+            step = self._chat_script.popleft() if self._chat_script else None
+            responder = self._responder
+        if isinstance(step, _Failure):
+            return _failure_response(step)
+        if step is None:
+            try:
+                step = _Reply(responder(body))
+            except Exception as exc:
+                _log.exception("fake openai responder failed")
+                return _fail(500, f"Fake responder raised {exc!r}")
+        content = step.content if isinstance(step.content, str) else json.dumps(step.content)
+        return _Response(200, _completion(body, content), delay=step.delay)
+
+    def _validate_chat(self, body: dict[str, Any]) -> _Response | None:
+        if not isinstance(body.get("messages"), list) or not body.get("model"):
+            return _fail(400, "'model' and 'messages' are required properties.", param="messages")
+        if body.get("stream"):
+            return _fail(400, "Streaming (stream=true) is not supported by this server.", param="stream")
+        fmt = body.get("response_format")
+        if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and not self.json_schema_supported:
+            message = (
+                "Invalid parameter: 'response_format' of type 'json_schema' is not supported with "
+                "this model. Use {'type': 'json_object'} (JSON mode) instead."
+            )
+            return _fail(400, message, param="response_format")
+        return None
+
+    def _embeddings(self, body: dict[str, Any]) -> _Response:
+        with self._lock:
+            failure = self._embedding_failures.popleft() if self._embedding_failures else None
+        if failure is not None:
+            return _failure_response(failure)
+        raw_input = body.get("input")
+        texts = [raw_input] if isinstance(raw_input, str) else raw_input
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            return _fail(400, "'input' must be a string or a non-empty list of strings.", param="input")
+        dim = body.get("dimensions") or self.embedding_dim
+        if not isinstance(dim, int) or dim < 1:
+            return _fail(400, "'dimensions' must be a positive integer.", param="dimensions")
+        fmt = body.get("encoding_format") or "float"
+        data = [
+            {"object": "embedding", "index": i, "embedding": _encode_vector(fake_embedding(t, dim), fmt)}
+            for i, t in enumerate(texts)
+        ]
+        tokens = sum(estimate_tokens(t) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return _Response(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage})

@@ -1,0 +1,88 @@
+"""`mnemo doctor`: a clear verdict per service and a non-zero exit when something is broken."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.cli import main
+from shared.db import migrate
+from shared.settings import Settings
+from tests.fakes.openai_server import FakeOpenAI
+
+API_KEY = "sk-doctor-test-secret-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch, tmp_path):
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(tmp_path / "data"))
+
+
+@pytest.fixture
+def llm():
+    with FakeOpenAI(api_key=API_KEY, models=("mnemo-chat",)) as server:
+        yield server
+
+
+def run_doctor(capsys) -> tuple[int, str]:
+    code = main(["doctor"])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_a_healthy_setup_is_ready_and_masks_every_secret(monkeypatch, capsys, fresh_system_db, llm):
+    migrate.upgrade(fresh_system_db)
+    monkeypatch.setenv("DATABASE_URL", fresh_system_db)
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+    monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
+    monkeypatch.setenv("LLM_API_KEY", API_KEY)
+    monkeypatch.setenv("LLM_MODEL", "mnemo-chat")
+    monkeypatch.setenv("TELEGRAM_TOKEN", "123456:telegram-secret-token")
+    code, out = run_doctor(capsys)
+    assert code == 0, out
+    assert "[OK  ] database: DATABASE_URL, PostgreSQL 15" in out
+    assert "[INFO] pgvector: not installed: lexical search only" in out
+    assert "[OK  ] broker: Redis answers PING" in out
+    assert "[OK  ] llm:" in out and "Verdict: ready" in out
+    assert API_KEY not in out and "telegram-secret-token" not in out
+
+
+def test_a_wrong_value_stops_with_the_variable_named_and_exit_code_2(monkeypatch, capsys):
+    monkeypatch.setenv("MEMORY_RETRIEVAL_LIMIT", "many")
+    code, out = run_doctor(capsys)
+    assert code == 2
+    assert "MEMORY_RETRIEVAL_LIMIT" in out and ".env.example" in out
+
+
+def test_unreachable_database_broker_and_llm_each_fail_with_a_reason(monkeypatch, capsys):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://postgres@127.0.0.1:1/nowhere")
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
+    monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    code, out = run_doctor(capsys)
+    assert code == 1
+    assert "[FAIL] database: cannot connect to the DATABASE_URL" in out
+    assert "[FAIL] broker: Redis at REDIS_URL does not answer" in out
+    assert "[FAIL] llm: LLM_BASE_URL=http://127.0.0.1:9/v1 does not answer" in out
+    assert "NOT READY, failing: database, broker, llm" in out
+
+
+def test_a_rejected_api_key_and_an_unknown_model_are_reported(monkeypatch, capsys, llm):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://postgres@127.0.0.1:1/nowhere")
+    monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
+    monkeypatch.setenv("LLM_API_KEY", "sk-wrong-key-000000000")
+    code, out = run_doctor(capsys)
+    assert code == 1 and "refused the API key (HTTP 401)" in out
+    monkeypatch.setenv("LLM_API_KEY", API_KEY)
+    monkeypatch.setenv("LLM_MODEL", "gpt-nonexistent")
+    code, out = run_doctor(capsys)
+    assert "[WARN] llm: endpoint answers, but LLM_MODEL='gpt-nonexistent'" in out
+
+
+def test_an_unmigrated_database_fails_with_the_command_that_fixes_it(monkeypatch, capsys, fresh_system_db):
+    monkeypatch.setenv("DATABASE_URL", fresh_system_db)
+    code, out = run_doctor(capsys)
+    assert code == 1
+    assert "[FAIL] schema: at nothing, head is 0002: run `mnemo db upgrade`" in out
+    assert "[OK  ] broker: REDIS_URL unset: Celery uses the PostgreSQL database" in out

@@ -1,0 +1,91 @@
+"""The embedded default: PostgreSQL 18 with pgvector started in the data directory, owned by one process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+from shared.embedded import EmbeddedPostgres, server_pid
+
+ROOT = Path(__file__).resolve().parents[2]
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from shared.cli import exit_cleanly_on_signals
+    from shared.embedded import EmbeddedPostgres
+    exit_cleanly_on_signals()
+    with EmbeddedPostgres(Path(sys.argv[1])):
+        print("ready", flush=True)
+        time.sleep(120)
+""")
+
+
+def embedded_env(data_dir: Path) -> dict[str, str]:
+    """The environment of a fresh install: no DATABASE_URL, no REDIS_URL, no LLM."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "LLM_BASE_URL"}}
+    env.update(MNEMO_DATA_DIR=str(data_dir), PYTHONPATH=str(ROOT))
+    return env
+
+
+def postgres_processes_for(data_dir: Path) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["name", "cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if process.info["name"] == "postgres" and str(data_dir.resolve()) in cmdline:
+            found.append(process)
+    return found
+
+
+def test_the_starting_process_owns_the_server_and_an_attached_one_leaves_it_running(tmp_path):
+    owner = EmbeddedPostgres(tmp_path)
+    owner.start()
+    attached = EmbeddedPostgres(tmp_path)
+    try:
+        assert attached.start() == owner.url
+        assert owner.owner and not attached.owner
+        attached.stop()
+        assert server_pid(tmp_path) is not None
+    finally:
+        owner.stop()
+    assert server_pid(tmp_path) is None
+    owner.start()  # and it starts again in the same process
+    owner.stop()
+    assert server_pid(tmp_path) is None
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_no_server_is_left_behind_when_the_owner_is_interrupted(tmp_path, signum):
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              env=embedded_env(tmp_path), cwd=tmp_path)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        assert server_pid(tmp_path) is not None
+        holder.send_signal(signum)
+        holder.wait(timeout=30)
+    finally:
+        holder.kill()
+    assert server_pid(tmp_path) is None
+    psutil.wait_procs(postgres_processes_for(tmp_path), timeout=10)
+    assert postgres_processes_for(tmp_path) == []
+
+
+def test_db_upgrade_and_doctor_work_on_the_embedded_default(tmp_path):
+    env = embedded_env(tmp_path)
+    upgrade = subprocess.run([sys.executable, "-m", "shared.cli", "db", "upgrade"], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert "Schema at 0002; vectors on." in upgrade.stdout
+    doctor = subprocess.run([sys.executable, "-m", "shared.cli", "doctor"], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "[OK  ] database: embedded PostgreSQL, PostgreSQL 18" in doctor.stdout
+    assert "[OK  ] pgvector: enabled, 384 dimensions" in doctor.stdout
+    assert "Verdict: ready" in doctor.stdout
+    assert server_pid(tmp_path) is None

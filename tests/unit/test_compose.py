@@ -1,0 +1,227 @@
+"""The production deployment files, checked by reading them (no Docker engine needed).
+
+``docker-compose.yml`` must run every Mnemo process with the right dependencies and settings,
+and every process command it names must be a real ``mnemo`` subcommand. Commands still being
+built are listed in ``PENDING_COMMANDS``; once one lands in ``shared.cli.COMMANDS`` a test
+fails until it is taken off that list, from then on it is checked for real.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from shared.cli import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+DOCKERIGNORE = ROOT / ".dockerignore"
+
+PENDING_COMMANDS: dict[str, int] = {"worker": 4, "beat": 4, "discord": 5, "telegram": 5}
+"""``mnemo`` subcommands that compose already runs but that are not built yet -> the issue adding them."""
+
+INFRASTRUCTURE = ("postgres", "redis")
+LONG_RUNNING = ("bot-discord", "bot-telegram", "worker", "beat")
+APP_SERVICES = ("migrate", *LONG_RUNNING)
+SINGLETONS = ("beat",)
+
+_VARIABLE = re.compile(r"\$\{(?P<name>\w+)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
+
+
+def interpolate(value: str) -> str:
+    """Compose's ``${NAME:-default}`` / ``${NAME:?error}`` with defaults, a placeholder otherwise."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match["op"] in (":-", "-"):
+            return match["arg"]
+        return f"<{match['name']}>"
+
+    return _VARIABLE.sub(replace, value)
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return compose["services"]
+
+
+def command_of(service: dict[str, Any]) -> list[str]:
+    command = service.get("command", [])
+    return shlex.split(command) if isinstance(command, str) else [str(part) for part in command]
+
+
+def environment_of(service: dict[str, Any]) -> dict[str, str]:
+    environment = service.get("environment", {})
+    if isinstance(environment, list):
+        environment = dict(item.split("=", 1) for item in environment)
+    return {name: interpolate(str(value)) for name, value in environment.items()}
+
+
+def env_files_of(service: dict[str, Any]) -> list[str]:
+    env_file = service.get("env_file", [])
+    entries = [env_file] if isinstance(env_file, str | dict) else env_file
+    return [entry["path"] if isinstance(entry, dict) else entry for entry in entries]
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """``(INSTRUCTION, arguments)`` pairs, continuation lines joined, comments dropped."""
+    lines = [line for line in DOCKERFILE.read_text(encoding="utf-8").splitlines()
+             if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    instructions = []
+    for line in joined.splitlines():
+        if line.strip():
+            keyword, _, arguments = line.strip().partition(" ")
+            instructions.append((keyword.upper(), arguments.strip()))
+    return instructions
+
+
+def exec_form(arguments: str) -> list[str]:
+    return json.loads(arguments) if arguments.startswith("[") else shlex.split(arguments)
+
+
+# --- docker-compose.yml ---------------------------------------------------------------------
+
+
+def test_every_service_of_the_deployment_is_defined(services: dict[str, dict[str, Any]]) -> None:
+    missing = [name for name in (*INFRASTRUCTURE, *APP_SERVICES) if name not in services]
+    assert not missing, f"docker-compose.yml lacks the services {missing}"
+
+
+def test_postgres_uses_an_image_with_pgvector_and_has_a_healthcheck(services: dict[str, dict[str, Any]]) -> None:
+    postgres = services["postgres"]
+    assert "pgvector" in postgres["image"], f"postgres image {postgres['image']!r} does not ship pgvector"
+    assert "pg_isready" in " ".join(postgres["healthcheck"]["test"]), "postgres is not health-checked with pg_isready"
+    assert postgres.get("volumes"), "postgres keeps its data in no volume: a restart would lose every memory"
+
+
+def test_postgres_password_is_never_written_in_the_file(services: dict[str, dict[str, Any]]) -> None:
+    password = str(services["postgres"]["environment"]["POSTGRES_PASSWORD"])
+    assert password.startswith("${POSTGRES_PASSWORD"), f"the postgres password is hard-coded as {password!r}"
+
+
+def test_redis_has_a_healthcheck(services: dict[str, dict[str, Any]]) -> None:
+    check = " ".join(services["redis"]["healthcheck"]["test"])
+    assert "redis-cli" in check and "ping" in check, f"redis is not health-checked with redis-cli ping: {check!r}"
+
+
+def test_migrate_runs_the_schema_upgrade_once(services: dict[str, dict[str, Any]]) -> None:
+    migrate = services["migrate"]
+    assert command_of(migrate) == ["mnemo", "db", "upgrade"], "the migrate service does not run `mnemo db upgrade`"
+    assert str(migrate.get("restart", "no")) == "no", "the one-shot migrate service must not be restarted"
+    assert migrate["depends_on"]["postgres"]["condition"] == "service_healthy", "migrate does not wait for postgres"
+
+
+@pytest.mark.parametrize("name", LONG_RUNNING)
+def test_each_process_waits_for_the_migration_and_healthy_services(
+    services: dict[str, dict[str, Any]], name: str,
+) -> None:
+    depends_on = services[name]["depends_on"]
+    assert depends_on["migrate"]["condition"] == "service_completed_successfully", (
+        f"{name} may start before the migration has completed"
+    )
+    for dependency in INFRASTRUCTURE:
+        assert depends_on[dependency]["condition"] == "service_healthy", f"{name} does not wait for {dependency}"
+    assert services[name].get("restart") == "unless-stopped", f"{name} is not restarted when it crashes"
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_each_process_reads_its_settings_from_the_env_file(services: dict[str, dict[str, Any]], name: str) -> None:
+    assert ".env" in env_files_of(services[name]), f"{name} does not read its secrets from .env"
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_each_process_points_at_the_compose_database_and_broker(
+    services: dict[str, dict[str, Any]], name: str,
+) -> None:
+    environment = environment_of(services[name])
+    database, broker = urlsplit(environment["DATABASE_URL"]), urlsplit(environment["REDIS_URL"])
+    assert database.scheme.startswith("postgres") and database.hostname == "postgres", (
+        f"{name}'s DATABASE_URL does not point at the postgres service: {environment['DATABASE_URL']!r}"
+    )
+    assert broker.scheme == "redis" and broker.hostname == "redis", (
+        f"{name}'s REDIS_URL does not point at the redis service: {environment['REDIS_URL']!r}"
+    )
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_each_process_runs_the_one_shared_image(services: dict[str, dict[str, Any]], name: str) -> None:
+    service = services[name]
+    assert service.get("build"), f"{name} is not built from the Dockerfile"
+    assert service.get("image") == services["migrate"].get("image"), f"{name} does not share the Mnemo image"
+
+
+@pytest.mark.parametrize("name", SINGLETONS)
+def test_beat_is_never_scaled(services: dict[str, dict[str, Any]], name: str) -> None:
+    replicas = services[name].get("deploy", {}).get("replicas", 1)
+    assert int(replicas) == 1 and int(services[name].get("scale", 1)) == 1, (
+        f"{name} runs {replicas} replicas: every scheduled task would be sent more than once"
+    )
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_each_process_runs_a_mnemo_subcommand_that_exists_or_is_pending(
+    services: dict[str, dict[str, Any]], name: str,
+) -> None:
+    command = command_of(services[name])
+    assert command[:1] == ["mnemo"] and len(command) >= 2, f"{name} does not run `mnemo <subcommand>`: {command}"
+    subcommand = command[1]
+    if subcommand in COMMANDS:
+        try:
+            build_parser().parse_args(command[1:])
+        except SystemExit:
+            pytest.fail(f"{name} runs `{shlex.join(command)}`, whose arguments mnemo rejects (see above)")
+    else:
+        assert subcommand in PENDING_COMMANDS, (
+            f"{name} runs `mnemo {subcommand}`, which is neither in shared.cli.COMMANDS nor pending"
+        )
+
+
+def test_no_pending_command_is_already_registered() -> None:
+    landed = {name: issue for name, issue in PENDING_COMMANDS.items() if name in COMMANDS}
+    assert not landed, f"take {sorted(landed)} off PENDING_COMMANDS: they are registered in shared.cli now"
+
+
+# --- Dockerfile and .dockerignore -------------------------------------------------------------
+
+
+def test_the_image_starts_the_mnemo_console_script() -> None:
+    instructions = dockerfile_instructions()
+    entrypoints = [exec_form(args) for keyword, args in instructions if keyword == "ENTRYPOINT"]
+    commands = [exec_form(args) for keyword, args in instructions if keyword == "CMD"]
+    program = (entrypoints or commands)[-1][0]
+    assert program == "mnemo", f"the image starts {program!r}, not the `mnemo` console script"
+
+
+def test_the_image_runs_as_a_non_root_user() -> None:
+    users = [args for keyword, args in dockerfile_instructions() if keyword == "USER"]
+    assert users, "the Dockerfile never leaves root"
+    assert users[-1].split(":")[0] not in {"root", "0"}, f"the image runs as {users[-1]!r}"
+
+
+def test_the_image_does_not_install_torch_or_extras() -> None:
+    installs = " ".join(args for keyword, args in dockerfile_instructions() if keyword == "RUN")
+    assert not re.search(r"pip install[^&]*\btorch\b", installs), "the Dockerfile installs PyTorch"
+    assert not re.search(r"\.\[[^\]]*\]", installs), "the Dockerfile installs an extra of the project (dev? torch?)"
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    heavy = [dep for dep in dependencies if re.match(r"(torch|sentence-transformers)\b", dep, re.IGNORECASE)]
+    assert not heavy, f"the image installs [project].dependencies, which now pull in {heavy}"
+
+
+def test_secrets_and_local_state_stay_out_of_the_image() -> None:
+    ignored = {line.strip() for line in DOCKERIGNORE.read_text(encoding="utf-8").splitlines()}
+    for entry in (".env", ".git", ".venv", "var"):
+        assert entry in ignored, f".dockerignore does not exclude {entry}"

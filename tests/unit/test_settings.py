@@ -1,0 +1,87 @@
+"""Settings: names, defaults, validation messages that name the variable, masking."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from shared.errors import ConfigError
+from shared.settings import Settings, load_settings, mask_secret
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIRED = {"DATABASE_URL", "REDIS_URL", "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "EMBEDDING_BASE_URL",
+            "EMBEDDING_MODEL", "DISCORD_TOKEN", "DISCORD_API_BASE_URL", "TELEGRAM_TOKEN",
+            "TELEGRAM_API_BASE_URL", "MEMORY_RETRIEVAL_LIMIT", "MEMORY_EVICTION_THRESHOLD",
+            "SESSION_IDLE_MINUTES", "DEFAULT_TIMEZONE", "MNEMO_DATA_DIR"}
+
+COMPOSE_ONLY = {"POSTGRES_PASSWORD"}
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch, tmp_path):
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env from the checkout
+
+
+def test_the_issue_names_every_variable_and_the_documented_defaults():
+    settings = load_settings()
+    assert set(settings.masked()) >= REQUIRED
+    assert settings.memory_retrieval_limit == 5
+    assert settings.memory_eviction_threshold is None
+    assert settings.session_idle_minutes == 30
+    assert settings.uses_embedded_database and not settings.llm_configured
+    assert settings.telegram_api_base_url == "https://api.telegram.org/bot"
+
+
+def test_env_example_documents_every_setting():
+    documented = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.MULTILINE))
+    assert documented - COMPOSE_ONLY == {name.upper() for name in Settings.model_fields}
+
+
+def test_a_wrong_value_names_the_variable(monkeypatch):
+    monkeypatch.setenv("MEMORY_RETRIEVAL_LIMIT", "lots")
+    monkeypatch.setenv("DEFAULT_TIMEZONE", "Mars/Olympus")
+    with pytest.raises(ConfigError) as error:
+        load_settings()
+    assert "MEMORY_RETRIEVAL_LIMIT" in str(error.value)
+    assert "DEFAULT_TIMEZONE" in str(error.value) and "IANA" in str(error.value)
+
+
+def test_urls_must_have_the_right_scheme(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "mysql://root@localhost/db")
+    monkeypatch.setenv("LLM_BASE_URL", "localhost:8000")
+    with pytest.raises(ConfigError, match="DATABASE_URL") as error:
+        load_settings()
+    assert "LLM_BASE_URL" in str(error.value)
+
+
+def test_a_placeholder_secret_is_refused_and_not_echoed_in_full(monkeypatch):
+    monkeypatch.setenv("TELEGRAM_TOKEN", "changeme")
+    with pytest.raises(ConfigError, match="TELEGRAM_TOKEN: is still the placeholder"):
+        load_settings()
+
+
+def test_values_are_read_from_a_dotenv_file(tmp_path):
+    (tmp_path / ".env").write_text("MEMORY_RETRIEVAL_LIMIT=7\nMEMORY_EVICTION_THRESHOLD=off\n")
+    settings = load_settings()
+    assert settings.memory_retrieval_limit == 7 and settings.memory_eviction_threshold is None
+
+
+def test_eviction_threshold_can_be_switched_on(monkeypatch):
+    monkeypatch.setenv("MEMORY_EVICTION_THRESHOLD", "5000")
+    assert load_settings().memory_eviction_threshold == 5000
+
+
+def test_masked_configuration_hides_secrets_and_url_passwords(monkeypatch):
+    monkeypatch.setenv("LLM_API_KEY", "sk-verysecretkey123456")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://mnemo:hunter2@db:5432/mnemo")
+    shown = load_settings().masked()
+    assert "verysecret" not in shown["LLM_API_KEY"]
+    assert shown["DATABASE_URL"] == "postgresql://mnemo:***@db:5432/mnemo"
+    assert "hunter2" not in str(shown)
+
+
+def test_mask_secret_keeps_urls_without_credentials_readable():
+    assert mask_secret("redis://redis:6379/0") == "redis://redis:6379/0"
+    assert mask_secret("short") == "***"

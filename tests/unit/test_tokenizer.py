@@ -1,0 +1,63 @@
+"""The tokenizer: jieba for Chinese, words for everything else, stop words out, 猫 kept."""
+
+from shared.tokenizer import MAX_TOKEN_CHARS, TOKENIZER_VERSION, keywords, search_text, stop_words, tokenize
+
+
+def test_the_seed_example_gives_python_code_and_like_without_stop_words():
+    assert set(keywords("我喜欢用 Python 写代码")) == {"python", "代码", "喜欢"}
+
+
+def test_stop_words_of_the_seed_are_dropped():
+    words = keywords("我喜欢用 Python 写代码")
+    assert not {"我", "用", "写"} & set(words)
+
+
+def test_meaningful_one_character_chinese_nouns_survive():
+    assert "猫" in keywords("我有一只猫")
+    assert "狗" in keywords("我有一只猫和一条狗")
+    assert keywords("茶") == ["茶"]
+
+
+def test_numerals_with_classifiers_and_particles_are_not_tokens():
+    words = keywords("我有一只猫和三个苹果啊")
+    assert "一只" not in words and "三个" not in words and "啊" not in words
+    assert "苹果" in words
+
+
+def test_english_is_lower_cased_with_possessives_and_stop_words_removed():
+    assert keywords("I moved to Berlin, and my cat's name is Luna!") == ["moved", "berlin", "cat", "name", "luna"]
+
+
+def test_short_numbers_are_dropped_but_years_and_codes_stay():
+    assert keywords("I ran 5 km on 12 June 2023, ticket 88123") == ["ran", "km", "june", "2023", "ticket", "88123"]
+
+
+def test_mixed_chinese_and_english_keeps_both_scripts_in_order():
+    assert keywords("我在 Google 做 SRE 工程师") == ["google", "sre", "工程师"]
+
+
+def test_tokenize_keeps_repeats_for_term_frequency_and_keywords_do_not():
+    assert tokenize("coffee coffee 咖啡 咖啡") == ["coffee", "coffee", "咖啡", "咖啡"]
+    assert keywords("coffee coffee 咖啡 咖啡") == ["coffee", "咖啡"]
+
+
+def test_other_scripts_become_words():
+    assert keywords("Привет, мир") == ["привет", "мир"]
+
+
+def test_punctuation_emoji_and_operators_never_become_tokens():
+    assert keywords("🐱 & | ! ( ) : * \\ ' \" \x00 ——") == []
+
+
+def test_overlong_runs_are_not_tokens():
+    assert tokenize("a" * (MAX_TOKEN_CHARS + 1)) == []
+    assert tokenize("b" * MAX_TOKEN_CHARS) == ["b" * MAX_TOKEN_CHARS]
+
+
+def test_search_text_joins_the_tokens_of_every_part_and_skips_empty_parts():
+    assert search_text(["用户", None, "likes green tea"]) == "用户 likes green tea"
+
+
+def test_stop_word_lists_cover_both_languages_and_the_version_is_stored():
+    assert {"the", "and", "我", "的", "了"} <= stop_words()
+    assert isinstance(TOKENIZER_VERSION, int) and TOKENIZER_VERSION >= 1
