@@ -14,9 +14,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install Mnemo with its dev tools
 
-run: install  ## the bot on the embedded default: embedded PostgreSQL, migrated, then a console check-up
+run: install  ## the bot on the embedded default: embedded PostgreSQL (migrated) and a console chat
 	$(BIN)/mnemo db upgrade
-	$(BIN)/mnemo doctor
+	$(BIN)/mnemo chat
 
 services:  ## make sure PostgreSQL and Redis are up on 127.0.0.1 (tests use both)
 	./scripts/services.sh

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -15,6 +16,9 @@ from shared.db.engine import make_engine, session_factory, sqlalchemy_url
 from shared.db.uow import UnitOfWork
 from shared.embedded import EmbeddedPostgres
 from shared.settings import Settings
+
+if TYPE_CHECKING:
+    from shared.services.conversation import ConversationService
 
 
 @dataclass
@@ -62,6 +66,18 @@ def runtime(settings: Settings) -> Iterator[Runtime]:
             yield Runtime(settings=settings, database_url=url, engine=engine, sessions=session_factory(engine))
         finally:
             engine.dispose()
+
+
+def conversation_service(rt: Runtime) -> ConversationService:
+    """The hot path wired for this process: LLM (or offline), embedder and vector index when present."""
+    from shared.embeddings import make_embedder
+    from shared.llm.client import ChatModel
+    from shared.services.conversation import ConversationConfig, ConversationService
+    from shared.vector_search import VectorIndex
+
+    return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
+                               chat_model=ChatModel.from_settings(rt.settings),
+                               embedder=make_embedder(rt.settings), vectors=VectorIndex())
 
 
 def configure_logging(level: str) -> None:

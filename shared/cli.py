@@ -60,7 +60,26 @@ def _run_doctor(settings: Settings, _args: argparse.Namespace) -> int:
     return 1 if any(check.verdict == "fail" for check in checks) else 0
 
 
+def _chat_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", help="who you are in the console (default: your login name)")
+
+
+def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bot.console import chat_loop, console_user
+    from shared.bootstrap import conversation_service, runtime
+
+    with runtime(settings) as rt:
+        service = conversation_service(rt)
+        if service.chat_model is None:
+            print("No LLM_BASE_URL: offline mode (rule-based replies). See .env.example to connect a model.")
+        asyncio.run(chat_loop(service, user_id=args.user or console_user(), bot_name=settings.bot_name))
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
+    "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
     "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),
     "doctor": Command("show the configuration and check every service", lambda _parser: None, _run_doctor),
 }

@@ -37,7 +37,14 @@ class Settings(BaseSettings):
     discord_api_base_url: str = "https://discord.com/api/v10"
     telegram_token: SecretStr | None = None
     telegram_api_base_url: str = "https://api.telegram.org/bot"
+    bot_name: Annotated[str, Field(min_length=1, max_length=40)] = "Mnemo"
+    bot_personality: Annotated[str, Field(max_length=1000)] = (
+        "a warm, curious companion who remembers what matters to people and speaks like a friend"
+    )
+    use_memory_emotion_system: bool = True
     memory_retrieval_limit: Annotated[int, Field(ge=1, le=100)] = 5
+    memory_context_tokens: Annotated[int, Field(ge=100, le=8000)] = 700
+    history_turns: Annotated[int, Field(ge=0, le=100)] = 15
     memory_eviction_threshold: Annotated[int | None, Field(ge=1)] = None
     session_idle_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 30
     default_timezone: str = "UTC"

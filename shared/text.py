@@ -1,6 +1,11 @@
-"""Making any text a user can type safe to store: no NUL bytes, no lone surrogates, bounded size."""
+"""Text hygiene: safe to store (no NUL bytes, no lone surrogates, bounded size) and token estimates."""
 
 from __future__ import annotations
+
+import re
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORD = re.compile(r"[^\W_]+|[^\w\s]")
 
 MAX_STORED_CHARS = 20_000
 """A single stored text never exceeds this; longer messages are cut (and the cut is visible)."""
@@ -21,3 +26,10 @@ def _has_surrogates(value: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free estimate: one token per CJK character, ~1.3 per other word or symbol."""
+    cjk = len(_CJK.findall(text))
+    other = len(_WORD.findall(_CJK.sub(" ", text)))
+    return cjk + (other * 4 + 2) // 3

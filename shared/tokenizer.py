@@ -61,6 +61,7 @@ def _posseg():
     import jieba.posseg
 
     with _JIEBA_LOCK:
+        jieba.setLogLevel(logging.WARNING)
         jieba.initialize()
     return jieba.posseg
 

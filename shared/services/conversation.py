@@ -1,0 +1,147 @@
+"""``handle_message``: the hot path of one message (DESIGN.md §3), with exactly one LLM call.
+
+1. prepare (one short transaction): identify user and chat, drop duplicates, open or continue the
+   working memory, record the user's turn, recall memories, build the prompt — committed, so the
+   turn is never lost even if the LLM fails;
+2. the LLM call, outside any transaction (the offline responder answers when there is no LLM or
+   it fails);
+3. apply (one short transaction): the reply turn, working memory, stated memories, todos, access
+   tracking and the background jobs owed, all or nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from shared.db.uow import UnitOfWork
+from shared.embeddings import Embedder
+from shared.emotion import UNKNOWN, Emotion
+from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.turn_schema import TurnOutput
+from shared.offline import OfflineResponder
+from shared.prompt import BuiltPrompt
+from shared.retrieval import Recall
+from shared.services.messages import IncomingMessage, Reply, UsedMemory
+from shared.services.turn_apply import AppliedTurn, TurnResult, apply_turn_result
+from shared.services.turn_prepare import PreparedTurn, prepare_turn
+from shared.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ConversationConfig:
+    """The settings the hot path reads, fixed at start-up."""
+
+    bot_name: str
+    personality: str
+    emotion_enabled: bool
+    retrieval_limit: int
+    memory_budget_tokens: int
+    history_turns: int
+    idle: timedelta
+    default_timezone: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ConversationConfig:
+        return cls(bot_name=settings.bot_name, personality=settings.bot_personality,
+                   emotion_enabled=settings.use_memory_emotion_system,
+                   retrieval_limit=settings.memory_retrieval_limit,
+                   memory_budget_tokens=settings.memory_context_tokens, history_turns=settings.history_turns,
+                   idle=timedelta(minutes=settings.session_idle_minutes), default_timezone=settings.default_timezone)
+
+
+class ConversationService:
+    """Answers messages. One instance per process, shared by every chat."""
+
+    def __init__(self, uow_factory: Callable[[], UnitOfWork], config: ConversationConfig, *,
+                 chat_model: ChatModel | None, embedder: Embedder | None = None, vectors=None,
+                 offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None) -> None:
+        self.uow_factory = uow_factory
+        self.config = config
+        self.chat_model = chat_model
+        self.embedder = embedder
+        self.vectors = vectors
+        self.offline = offline or OfflineResponder()
+        self.clock = clock or (lambda: datetime.now(UTC))
+
+    async def handle_message(self, message: IncomingMessage) -> Reply:
+        """Reply to one message; duplicates (same platform message id) are answered once."""
+        vector, warnings = await self._embed_query(message.text)
+        prepared = await asyncio.to_thread(self._prepare, message, vector)
+        if prepared.duplicate is not None:
+            return prepared.duplicate
+        result = await self._complete(prepared)
+        applied = await asyncio.to_thread(self._apply, prepared, result)
+        return self._reply(prepared, result, applied, warnings)
+
+    def _prepare(self, message: IncomingMessage, vector: list[float] | None) -> PreparedTurn:
+        with self.uow_factory() as uow:
+            prepared = prepare_turn(uow, message, self.config, now=self.clock(), query_vector=vector,
+                                    vectors=self.vectors)
+            uow.commit()
+        return prepared
+
+    def _apply(self, prepared: PreparedTurn, result: TurnResult) -> AppliedTurn:
+        with self.uow_factory() as uow:
+            applied = apply_turn_result(uow, prepared, result, self.config, now=self.clock(),
+                                        embeddings_wanted=self.embedder is not None)
+            uow.commit()
+        return applied
+
+    async def _complete(self, prepared: PreparedTurn) -> TurnResult:
+        """The one LLM call; offline when there is no LLM, it fails, or it returns no usable JSON."""
+        if self.chat_model is None:
+            return self._offline(prepared, warning=None)
+        try:
+            completion = await self.chat_model.acomplete_turn(prepared.prompt.messages)
+        except LLMUnavailable as exc:
+            log.warning("LLM unavailable, answering offline: %s", exc)
+            return self._offline(prepared, warning="The language model is unavailable; this is an offline reply.")
+        if completion.output is None:
+            text = completion.raw_text.strip() or "…"
+            return TurnResult(output=TurnOutput(response=text[:4000], emotion=None, memory_update=(), todos=(),
+                                                topic=None, context_variables={}),
+                              emotion=UNKNOWN, offline=False, warnings=("The reply was not valid JSON; "
+                                                                       "nothing was remembered from it.",),
+                              trusted=False)
+        emotion = Emotion.from_json(completion.output.emotion)
+        return TurnResult(output=completion.output, emotion=emotion, offline=False)
+
+    def _offline(self, prepared: PreparedTurn, warning: str | None) -> TurnResult:
+        output = self.offline.respond(prepared.offline_view)
+        warnings = ("offline mode",) + ((warning,) if warning else ())
+        return TurnResult(output=output, emotion=Emotion.from_json(output.emotion), offline=True, warnings=warnings)
+
+    async def _embed_query(self, text: str) -> tuple[list[float] | None, tuple[str, ...]]:
+        if self.embedder is None:
+            return None, ()
+        try:
+            vectors = await asyncio.to_thread(self.embedder.embed, [text])
+        except Exception as exc:  # retrieval falls back to lexical; the turn goes on
+            log.warning("query embedding failed, lexical retrieval only: %s", exc)
+            return None, ("Vector search was unavailable for this message.",)
+        return vectors[0], ()
+
+    @staticmethod
+    def _reply(prepared: PreparedTurn, result: TurnResult, applied: AppliedTurn, warnings: tuple[str, ...]) -> Reply:
+        return Reply(
+            text=result.output.response,
+            emotion=result.emotion,
+            strategy=prepared.strategy,
+            warnings=warnings + prepared.warnings + result.warnings + applied.warnings,
+            offline=result.offline,
+            memories_used=_used(prepared.recall, prepared.prompt),
+            stored_memory_ids=applied.memory_ids,
+            todo_ids=applied.todo_ids,
+        )
+
+
+def _used(recall: Recall, prompt: BuiltPrompt) -> tuple[UsedMemory, ...]:
+    in_prompt = set(prompt.memory_ids)
+    return tuple(UsedMemory(item.memory.id, item.memory.content, item.score.as_dict())
+                 for item in recall.memories if item.memory.id in in_prompt)

@@ -1,0 +1,50 @@
+"""The platform-neutral shapes of a message in and a reply out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from shared.emotion import Emotion, ResponseStrategy
+
+PLATFORMS = ("discord", "telegram", "console")
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    """One message a user sent, as every front-end describes it."""
+
+    platform: str
+    chat_id: str
+    user_id: str
+    text: str
+    sent_at: datetime
+    is_private: bool = True
+    display_name: str | None = None
+    message_id: str | None = None
+    locale: str | None = None
+    chat_title: str | None = None
+
+
+@dataclass(frozen=True)
+class UsedMemory:
+    """A memory that went into the prompt, with why it was chosen."""
+
+    id: int
+    content: str
+    score: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What to send back (``text`` empty for a duplicate still in flight) and what was learnt."""
+
+    text: str
+    emotion: Emotion
+    strategy: ResponseStrategy
+    warnings: tuple[str, ...] = ()
+    duplicate: bool = False
+    offline: bool = False
+    memories_used: tuple[UsedMemory, ...] = field(default=())
+    stored_memory_ids: tuple[int, ...] = ()
+    todo_ids: tuple[int, ...] = ()

@@ -1,0 +1,160 @@
+"""Step 1 of a turn: who is speaking, is it a duplicate, working memory, the user's turn, recall, prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from shared.db.models import ConversationSession, ConversationTurn
+from shared.db.uow import UnitOfWork
+from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
+from shared.offline import OfflineView
+from shared.prompt import BuiltPrompt, MemoryLine, PromptInputs, build_turn_prompt
+from shared.retrieval import Recall, recall_for_turn
+from shared.services.messages import IncomingMessage, Reply
+from shared.text import clean_text, estimate_tokens
+
+if TYPE_CHECKING:
+    from shared.services.conversation import ConversationConfig
+
+MAX_MESSAGE_CHARS = 8000
+"""Longer messages are cut before they reach the prompt (the user is told)."""
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    """Everything step 1 decided, handed to the LLM call and to step 3."""
+
+    user_id: int
+    chat_id: int
+    session_id: int
+    user_turn_id: int
+    timezone: str
+    is_private: bool
+    text: str
+    strategy: ResponseStrategy
+    recall: Recall
+    prompt: BuiltPrompt
+    offline_view: OfflineView
+    paused: bool
+    warnings: tuple[str, ...]
+    duplicate: Reply | None = None
+
+
+def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
+                 query_vector: Sequence[float] | None, vectors) -> PreparedTurn:
+    identity = uow.users.identify(message.platform, message.user_id, display_name=message.display_name,
+                                  locale=message.locale)
+    chat = uow.chats.get_or_create(message.platform, message.chat_id,
+                                   "private" if message.is_private else "group", message.chat_title)
+    user_id, timezone = identity.user_id, _timezone(identity.timezone, config.default_timezone)
+    if message.message_id is not None:
+        seen = uow.turns.by_platform_message(chat.id, "user", message.message_id)
+        if seen is not None:
+            return _duplicate(uow, seen)
+    session = _working_memory(uow, user_id, chat.id, now, config)
+    history = [(turn.role, turn.text) for turn in uow.turns.recent(user_id, session.id, config.history_turns)]
+    text, warnings = _clean_message(message.text)
+    turn = _record_user_turn(uow, message, user_id, chat.id, session.id, text)
+    if turn is None:  # the same message was recorded by another process a moment ago
+        return _duplicate(uow, uow.turns.by_platform_message(chat.id, "user", str(message.message_id)))
+    session.turn_count += 1
+    session.updated_at = now
+    strategy = ResponseStrategy.from_json(session.next_strategy) if config.emotion_enabled else PLAIN_STRATEGY
+    recall = recall_for_turn(uow, user_id, text, now=now, limit=config.retrieval_limit,
+                             topic=session.current_topic, query_vector=query_vector, vectors=vectors)
+    local_now = now.astimezone(ZoneInfo(timezone))
+    prompt = build_turn_prompt(PromptInputs(
+        bot_name=config.bot_name, personality=config.personality,
+        strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,
+        user_message=text, local_now=local_now, timezone=timezone, is_group=not message.is_private,
+        profile=_profile_text(recall), memories=[_line(item.memory) for item in recall.memories],
+        episodes=[episode.summary for episode in recall.episodes], history=history,
+        memory_budget_tokens=config.memory_budget_tokens, topic=session.current_topic))
+    if prompt.dropped_memories:
+        warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
+    user = uow.users.get(user_id)
+    offline_view = OfflineView(text=text, local_now=local_now, timezone=timezone, strategy=strategy,
+                               memories=tuple(item.memory.content for item in recall.memories
+                                              if item.memory.id in prompt.memory_ids),
+                               user_name=identity.display_name)
+    return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn.id,
+                        timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
+                        recall=recall, prompt=prompt, offline_view=offline_view,
+                        paused=user is not None and user.paused_at is not None, warnings=warnings)
+
+
+def _working_memory(uow: UnitOfWork, user_id: int, chat_id: int, now: datetime,
+                    config: ConversationConfig) -> ConversationSession:
+    """The open session, unless it has been idle too long: then it is closed and a new one opened."""
+    current = uow.sessions.open_for(user_id, chat_id, lock=True)
+    if current is not None and now - current.updated_at > config.idle:
+        uow.sessions.close(current.id, now)
+        uow.outbox.add("close_session", {"session_id": current.id}, dedup_key=f"close:{current.id}",
+                       user_id=user_id)
+        uow.session.expire(current)
+    return uow.sessions.start(user_id, chat_id, now)
+
+
+def _record_user_turn(uow: UnitOfWork, message: IncomingMessage, user_id: int, chat_id: int, session_id: int,
+                      text: str) -> ConversationTurn | None:
+    turn = ConversationTurn(user_id=user_id, chat_id=chat_id, session_id=session_id, role="user",
+                            platform_message_id=message.message_id, text=text,
+                            token_estimate=estimate_tokens(text), created_at=message.sent_at)
+    try:
+        with uow.session.begin_nested():
+            return uow.turns.add(turn)
+    except IntegrityError:
+        return None
+
+
+def _duplicate(uow: UnitOfWork, seen: ConversationTurn | None) -> PreparedTurn:
+    """A message handled before: the reply given then (empty while it is still being answered)."""
+    if seen is None:
+        raise RuntimeError("a duplicate message vanished while it was being checked")
+    answer = uow.session.scalars(
+        select(ConversationTurn).where(ConversationTurn.session_id == seen.session_id,
+                                       ConversationTurn.role == "assistant", ConversationTurn.id > seen.id)
+        .order_by(ConversationTurn.id).limit(1)).one_or_none()
+    reply = Reply(text=answer.text if answer else "", emotion=UNKNOWN, strategy=PLAIN_STRATEGY, duplicate=True)
+    return PreparedTurn(user_id=seen.user_id, chat_id=seen.chat_id, session_id=seen.session_id or 0,
+                        user_turn_id=seen.id, timezone="UTC", is_private=True, text=seen.text,
+                        strategy=PLAIN_STRATEGY, recall=None, prompt=None, offline_view=None, paused=False,
+                        warnings=(), duplicate=reply)
+
+
+def _clean_message(text: str) -> tuple[str, tuple[str, ...]]:
+    cleaned = clean_text(text, MAX_MESSAGE_CHARS)
+    if len(text) > MAX_MESSAGE_CHARS:
+        return cleaned, (f"Your message was long; only the first {MAX_MESSAGE_CHARS} characters were read.",)
+    return cleaned, ()
+
+
+def _timezone(preferred: str | None, default: str) -> str:
+    """The user's own time zone when it is a valid one, else the configured default."""
+    if not preferred:
+        return default
+    try:
+        ZoneInfo(preferred)
+    except (ZoneInfoNotFoundError, ValueError):
+        return default
+    return preferred
+
+
+def _profile_text(recall: Recall) -> str | None:
+    profile = recall.profile
+    if profile is None:
+        return None
+    focus = "; ".join(f"{key}: {value}" for key, value in (profile.scratchpad or {}).items() if value)
+    return " ".join(part for part in (profile.core_summary, focus) if part) or None
+
+
+def _line(memory) -> MemoryLine:
+    return MemoryLine(id=memory.id, type=memory.type, content=memory.content, noted_on=memory.created_at)
+

@@ -1,0 +1,221 @@
+"""The hot path on real PostgreSQL with a fake OpenAI-compatible server: one LLM call per message."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+
+from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
+from shared.db.models import ConversationSession, ConversationTurn
+from shared.llm.client import ChatModel
+from shared.services.conversation import ConversationConfig, ConversationService
+from shared.services.messages import IncomingMessage
+from tests.fakes.openai_server import FakeOpenAI
+
+START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def turn(response: str = "好的", *, emotion: str = "neutral", confidence: float = 0.9, entries=(), todos=(),
+         topic: str | None = None, variables=()) -> dict:
+    category = {"sad": "negative", "happy": "positive", "neutral": "neutral"}.get(emotion, "neutral")
+    return {"emotion": {"primary": emotion, "category": category, "confidence": confidence, "indicators": []},
+            "response": response,
+            "memory_update": {"should_store": bool(entries), "entries": [
+                {"type": t, "subject": s, "predicate": p, "content": c, "tier": "long"} for t, s, p, c in entries]},
+            "todos": [{"content": c, "due": d} for c, d in todos], "topic": topic,
+            "context_variables": [{"key": k, "value": v} for k, v in variables]}
+
+
+CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
+                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
+                            default_timezone="Asia/Shanghai")
+
+
+@pytest.fixture
+def llm():
+    with FakeOpenAI(models=("fake-chat",)) as server:
+        yield server
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def service(uow_factory, llm, clock):
+    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
+    return ConversationService(uow_factory, CONFIG, chat_model=model, clock=clock)
+
+
+def say(service, text: str, *, user="u1", chat="c1", private=True, message_id=None, name="Alice", clock=None):
+    sent = clock() if clock else START
+    message = IncomingMessage(platform="telegram", chat_id=chat, user_id=user, text=text, sent_at=sent,
+                              is_private=private, display_name=name, message_id=message_id)
+    return asyncio.run(service.handle_message(message))
+
+
+def system_prompt(llm, index: int = -1) -> str:
+    return llm.chat_requests()[index]["messages"][0]["content"]
+
+
+def test_a_reply_records_both_turns_emotion_and_exactly_one_llm_call(service, llm, uow_factory):
+    llm.queue_reply(turn("早上好！", emotion="happy", topic="greeting"))
+    reply = say(service, "早上好", message_id="1")
+    assert reply.text == "早上好！" and reply.emotion.primary == "happy" and not reply.offline
+    assert len(llm.chat_requests()) == 1
+    with uow_factory() as uow:
+        turns = uow.session.scalars(select(ConversationTurn).order_by(ConversationTurn.id)).all()
+        assert [(t.role, t.text) for t in turns] == [("user", "早上好"), ("assistant", "早上好！")]
+
+
+def test_a_duplicate_platform_message_is_answered_once(service, llm):
+    llm.queue_reply(turn("hello there"))
+    first = say(service, "hi", message_id="42")
+    again = say(service, "hi", message_id="42")
+    assert (again.duplicate, again.text) == (True, first.text)
+    assert len(llm.chat_requests()) == 1
+
+
+def test_working_memory_opens_counts_takes_the_topic_and_closes_after_idle(service, llm, clock, uow_factory):
+    llm.queue_reply(turn(topic="job interview", variables=[("company", "ACME")]))
+    say(service, "I have an interview", clock=clock)
+    with uow_factory() as uow:
+        session = uow.session.scalars(select(ConversationSession)).one()
+        assert (session.turn_count, session.created_at, session.updated_at) == (1, START, START)
+        assert session.current_topic == "job interview" and session.context_variables == {"company": "ACME"}
+    clock.now += timedelta(minutes=5)
+    say(service, "it is tomorrow", clock=clock)
+    with uow_factory() as uow:
+        session = uow.session.scalars(select(ConversationSession)).one()
+        assert session.turn_count == 2 and session.updated_at == clock.now
+    clock.now += timedelta(minutes=31)
+    say(service, "back again", clock=clock)
+    with uow_factory() as uow:
+        sessions = uow.session.scalars(select(ConversationSession).order_by(ConversationSession.id)).all()
+        assert sessions[0].closed_at is not None and sessions[1].closed_at is None and sessions[1].turn_count == 1
+        assert "close_session" in {job.task for job in uow.session.scalars(select(OutboxJob))}
+
+
+def test_only_the_last_15_turns_of_the_session_go_into_the_prompt(service, llm):
+    for i in range(10):
+        llm.queue_reply(turn(f"reply {i}"))
+        say(service, f"message {i}")
+    llm.queue_reply(turn("last"))
+    say(service, "message 10")
+    messages = llm.chat_requests()[-1]["messages"]
+    history = messages[1:-1]
+    assert len(history) == 15
+    assert history[-1]["content"] == "reply 9" and messages[-1]["content"] == "message 10"
+
+
+def test_a_fact_stated_in_one_turn_is_recalled_in_the_next_before_any_worker_runs(service, llm, uow_factory):
+    llm.queue_reply(turn("Berlin is lovely!", entries=[("fact", "user", "lives_in", "I live in Berlin")]))
+    first = say(service, "I live in Berlin")
+    llm.queue_reply(turn("You live in Berlin."))
+    second = say(service, "Where do I live again?")
+    assert "I live in Berlin" in system_prompt(llm)
+    assert [m.content for m in second.memories_used] == ["I live in Berlin"]
+    assert set(second.memories_used[0].score) >= {"keyword", "category_boost", "recency", "frequency", "total"}
+    with uow_factory() as uow:
+        memory = uow.memories.get(uow.users.identity("telegram", "u1").user_id, first.stored_memory_ids[0])
+        assert (memory.source, memory.confidence) == ("user_stated", 0.9)
+        assert memory.access_count == 1 and memory.last_accessed is not None
+        assert [e.action for e in uow.session.scalars(select(MemoryEvent))] == ["add"]
+        assert {job.task for job in uow.session.scalars(select(OutboxJob))} == {"extract_turn"}
+
+
+def test_a_correction_supersedes_the_old_memory_instead_of_duplicating_it(service, llm, uow_factory):
+    llm.queue_reply(turn(entries=[("fact", "user", "lives_in", "我住在北京")]))
+    say(service, "我住在北京")
+    llm.queue_reply(turn(entries=[("fact", "User", "lives in", "我现在住在上海")]))
+    say(service, "不对，我现在住在上海")
+    with uow_factory() as uow:
+        memories = uow.session.scalars(select(Memory).order_by(Memory.id)).all()
+        assert [m.content for m in memories] == ["我住在北京", "我现在住在上海"]
+        assert memories[0].superseded_by == memories[1].id and memories[1].superseded_by is None
+        actions = [e.action for e in uow.session.scalars(select(MemoryEvent).order_by(MemoryEvent.id))]
+        assert actions == ["add", "add", "supersede"]
+
+
+def test_the_emotion_of_one_turn_shapes_the_strategy_of_the_next(service, llm):
+    llm.queue_reply(turn("I'm sorry to hear that.", emotion="sad", confidence=0.9))
+    first = say(service, "I failed the exam")
+    assert first.strategy.emotion == "neutral"
+    llm.queue_reply(turn("ok", emotion="neutral", confidence=0.2))
+    second = say(service, "yeah")
+    assert second.strategy.tone == "empathetic"
+    assert "empathetic tone" in system_prompt(llm) and "Aim for about 400 characters" in system_prompt(llm)
+    llm.queue_reply(turn("ok"))
+    third = say(service, "anyway")
+    assert third.strategy.emotion == "neutral"  # low confidence counted as neutral
+
+
+def test_plain_mode_has_no_emotion_strategy(uow_factory, llm):
+    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
+    plain = ConversationService(uow_factory, ConversationConfig(**{**CONFIG.__dict__, "emotion_enabled": False}),
+                                chat_model=model)
+    llm.queue_reply(turn("hm", emotion="sad"))
+    say(plain, "sigh")
+    llm.queue_reply(turn("ok"))
+    say(plain, "anyway")
+    assert "Style for this reply" not in system_prompt(llm)
+
+
+def test_invalid_json_becomes_the_reply_with_unknown_emotion_and_nothing_stored(service, llm, uow_factory):
+    llm.queue_reply("Sure! I live in JSON-free land.")
+    llm.queue_reply("Still not JSON, sorry.")
+    reply = say(service, "I live in Paris")
+    assert reply.text == "Still not JSON, sorry." and reply.emotion.primary == "unknown"
+    with uow_factory() as uow:
+        assert uow.session.scalars(select(Memory)).all() == []
+
+
+def test_when_the_llm_fails_the_offline_responder_answers_and_the_turn_is_kept(service, llm, uow_factory):
+    for _ in range(3):
+        llm.queue_error(500)
+    reply = say(service, "我住在杭州")
+    assert reply.offline and any("offline" in warning for warning in reply.warnings)
+    assert reply.text
+    with uow_factory() as uow:
+        assert [m.content for m in uow.session.scalars(select(Memory))] == ["我住在杭州"]
+        assert len(uow.session.scalars(select(ConversationTurn)).all()) == 2
+
+
+def test_todos_are_stored_at_absolute_times_in_the_users_time_zone(service, llm, uow_factory):
+    llm.queue_reply(turn("好的，明早提醒你", todos=[("去面试", "2026-11-23T09:00:00+08:00")]))
+    reply = say(service, "提醒我明天早上9点去面试")
+    with uow_factory() as uow:
+        todo = uow.session.get(Todo, reply.todo_ids[0])
+        assert todo.due_at == datetime(2026, 11, 23, 1, 0, tzinfo=UTC) and todo.timezone == "Asia/Shanghai"
+        assert todo.status == "pending" and todo.source == "conversation"
+
+
+def test_offline_reminders_resolve_relative_times_against_the_message_time(uow_factory, clock):
+    offline = ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock)
+    reply = say(offline, "提醒我明天早上9点去面试", clock=clock)
+    assert reply.offline
+    with uow_factory() as uow:
+        todo = uow.session.get(Todo, reply.todo_ids[0])
+        assert todo.due_at == datetime(2026, 11, 23, 1, 0, tzinfo=UTC)
+
+
+def test_in_a_group_only_the_speakers_memories_reach_the_prompt(service, llm):
+    llm.queue_reply(turn(entries=[("preference", "user", "likes_drink", "Alice loves oolong tea")]))
+    say(service, "I love oolong tea", user="alice", chat="group", private=False, name="Alice")
+    llm.queue_reply(turn("Tea is nice."))
+    bob = say(service, "What tea does everyone love? oolong?", user="bob", chat="group", private=False, name="Bob")
+    assert "Alice loves oolong tea" not in system_prompt(llm)
+    assert bob.memories_used == ()
+    assert "group chat" in system_prompt(llm)

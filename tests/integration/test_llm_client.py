@@ -1,0 +1,198 @@
+"""The chat client through the real ``openai`` SDK against the fake OpenAI server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from shared.llm import client
+from shared.llm.client import CORRECTION, MAX_TRANSIENT_RETRIES, ChatModel, LLMUnavailable
+from shared.settings import Settings
+from tests.fakes.openai_server import FakeOpenAI
+
+MESSAGES = [{"role": "system", "content": "You are Mnemo."}, {"role": "user", "content": "My cat is Miso."}]
+TURN = {
+    "emotion": {"primary": "happy", "category": "positive", "confidence": 0.9, "indicators": []},
+    "response": "Miso is a lovely name!",
+    "memory_update": {"should_store": True, "entries": [
+        {"type": "fact", "subject": "user", "predicate": "pet_name", "content": "The user's cat is Miso.",
+         "tier": "long"}]},
+    "todos": [],
+    "topic": "pets",
+    "context_variables": [],
+}
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def chat_model(server: FakeOpenAI, timeout: float = 10.0, api_key: str | None = "test-key") -> ChatModel:
+    return ChatModel(base_url=server.base_url, api_key=api_key, model="fake-chat", timeout_seconds=timeout)
+
+
+def format_types(server: FakeOpenAI) -> list[str | None]:
+    return [fmt.get("type") if fmt else None for fmt in server.response_formats()]
+
+
+def test_a_turn_is_asked_with_the_strict_json_schema(llm: FakeOpenAI) -> None:
+    llm.queue_reply(TURN)
+
+    completion = chat_model(llm).complete_turn(MESSAGES)
+
+    assert completion.output is not None and completion.output.response == "Miso is a lovely name!"
+    assert completion.output.memory_update[0].predicate == "pet_name"
+    assert (completion.mode, completion.attempts) == ("json_schema", 1)
+    assert completion.usage["total_tokens"] > 0
+    [fmt] = llm.response_formats()
+    assert fmt is not None and fmt["json_schema"]["name"] == "mnemo_turn" and fmt["json_schema"]["strict"] is True
+    assert llm.chat_requests()[0]["messages"] == MESSAGES
+
+
+def test_a_server_without_json_schema_gets_json_mode_and_keeps_it() -> None:
+    with FakeOpenAI(json_schema_supported=False) as llm:
+        llm.queue_reply(TURN)
+        llm.queue_reply(TURN)
+        model = chat_model(llm)
+
+        first = model.complete_turn(MESSAGES)
+        second = model.complete_turn(MESSAGES)
+
+        assert format_types(llm) == ["json_schema", "json_object", "json_object"]
+        assert (first.mode, first.attempts, second.mode, second.attempts) == ("json_object", 2, "json_object", 1)
+        assert first.output is not None and second.output is not None
+        sent = llm.chat_requests()[1]["messages"]
+        assert sent[0] == MESSAGES[0] and sent[1]["role"] == "system" and '"memory_update"' in sent[1]["content"]
+        assert sent[2:] == MESSAGES[1:]
+
+
+def test_an_invalid_answer_is_corrected_once(llm: FakeOpenAI) -> None:
+    llm.queue_reply("Sure! Miso is a lovely name.")
+    llm.queue_reply(TURN)
+
+    completion = chat_model(llm).complete_turn(MESSAGES)
+
+    assert completion.output is not None and completion.output.response == TURN["response"]
+    assert completion.attempts == 2
+    retry = llm.chat_requests()[1]["messages"]
+    assert retry[:2] == MESSAGES
+    assert retry[2] == {"role": "assistant", "content": "Sure! Miso is a lovely name."}
+    assert retry[3]["role"] == "user" and retry[3]["content"].startswith(CORRECTION.split("{error}")[0])
+
+
+def test_an_answer_invalid_twice_comes_back_as_raw_text(llm: FakeOpenAI) -> None:
+    llm.queue_reply("Miso is a lovely name.")
+    llm.queue_reply("Really, a lovely name.")
+
+    completion = chat_model(llm).complete_turn(MESSAGES)
+
+    assert completion.output is None and completion.raw_text == "Really, a lovely name."
+    assert completion.attempts == 2 and len(llm.chat_requests()) == 2
+
+
+def test_rate_limit_is_retried_after_the_servers_retry_after(llm: FakeOpenAI) -> None:
+    llm.queue_error(429, retry_after=0.3)
+    llm.queue_reply(TURN)
+
+    started = time.monotonic()
+    completion = chat_model(llm).complete_turn(MESSAGES)
+
+    assert time.monotonic() - started >= 0.3
+    assert completion.output is not None and completion.attempts == 2
+
+
+@pytest.mark.parametrize(("status", "hint"), [(401, "LLM_API_KEY"), (404, "LLM_MODEL")])
+def test_a_refused_key_or_model_fails_at_once_with_a_clear_message(llm: FakeOpenAI, status: int, hint: str) -> None:
+    llm.queue_error(status)
+
+    with pytest.raises(LLMUnavailable, match=f"HTTP {status}.*{hint}"):
+        chat_model(llm).complete_turn(MESSAGES)
+
+    assert len(llm.chat_requests()) == 1
+
+
+def test_a_wrong_api_key_is_refused_by_a_server_that_checks_it() -> None:
+    with FakeOpenAI(api_key="right") as llm, pytest.raises(LLMUnavailable, match="LLM_API_KEY"):
+        chat_model(llm, api_key="wrong").complete_turn(MESSAGES)
+
+
+@pytest.fixture
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client, "BACKOFF_BASE_SECONDS", 0.05)
+
+
+@pytest.mark.usefixtures("quick_backoff")
+def test_a_failing_server_is_given_up_on_after_bounded_attempts(llm: FakeOpenAI) -> None:
+    for _ in range(5):
+        llm.queue_error(500)
+
+    with pytest.raises(LLMUnavailable, match=r"HTTP 500.*3 attempts"):
+        chat_model(llm).complete_turn(MESSAGES)
+
+    assert len(llm.chat_requests()) == 1 + MAX_TRANSIENT_RETRIES
+
+
+@pytest.mark.usefixtures("quick_backoff")
+def test_a_server_that_went_away_is_unavailable_after_bounded_attempts() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again when the block ends: nothing listens there
+    model = ChatModel(base_url=f"http://127.0.0.1:{port}/v1", api_key=None, model="fake-chat", timeout_seconds=5)
+
+    with pytest.raises(LLMUnavailable, match=r"APIConnectionError.*3 attempts"):
+        model.complete_turn(MESSAGES)
+
+
+def test_a_slow_server_times_out_within_the_timeout_setting(llm: FakeOpenAI) -> None:
+    llm.queue_reply(TURN, delay=5)
+    llm.queue_reply(TURN, delay=5)
+
+    started = time.monotonic()
+    with pytest.raises(LLMUnavailable, match=r"timed out|LLM_TIMEOUT_SECONDS"):
+        chat_model(llm, timeout=0.5).complete_turn(MESSAGES)
+
+    assert time.monotonic() - started < 1.5
+
+
+def test_the_async_variant_shares_fallback_and_correction() -> None:
+    async def two_turns(model: ChatModel) -> list[Any]:
+        try:
+            return [await model.acomplete_turn(MESSAGES), await model.acomplete_turn(MESSAGES)]
+        finally:
+            await model.aclose()
+
+    with FakeOpenAI(json_schema_supported=False) as llm:
+        llm.queue_reply("not json")
+        llm.queue_reply(TURN)
+        llm.queue_error(429, retry_after=0)
+        llm.queue_reply(TURN)
+
+        first, second = asyncio.run(two_turns(chat_model(llm)))
+
+        assert first.output is not None and first.output.response == TURN["response"]
+        assert (first.mode, first.attempts, second.mode, second.attempts) == ("json_object", 3, "json_object", 2)
+        assert format_types(llm) == ["json_schema", "json_object", "json_object", "json_object", "json_object"]
+
+
+def test_plain_text_completion_sends_no_response_format(llm: FakeOpenAI) -> None:
+    llm.queue_reply("A summary.")
+
+    assert chat_model(llm).complete_text(MESSAGES, max_tokens=50) == "A summary."
+    assert llm.response_formats() == [None] and llm.chat_requests()[0]["max_tokens"] == 50
+
+
+def test_from_settings_is_none_offline_and_a_model_when_configured(llm: FakeOpenAI) -> None:
+    assert ChatModel.from_settings(Settings(_env_file=None, llm_base_url=None)) is None
+
+    settings = Settings(_env_file=None, llm_base_url=llm.base_url, llm_model="fake-chat", llm_timeout_seconds=5)
+    model = ChatModel.from_settings(settings)
+
+    assert model is not None and (model.model, model.timeout_seconds) == ("fake-chat", 5)
+    assert model.complete_turn(MESSAGES).output is not None  # the fake's default reply
