@@ -78,7 +78,29 @@ def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_arguments(parser: argparse.ArgumentParser) -> None:
+    suites = parser.add_subparsers(dest="suite", required=True, metavar="SUITE")
+    hot = suites.add_parser("hot-path", help="hot-path overhead and conversations in flight (fake LLM)")
+    hot.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    hot.add_argument("--conversations", type=int, default=200)
+    hot.add_argument("--llm-seconds", type=float, default=2.0)
+    hot.add_argument("--messages", type=int, default=200)
+    hot.add_argument("--out", default="bench/results", help="where the JSON figures go")
+
+
+def _run_bench(_settings: Settings, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bench import hot_path
+
+    figures = hot_path.run(args.database_url, Path(args.out), conversations=args.conversations,
+                           llm_seconds=args.llm_seconds, messages=args.messages)
+    print(hot_path.report(figures))
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
+    "bench": Command("benchmarks run through the product's own code paths", _bench_arguments, _run_bench),
     "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
     "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),
     "doctor": Command("show the configuration and check every service", lambda _parser: None, _run_doctor),

@@ -16,7 +16,7 @@ from shared.db.memory_models import Episode, Memory, Profile
 from shared.db.uow import UnitOfWork
 from shared.scoring import ScoreBreakdown, combine, frequency_score, keyword_score, recency_score, rrf_scores
 from shared.scoring import term_coverage as coverage_of
-from shared.tokenizer import keywords
+from shared.tokenizer import query_terms as terms_of
 from shared.vector_search import VectorIndex
 
 CANDIDATE_LIMIT = 50
@@ -47,8 +47,8 @@ def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, 
                     topic: str | None = None, query_vector: Sequence[float] | None = None,
                     vectors: VectorIndex | None = None) -> Recall:
     """Everything worth remembering for this message of ``user_id``."""
-    terms = keywords(text[:MAX_QUERY_CHARS])
-    topic_terms = keywords(topic or "")
+    terms = terms_of(text[:MAX_QUERY_CHARS])
+    topic_terms = terms_of(topic or "")
     query_terms = list(dict.fromkeys(terms + topic_terms))
     lexical = _lexical_candidates(uow, user_id, query_terms)
     nearest: list[tuple[int, float]] = []

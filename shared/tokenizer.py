@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
 
 MAX_TOKEN_CHARS = 64
 """Longer runs are not words a person would search for (and Postgres caps lexemes at 2 KB)."""
@@ -28,6 +28,14 @@ MIN_NUMBER_DIGITS = 4
 
 SINGLE_CHAR_POS = frozenset({"n", "nr", "ns", "nt", "nz", "ng", "nrt", "nrfg", "s", "j"})
 """jieba part-of-speech tags for which a one-character Chinese token is kept (猫, 狗, 书, 茶)."""
+
+HEAD_NOUN_POS = "n"
+"""A two- or three-character word whose last character is itself a noun also yields that character
+(乌龙茶 → 茶, 喝茶 → 茶, 看书 → 书, 小猫 → 猫), so related words meet: Chinese compounds are head-final."""
+HEAD_NOUN_SKIPPED_WORD_POS = frozenset({"ns", "nt"})
+"""Places and organisations (北京, 上海) are names, not compounds."""
+GENERIC_HEADS = frozenset("心码题情子头儿面度性者家员物间样种方法")
+"""Last characters too general to mean anything alone."""
 
 DROPPED_POS = frozenset({"m", "mq", "q", "x", "uj", "ul", "y"})
 """Numerals with classifiers (一只, 三个), particles and interjections never become tokens."""
@@ -66,20 +74,29 @@ def _posseg():
     return jieba.posseg
 
 
-def tokenize(text: str) -> list[str]:
-    """Search tokens of ``text`` in order, repeats kept (for storage and term frequency)."""
+def tokenize(text: str, *, expand: bool = True) -> list[str]:
+    """Search tokens of ``text`` in order, repeats kept (for storage and term frequency).
+
+    ``expand`` adds the head nouns of Chinese compounds after each compound (see ``HEAD_NOUN_POS``).
+    """
     tokens: list[str] = []
     position = 0
     for match in _HAN_RUN.finditer(text):
         tokens.extend(_words(text[position : match.start()]))
-        tokens.extend(_chinese(match.group()))
+        tokens.extend(_chinese(match.group(), expand))
         position = match.end()
     tokens.extend(_words(text[position:]))
     return tokens
 
 
 def keywords(text: str) -> list[str]:
-    """Distinct search tokens of ``text`` in first-seen order (for queries)."""
+    """The meaningful words of ``text``, distinct, in first-seen order ("我喜欢用 Python 写代码" →
+    喜欢, python, 代码)."""
+    return list(dict.fromkeys(tokenize(text, expand=False)))
+
+
+def query_terms(text: str) -> list[str]:
+    """The keywords plus the same expansions the stored tokens have: what a search looks for."""
     return list(dict.fromkeys(tokenize(text)))
 
 
@@ -99,15 +116,24 @@ def _words(chunk: str) -> Iterable[str]:
         yield word.replace("'", "")
 
 
-def _chinese(run: str) -> Iterable[str]:
+def _chinese(run: str, expand: bool) -> Iterable[str]:
     stops = stop_words()
-    for pair in _posseg().cut(run, HMM=True):
+    posseg = _posseg()
+    for pair in posseg.cut(run, HMM=True):
         word, flag = pair.word, pair.flag
         if word in stops or flag in DROPPED_POS or not _HAN_CHAR.search(word):
             continue
         if len(word) == 1 and flag not in SINGLE_CHAR_POS:
             continue
         yield word
+        if expand and _has_head_noun(word, flag, posseg.dt.word_tag_tab):
+            yield word[-1]
+
+
+def _has_head_noun(word: str, flag: str, tags: dict[str, str]) -> bool:
+    head = word[-1]
+    return (2 <= len(word) <= 3 and flag not in HEAD_NOUN_SKIPPED_WORD_POS and head not in GENERIC_HEADS
+            and head not in stop_words() and tags.get(head) == HEAD_NOUN_POS)
 
 
 def _is_keyword(word: str) -> bool:

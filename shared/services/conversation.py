@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from shared.db.uow import UnitOfWork
@@ -71,13 +72,18 @@ class ConversationService:
 
     async def handle_message(self, message: IncomingMessage) -> Reply:
         """Reply to one message; duplicates (same platform message id) are answered once."""
+        started = time.perf_counter()
         vector, warnings = await self._embed_query(message.text)
         prepared = await asyncio.to_thread(self._prepare, message, vector)
         if prepared.duplicate is not None:
             return prepared.duplicate
+        prepared_at = time.perf_counter()
         result = await self._complete(prepared)
+        answered_at = time.perf_counter()
         applied = await asyncio.to_thread(self._apply, prepared, result)
-        return self._reply(prepared, result, applied, warnings)
+        timings = {"prepare": (prepared_at - started) * 1000, "llm": (answered_at - prepared_at) * 1000,
+                   "apply": (time.perf_counter() - answered_at) * 1000}
+        return replace(self._reply(prepared, result, applied, warnings), timings_ms=timings)
 
     def _prepare(self, message: IncomingMessage, vector: list[float] | None) -> PreparedTurn:
         with self.uow_factory() as uow:

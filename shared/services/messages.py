@@ -48,3 +48,5 @@ class Reply:
     memories_used: tuple[UsedMemory, ...] = field(default=())
     stored_memory_ids: tuple[int, ...] = ()
     todo_ids: tuple[int, ...] = ()
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    """Where the time went: prepare, llm, apply (the hot path's own work is prepare + apply)."""

@@ -219,3 +219,26 @@ def test_in_a_group_only_the_speakers_memories_reach_the_prompt(service, llm):
     assert "Alice loves oolong tea" not in system_prompt(llm)
     assert bob.memories_used == ()
     assert "group chat" in system_prompt(llm)
+
+
+@pytest.mark.parametrize("script", [
+    {"prefer": ("我最喜欢喝乌龙茶", "preference", "likes_drink", "喜欢喝乌龙茶"),
+     "old": ("我在北京工作", "fact", "works_in", "在北京工作"),
+     "new": ("我换工作了，现在在深圳上班", "fact", "works_in", "现在在深圳上班"),
+     "later": "周末想找个地方喝茶，深圳有什么推荐？"},
+    {"prefer": ("I really love oolong tea", "preference", "likes_drink", "Loves oolong tea"),
+     "old": ("I work in Boston", "fact", "works_in", "Works in Boston"),
+     "new": ("Actually I changed jobs, I work in Denver now", "fact", "works_in", "Works in Denver now"),
+     "later": "Any tea places you'd suggest near work in Denver?"},
+], ids=["chinese", "english"])
+def test_a_stated_preference_is_used_later_and_a_changed_fact_replaces_the_old(service, llm, script):
+    for key in ("prefer", "old", "new"):
+        text, type_, predicate, content = script[key]
+        llm.queue_reply(turn("👍", entries=[(type_, "user", predicate, content)]))
+        say(service, text)
+    llm.queue_reply(turn("How about a quiet tea house?"))
+    later = say(service, script["later"])
+    prompt = system_prompt(llm)
+    used = [memory.content for memory in later.memories_used]
+    assert script["prefer"][3] in prompt and script["prefer"][3] in used
+    assert script["new"][3] in prompt and script["old"][3] not in prompt

@@ -92,10 +92,12 @@ def test_db_upgrade_and_doctor_work_on_the_embedded_default(tmp_path):
 
 
 def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(tmp_path):
-    script = "我住在北京\n不对，我现在住在上海\n/quit\n"
+    script = "我住在北京\n不对，我现在住在上海\n我在上海过得还行\n/why\n/quit\n"
     chat = subprocess.run([sys.executable, "-m", "shared.cli", "chat", "--user", "tester"], input=script,
                           env=embedded_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert chat.returncode == 0, chat.stderr
     assert "offline mode" in chat.stdout
     assert "Mnemo (offline)> 好的，我记住了：我现在住在上海。" in chat.stdout
+    assert "我现在住在上海\n      score" in chat.stdout and "strategy:" in chat.stdout
+    assert "我住在北京\n      score" not in chat.stdout  # the superseded value is not used
     assert server_pid(tmp_path) is None

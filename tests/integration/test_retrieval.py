@@ -106,3 +106,12 @@ def test_vector_neighbours_are_fused_with_lexical_results_and_stay_within_the_us
     assert recall.mode == "hybrid" and set(found) == {lexical.id, semantic.id}
     assert found[semantic.id].vector_similarity == pytest.approx(1.0)
     assert found[lexical.id].keyword > 0 and math.isclose(found[lexical.id].vector_similarity, 0.0, abs_tol=1e-6)
+
+
+def test_a_prefix_of_a_word_finds_it_like_the_seeds_pyth_star(uow_factory, alice):
+    with uow_factory() as uow:
+        memory = remember(uow, alice, "我喜欢用 Python 写代码", type_="preference")
+        uow.commit()
+        recall = recall_for_turn(uow, alice, "pyth", now=NOW, limit=5)
+    assert [item.memory.id for item in recall.memories] == [memory.id]
+    assert recall.memories[0].score.keyword > 0.5

@@ -1,6 +1,14 @@
 """The tokenizer: jieba for Chinese, words for everything else, stop words out, 猫 kept."""
 
-from shared.tokenizer import MAX_TOKEN_CHARS, TOKENIZER_VERSION, keywords, search_text, stop_words, tokenize
+from shared.tokenizer import (
+    MAX_TOKEN_CHARS,
+    TOKENIZER_VERSION,
+    keywords,
+    query_terms,
+    search_text,
+    stop_words,
+    tokenize,
+)
 
 
 def test_the_seed_example_gives_python_code_and_like_without_stop_words():
@@ -61,3 +69,18 @@ def test_search_text_joins_the_tokens_of_every_part_and_skips_empty_parts():
 def test_stop_word_lists_cover_both_languages_and_the_version_is_stored():
     assert {"the", "and", "我", "的", "了"} <= stop_words()
     assert isinstance(TOKENIZER_VERSION, int) and TOKENIZER_VERSION >= 1
+
+
+def test_chinese_compounds_also_yield_their_head_noun_so_related_words_meet():
+    assert tokenize("喜欢喝乌龙茶") == ["喜欢", "乌龙茶", "茶"]
+    assert "茶" in query_terms("周末想找个地方喝茶")
+    assert query_terms("我有一只小猫") == ["小猫", "猫"]
+
+
+def test_place_names_and_generic_heads_are_not_split():
+    assert query_terms("我住在上海") == ["上海"]
+    assert query_terms("我们聊聊这个问题") == ["聊聊", "问题"]
+
+
+def test_keywords_stay_unexpanded():
+    assert keywords("喜欢喝乌龙茶") == ["喜欢", "乌龙茶"]

@@ -1,0 +1,118 @@
+"""Hot-path benchmark: the conversation service's own cost, and 200 conversations in flight.
+
+Runs the product's ``ConversationService`` against a fake OpenAI-compatible server on loopback and
+a fresh database (an embedded PostgreSQL in a temporary directory unless ``--database-url`` names
+a server to create a scratch database on). Prints the figures and writes them as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the fakes live in the checkout's tests/ (the bench runs from a checkout)
+    sys.path.insert(0, str(ROOT))
+
+from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
+
+REPLY = {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
+         "response": "Sounds good.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
+         "topic": None, "context_variables": []}
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+@contextmanager
+def scratch_database(database_url: str | None):
+    """A fresh, migrated database for the run; dropped (or the embedded server stopped) afterwards."""
+    from shared.db import migrate
+    from shared.embedded import EmbeddedPostgres
+    from tests.conftest import create_database, drop_database
+
+    if database_url:
+        url = create_database(database_url)
+        try:
+            migrate.upgrade(url)
+            yield url
+        finally:
+            drop_database(database_url, url)
+        return
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as data_dir, EmbeddedPostgres(Path(data_dir)) as pg:
+        migrate.upgrade(pg.url)
+        yield pg.url
+
+
+def build_service(url: str, llm: FakeOpenAI, pool_size: int):
+    from shared.db.engine import make_engine, session_factory
+    from shared.db.uow import UnitOfWork
+    from shared.llm.client import ChatModel
+    from shared.services.conversation import ConversationConfig, ConversationService
+    from shared.settings import load_settings
+
+    engine = make_engine(url, pool_size=pool_size, max_overflow=pool_size)
+    sessions = session_factory(engine)
+    model = ChatModel(base_url=llm.base_url, api_key="bench", model="fake-chat", timeout_seconds=60)
+    config = ConversationConfig.from_settings(load_settings(database_url=url))
+    return ConversationService(lambda: UnitOfWork(sessions), config, chat_model=model), engine
+
+
+def message(user: int, index: int, text: str):
+    from shared.services.messages import IncomingMessage
+
+    return IncomingMessage(platform="console", chat_id=f"bench-{user}", user_id=f"bench-{user}", text=text,
+                           sent_at=datetime.now(UTC), message_id=f"{user}-{index}")
+
+
+async def overhead(service, messages: int) -> dict[str, float]:
+    """Sequential messages with an instant LLM: the milliseconds the hot path spends outside the LLM."""
+    own = []
+    for index in range(messages):
+        reply = await service.handle_message(message(index % 20, index, f"I like green tea and hiking {index}"))
+        own.append(reply.timings_ms["prepare"] + reply.timings_ms["apply"])
+    return {"messages": messages, "p50_ms": statistics.median(own), "p95_ms": percentile(own, 0.95),
+            "p99_ms": percentile(own, 0.99), "max_ms": max(own)}
+
+
+async def in_flight(service, conversations: int) -> dict[str, float]:
+    """``conversations`` users writing at once while the LLM takes its time."""
+    started = time.perf_counter()
+    replies = await asyncio.gather(*(service.handle_message(message(1000 + user, 0, "hello, how are you?"))
+                                     for user in range(conversations)))
+    wall = time.perf_counter() - started
+    return {"conversations": conversations, "wall_s": wall, "throughput_msg_s": conversations / wall,
+            "answered": sum(1 for reply in replies if reply.text)}
+
+
+def run(database_url: str | None, out_dir: Path, conversations: int = 200, llm_seconds: float = 2.0,
+        messages: int = 200) -> dict:
+    with FakeOpenAI(models=("fake-chat",)) as llm, scratch_database(database_url) as url:
+        llm.set_responder(lambda _request: REPLY)
+        service, engine = build_service(url, llm, pool_size=10)
+        try:
+            figures = {"overhead": asyncio.run(overhead(service, messages))}
+            llm.latency = llm_seconds
+            figures["in_flight"] = asyncio.run(in_flight(service, conversations)) | {"llm_seconds": llm_seconds}
+        finally:
+            engine.dispose()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "hot_path.json").write_text(json.dumps(figures, indent=2))
+    return figures
+
+
+def report(figures: dict) -> str:
+    o, f = figures["overhead"], figures["in_flight"]
+    return (f"hot-path overhead ({o['messages']} messages, LLM excluded): p50 {o['p50_ms']:.1f} ms, "
+            f"p95 {o['p95_ms']:.1f} ms, p99 {o['p99_ms']:.1f} ms\n"
+            f"{f['conversations']} conversations in flight, LLM {f['llm_seconds']:.1f} s: all answered in "
+            f"{f['wall_s']:.2f} s ({f['throughput_msg_s']:.0f} messages/s, {f['answered']} answered)")
