@@ -25,7 +25,13 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from shared.errors import MnemoError
-from shared.llm.turn_schema import TURN_JSON_SCHEMA, InvalidTurnOutput, TurnOutput, parse_turn_output
+from shared.llm.turn_schema import (
+    TURN_JSON_SCHEMA,
+    InvalidTurnOutput,
+    TurnOutput,
+    first_json_object,
+    parse_turn_output,
+)
 from shared.settings import Settings
 
 MAX_TRANSIENT_RETRIES = 2
@@ -119,6 +125,13 @@ class ChatModel:
         request = {"model": self.model, "messages": messages, "max_tokens": max_tokens}
         return self._run(self._text_plan(request))
 
+    def complete_json(self, messages: list[dict[str, Any]], max_tokens: int = TEXT_MAX_TOKENS) -> dict[str, Any] | None:
+        """One JSON object for background jobs (JSON mode, one corrective retry); None when the model
+        keeps answering something else. The messages must ask for JSON; raises :class:`LLMUnavailable`."""
+        request = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
+                   "response_format": {"type": "json_object"}}
+        return self._run(self._json_plan(request))
+
     def close(self) -> None:
         self._client.close()
 
@@ -170,6 +183,20 @@ class ChatModel:
         leading = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
         instructed = [*messages[:leading], {"role": "system", "content": SCHEMA_INSTRUCTION}, *messages[leading:]]
         return {"model": self.model, "messages": instructed, "response_format": {"type": "json_object"}}
+
+    def _json_plan(self, request: dict[str, Any]) -> _Plan[dict[str, Any] | None]:
+        deadline, tally = time.monotonic() + self.timeout_seconds, _Tally()
+        text = _answer_text((yield from _send(request, deadline, tally)))
+        try:
+            return first_json_object(text)
+        except InvalidTurnOutput as exc:
+            problem = str(exc)
+        retry = {**request, "messages": [*request["messages"], {"role": "assistant", "content": text},
+                                         {"role": "user", "content": CORRECTION.format(error=problem)}]}
+        try:
+            return first_json_object(_answer_text((yield from _send(retry, deadline, tally))))
+        except (InvalidTurnOutput, _JsonSchemaRefused):
+            return None
 
     def _text_plan(self, request: dict[str, Any]) -> _Plan[str]:
         response = yield from _send(request, time.monotonic() + self.timeout_seconds, _Tally())

@@ -106,7 +106,7 @@ class TurnOutput:
 
 def parse_turn_output(text: str) -> TurnOutput:
     """The validated turn in ``text``; raises :class:`InvalidTurnOutput` and nothing else."""
-    data = _json_object(text)
+    data = first_json_object(text)
     response = _text(data.get("response"), MAX_RESPONSE_CHARS)
     if not response:
         raise InvalidTurnOutput("'response' must be a non-empty string")
@@ -121,7 +121,7 @@ def parse_turn_output(text: str) -> TurnOutput:
     )
 
 
-def _json_object(text: object) -> dict[str, Any]:
+def first_json_object(text: object) -> dict[str, Any]:
     """The first JSON object in ``text``, ignoring code fences and prose around it."""
     if not isinstance(text, str) or "{" not in text:
         raise InvalidTurnOutput("the answer contains no JSON object")

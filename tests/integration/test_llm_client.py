@@ -196,3 +196,17 @@ def test_from_settings_is_none_offline_and_a_model_when_configured(llm: FakeOpen
 
     assert model is not None and (model.model, model.timeout_seconds) == ("fake-chat", 5)
     assert model.complete_turn(MESSAGES).output is not None  # the fake's default reply
+
+
+def test_complete_json_returns_the_object_and_retries_once_on_prose():
+    with FakeOpenAI() as llm:
+        model = ChatModel(llm.base_url, "k", "fake-chat", timeout_seconds=10)
+        llm.queue_reply({"decision": "keep"})
+        assert model.complete_json([{"role": "user", "content": "JSON please"}]) == {"decision": "keep"}
+        llm.queue_reply("I think you should keep it.")
+        llm.queue_reply('Sure: {"decision": "delete"}')
+        assert model.complete_json([{"role": "user", "content": "JSON please"}]) == {"decision": "delete"}
+        llm.queue_reply("no")
+        llm.queue_reply("still no")
+        assert model.complete_json([{"role": "user", "content": "JSON please"}]) is None
+        assert llm.response_formats()[0] == {"type": "json_object"}
