@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
@@ -77,7 +78,18 @@ def conversation_service(rt: Runtime) -> ConversationService:
 
     return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
                                chat_model=ChatModel.from_settings(rt.settings),
-                               embedder=make_embedder(rt.settings), vectors=VectorIndex())
+                               embedder=make_embedder(rt.settings), vectors=VectorIndex(),
+                               dispatch=job_dispatcher(rt))
+
+
+def job_dispatcher(rt: Runtime) -> Callable[[Iterable[int]], int]:
+    """Sends outbox jobs to this runtime's broker (Redis, or the PostgreSQL itself)."""
+    from shared.services.jobs import dispatch_jobs
+    from worker.celery_app import configure
+    from worker.tasks import send_task
+
+    configure(rt.broker_url)
+    return lambda job_ids: dispatch_jobs(rt.uow, send_task, job_ids, datetime.now(UTC))
 
 
 def configure_logging(level: str) -> None:

@@ -62,20 +62,62 @@ def _run_doctor(settings: Settings, _args: argparse.Namespace) -> int:
 
 def _chat_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--user", help="who you are in the console (default: your login name)")
+    parser.add_argument("--workers", action=argparse.BooleanOptionalAction, default=None,
+                        help="start a worker and beat beside the console (default: only on the embedded database)")
 
 
 def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
     import asyncio
+    from contextlib import nullcontext
 
     from bot.console import chat_loop, console_user
     from shared.bootstrap import conversation_service, runtime
+    from shared.processes import background_processes
 
     with runtime(settings) as rt:
         service = conversation_service(rt)
         if service.chat_model is None:
             print("No LLM_BASE_URL: offline mode (rule-based replies). See .env.example to connect a model.")
-        asyncio.run(chat_loop(service, user_id=args.user or console_user(), bot_name=settings.bot_name))
+        start_workers = settings.uses_embedded_database if args.workers is None else args.workers
+        helpers = (background_processes(rt.database_url, settings.data_dir / "logs") if start_workers
+                   else nullcontext())
+        with helpers:
+            asyncio.run(chat_loop(service, user_id=args.user or console_user(), bot_name=settings.bot_name))
     return 0
+
+
+def _worker_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--concurrency", type=int, help="processes or threads (default: WORKER_CONCURRENCY)")
+    parser.add_argument("--pool", default="prefork", choices=("prefork", "threads", "solo"))
+    parser.add_argument("--name", default=None, help="node name (default: mnemo-<pid>@<host>)")
+
+
+def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
+    import os
+
+    from shared.bootstrap import broker_url, database_url
+    from worker.celery_app import QUEUE, configure
+
+    with database_url(settings) as url:
+        os.environ["DATABASE_URL"] = url  # the worker's processes build their own engines from it
+        app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
+                        daily_hour_utc=settings.daily_maintenance_hour_utc)
+        app.worker_main(["worker", "--loglevel", settings.log_level, "--pool", args.pool, "-Q", QUEUE,
+                         "--concurrency", str(args.concurrency or settings.worker_concurrency),
+                         "--hostname", args.name or f"mnemo-{os.getpid()}@%h", "--without-mingle",
+                         "--without-gossip"])
+    return 0
+
+
+def _run_beat(settings: Settings, _args: argparse.Namespace) -> int:
+    from shared.bootstrap import broker_url, database_url
+    from worker.beat import run_single_beat
+    from worker.celery_app import configure
+
+    with database_url(settings) as url:
+        app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
+                        daily_hour_utc=settings.daily_maintenance_hour_utc)
+        return run_single_beat(app, url, settings.data_dir, settings.log_level)
 
 
 def _bench_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,6 +146,9 @@ COMMANDS: dict[str, Command] = {
     "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
     "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),
     "doctor": Command("show the configuration and check every service", lambda _parser: None, _run_doctor),
+    "worker": Command("run a Celery worker (extraction, episodes, reminders, maintenance)", _worker_arguments,
+                      _run_worker),
+    "beat": Command("run the Celery beat schedule (exactly one per deployment)", lambda _parser: None, _run_beat),
 }
 
 

@@ -48,6 +48,11 @@ class Settings(BaseSettings):
     memory_eviction_threshold: Annotated[int | None, Field(ge=1)] = None
     session_idle_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 30
     default_timezone: str = "UTC"
+    daily_maintenance_hour_utc: Annotated[int, Field(ge=0, le=23)] = 3
+    reminder_scan_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
+    reminder_lease_seconds: Annotated[float, Field(ge=5, le=86400)] = 300.0
+    outbox_redispatch_seconds: Annotated[float, Field(ge=0, le=86400)] = 120.0
+    worker_concurrency: Annotated[int, Field(ge=1, le=64)] = 2
     mnemo_data_dir: Path = Path("~/.local/share/mnemo")
     log_level: str = "INFO"
 

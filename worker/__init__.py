@@ -1,0 +1,1 @@
+"""Celery: the app, its thin tasks and the beat schedule. The work itself lives in shared/services."""

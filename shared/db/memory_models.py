@@ -83,6 +83,9 @@ class Memory(Base):
     superseded_by: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("memories.id", ondelete="SET NULL"))
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    decayed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    promotion_reviewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    decay_reviewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     def searchable_parts(self) -> tuple[str | None, ...]:
         """The texts whose tokens go into ``search_tokens``."""

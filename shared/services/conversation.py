@@ -61,7 +61,8 @@ class ConversationService:
 
     def __init__(self, uow_factory: Callable[[], UnitOfWork], config: ConversationConfig, *,
                  chat_model: ChatModel | None, embedder: Embedder | None = None, vectors=None,
-                 offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None) -> None:
+                 offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None,
+                 dispatch: Callable[[tuple[int, ...]], None] | None = None) -> None:
         self.uow_factory = uow_factory
         self.config = config
         self.chat_model = chat_model
@@ -69,6 +70,8 @@ class ConversationService:
         self.vectors = vectors
         self.offline = offline or OfflineResponder()
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.dispatch = dispatch
+        """Hands the jobs a turn owes to the broker after commit (None: they wait for the outbox sweep)."""
 
     async def handle_message(self, message: IncomingMessage) -> Reply:
         """Reply to one message; duplicates (same platform message id) are answered once."""
@@ -97,6 +100,11 @@ class ConversationService:
             applied = apply_turn_result(uow, prepared, result, self.config, now=self.clock(),
                                         embeddings_wanted=self.embedder is not None)
             uow.commit()
+        if self.dispatch is not None and applied.job_ids:
+            try:
+                self.dispatch(applied.job_ids)
+            except Exception:  # the jobs stay owed in the outbox; the sweep sends them later
+                log.exception("dispatching background jobs failed")
         return applied
 
     async def _complete(self, prepared: PreparedTurn) -> TurnResult:

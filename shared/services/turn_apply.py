@@ -41,6 +41,7 @@ class AppliedTurn:
     memory_ids: tuple[int, ...]
     todo_ids: tuple[int, ...]
     warnings: tuple[str, ...]
+    job_ids: tuple[int, ...] = ()
 
 
 def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult, config: ConversationConfig, *,
@@ -60,8 +61,8 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
         else:
             memory_ids = _store_memories(uow, prepared, output, now)
     todo_ids, todo_warnings = _store_todos(uow, prepared, output, now) if result.trusted else ((), ())
-    _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted)
-    return AppliedTurn(memory_ids=memory_ids, todo_ids=todo_ids, warnings=warnings + todo_warnings)
+    job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted)
+    return AppliedTurn(memory_ids=memory_ids, todo_ids=todo_ids, warnings=warnings + todo_warnings, job_ids=job_ids)
 
 
 def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,
@@ -102,18 +103,21 @@ def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
 
 
 def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tuple[int, ...], turn_count: int,
-                         embeddings_wanted: bool) -> None:
+                         embeddings_wanted: bool) -> tuple[int, ...]:
     """Jobs for the workers, in this transaction (the outbox relay sends them after commit)."""
     user_id = prepared.user_id
+    owed: list[tuple[str, dict, str]] = []
     if not prepared.paused:
-        uow.outbox.add("extract_turn", {"turn_id": prepared.user_turn_id,
-                                        "recalled_memory_ids": list(prepared.prompt.memory_ids)},
-                       dedup_key=f"extract:{prepared.user_turn_id}", user_id=user_id)
+        owed.append(("extract_turn", {"turn_id": prepared.user_turn_id,
+                                      "recalled_memory_ids": list(prepared.prompt.memory_ids)},
+                     f"extract:{prepared.user_turn_id}"))
     if embeddings_wanted:
-        for memory_id in memory_ids:
-            uow.outbox.add("embed_memory", {"memory_id": memory_id}, dedup_key=f"embed:{memory_id}", user_id=user_id)
+        owed += [("embed_memory", {"memory_id": memory_id, "user_id": user_id}, f"embed:{memory_id}")
+                 for memory_id in memory_ids]
     messages = 2 * turn_count
     if messages % MESSAGES_PER_SUMMARY == 0:
         part = messages // MESSAGES_PER_SUMMARY
-        uow.outbox.add("summarise_session", {"session_id": prepared.session_id, "part": part},
-                       dedup_key=f"summarise:{prepared.session_id}:{part}", user_id=user_id)
+        owed.append(("summarise_session", {"session_id": prepared.session_id, "part": part},
+                     f"summarise:{prepared.session_id}:{part}"))
+    ids = (uow.outbox.add(task, payload, dedup_key=key, user_id=user_id) for task, payload, key in owed)
+    return tuple(job_id for job_id in ids if job_id is not None)

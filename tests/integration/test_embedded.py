@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from shared.db import migrate
 from shared.embedded import EmbeddedPostgres, server_pid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +82,7 @@ def test_db_upgrade_and_doctor_work_on_the_embedded_default(tmp_path):
     upgrade = subprocess.run([sys.executable, "-m", "shared.cli", "db", "upgrade"], env=env, cwd=tmp_path,
                              capture_output=True, text=True, timeout=120)
     assert upgrade.returncode == 0, upgrade.stderr
-    assert "Schema at 0002; vectors on." in upgrade.stdout
+    assert f"Schema at {migrate.head_revision()}; vectors on." in upgrade.stdout
     doctor = subprocess.run([sys.executable, "-m", "shared.cli", "doctor"], env=env, cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr

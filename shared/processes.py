@@ -1,0 +1,51 @@
+"""Running the worker and beat beside a front-end (``mnemo chat`` on the embedded default).
+
+They are separate processes started with ``mnemo worker`` / ``mnemo beat`` and given this process's
+database URL, so the one process that owns the embedded PostgreSQL hands it to the others. They are
+stopped (TERM, then KILL after a grace period) before the owner stops the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+STOP_GRACE_SECONDS = 15
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...] = ("worker", "beat"),
+                         extra_env: dict[str, str] | None = None) -> Iterator[list[subprocess.Popen]]:
+    """Start ``mnemo <role>`` for each role, logging to ``log_dir/<role>.log``; stop them on exit."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "DATABASE_URL": database_url, **(extra_env or {})}
+    started: list[subprocess.Popen] = []
+    try:
+        for role in roles:
+            with open(log_dir / f"{role}.log", "ab") as log_file:
+                started.append(subprocess.Popen([sys.executable, "-m", "shared.cli", role], env=env,
+                                                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                start_new_session=True))
+        yield started
+    finally:
+        stop_processes(started)
+
+
+def stop_processes(processes: list[subprocess.Popen], grace: float = STOP_GRACE_SECONDS) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            log.warning("%s did not stop within %ss; killing it", process.args, grace)
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

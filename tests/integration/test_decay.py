@@ -1,0 +1,200 @@
+"""The daily decay on real PostgreSQL, with the clock in the test's hands."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+
+from shared.db.memory_models import Episode, Memory
+from shared.db.models import ConversationTurn
+from shared.services import decay
+from shared.services.decay import run_decay
+
+NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
+DAY = timedelta(days=1)
+
+
+def person(uow, platform_id: str = "1001") -> int:
+    return uow.users.identify("telegram", platform_id).user_id
+
+
+def remember(uow, user_id: int, content: str, *, age: timedelta = 30 * DAY, idle: timedelta | None = None,
+             **fields) -> int:
+    created = NOW - age
+    fields.setdefault("source", "user_stated")
+    memory = uow.memories.add(Memory(user_id=user_id, type=fields.pop("type", "fact"), content=content,
+                                     created_at=created, updated_at=created,
+                                     last_accessed=None if idle is None else NOW - idle, **fields))
+    return memory.id
+
+
+def memory(uow_factory, memory_id: int) -> Memory | None:
+    with uow_factory() as uow:
+        return uow.session.get(Memory, memory_id)
+
+
+def actions(uow_factory, user_id: int, memory_id: int) -> list[tuple[str, str]]:
+    with uow_factory() as uow:
+        return [(e.action, e.actor) for e in uow.events.for_memory(user_id, memory_id)]
+
+
+def test_an_idle_fact_loses_five_percent_once_a_day_and_a_second_run_the_same_day_changes_nothing(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        fact = remember(uow, alice, "I live in Berlin", idle=8 * DAY)
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_decayed == 1
+    assert run_decay(uow_factory, NOW + timedelta(hours=20), eviction_threshold=None).memories_decayed == 0
+    assert memory(uow_factory, fact).importance == pytest.approx(0.95)
+    run_decay(uow_factory, NOW + DAY, eviction_threshold=None)
+    assert memory(uow_factory, fact).importance == pytest.approx(0.95 ** 2)
+    with uow_factory() as uow:
+        events = uow.events.for_memory(alice, fact)
+    assert [(e.action, e.actor) for e in events] == [("decay", "rule"), ("decay", "rule")]
+    assert (events[0].before["importance"], events[0].after["importance"]) == pytest.approx((1.0, 0.95))
+
+
+def test_a_memory_used_in_the_last_seven_days_does_not_decay(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        used = remember(uow, alice, "I like oolong tea", idle=6 * DAY)
+        new = remember(uow, alice, "I started running", age=2 * DAY)
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_decayed == 0
+    assert memory(uow_factory, used).importance == memory(uow_factory, new).importance == 1.0
+
+
+def test_core_and_system_memories_never_decay_and_are_never_deleted(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        core = remember(uow, alice, "My name is Alice", tier="core", importance=0.1, idle=400 * DAY)
+        system = remember(uow, alice, "Speak Chinese", tier="system", importance=0.1, idle=400 * DAY,
+                          expires_at=NOW - DAY)
+        uow.commit()
+    report = run_decay(uow_factory, NOW, eviction_threshold=1)
+    assert (report.memories_decayed, report.memories_forgotten, report.memories_expired,
+            report.memories_evicted) == (0, 0, 0, 0)
+    assert memory(uow_factory, core).importance == memory(uow_factory, system).importance == 0.1
+
+
+def test_an_idle_memory_under_0_3_is_forgotten_together_with_the_values_it_replaced(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        new = remember(uow, alice, "I live in Berlin", importance=0.29, idle=30 * DAY)
+        old = remember(uow, alice, "I live in Shanghai", idle=60 * DAY, superseded_by=new)
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_forgotten == 1
+    assert memory(uow_factory, new) is None and memory(uow_factory, old) is None
+    assert actions(uow_factory, alice, new) == [("decay", "rule"), ("delete", "rule")]
+    with uow_factory() as uow:
+        tombstone = uow.events.for_memory(alice, old)[-1]
+    assert tombstone.action == "delete" and tombstone.before["content"] == "I live in Shanghai"
+
+
+def test_a_memory_between_0_3_and_0_5_is_left_for_the_decay_review(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        fading = remember(uow, alice, "I watched a film", importance=0.4, idle=30 * DAY)
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_forgotten == 0
+    assert memory(uow_factory, fading).importance == pytest.approx(0.38)
+
+
+def test_transient_memories_expire_24_hours_after_they_were_made(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        stale = remember(uow, alice, "I am tired today", tier="transient", age=timedelta(hours=25))
+        fresh = remember(uow, alice, "I am hungry", tier="transient", age=timedelta(hours=23))
+        dated = remember(uow, alice, "Exam this week", tier="short", age=2 * DAY, expires_at=NOW - timedelta(minutes=1))
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_expired == 2
+    assert memory(uow_factory, stale) is None and memory(uow_factory, dated) is None
+    assert memory(uow_factory, fresh) is not None
+    assert actions(uow_factory, alice, stale) == [("expire", "rule")]
+
+
+def test_episodes_fade_after_seven_days_and_go_after_fourteen_while_their_turns_stay(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        chat = uow.chats.get_or_create("telegram", "1001", "private")
+        ids = {}
+        for name, age in (("recent", 3 * DAY), ("fading", 8 * DAY), ("old", 15 * DAY)):
+            ended = NOW - age
+            ids[name] = uow.episodes.add(Episode(user_id=alice, chat_id=chat.id, summary=f"talked ({name})",
+                                                 started_at=ended - timedelta(hours=1), ended_at=ended)).id
+        turn = uow.turns.add(ConversationTurn(user_id=alice, chat_id=chat.id, role="user", text="hi",
+                                              episode_id=ids["old"], created_at=NOW - 15 * DAY))
+        uow.commit()
+    for _ in range(2):
+        run_decay(uow_factory, NOW, eviction_threshold=None)
+    with uow_factory() as uow:
+        importance = {e.summary: e.importance for e in uow.session.scalars(select(Episode))}
+        kept_turn = uow.session.get(ConversationTurn, turn.id)
+    assert importance == {"talked (recent)": 1.0, "talked (fading)": pytest.approx(0.8)}
+    assert kept_turn is not None and kept_turn.episode_id is None
+
+
+def test_turns_older_than_30_days_are_deleted_and_the_memories_made_from_them_stay(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        chat = uow.chats.get_or_create("telegram", "1001", "private")
+        old = uow.turns.add(ConversationTurn(user_id=alice, chat_id=chat.id, role="user", text="I live in Berlin",
+                                             created_at=NOW - 31 * DAY))
+        recent = uow.turns.add(ConversationTurn(user_id=alice, chat_id=chat.id, role="user", text="hi",
+                                                created_at=NOW - 29 * DAY))
+        fact = remember(uow, alice, "I live in Berlin", tier="core", source_turn_id=old.id)
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).turns_deleted == 1
+    with uow_factory() as uow:
+        assert uow.session.get(ConversationTurn, old.id) is None
+        assert uow.session.get(ConversationTurn, recent.id) is not None
+    assert memory(uow_factory, fact).source_turn_id is None
+
+
+def test_nothing_is_evicted_when_no_threshold_is_set(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        for n in range(5):
+            remember(uow, alice, f"fact number {n}", age=DAY)
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_evicted == 0
+    with uow_factory() as uow:
+        assert uow.memories.count_active(alice) == 5
+
+
+def test_eviction_keeps_n_memories_dropping_the_lowest_confidence_then_the_oldest_access_never_core(uow_factory):
+    with uow_factory() as uow:
+        alice, bob = person(uow), person(uow, "2002")
+        core = remember(uow, alice, "My name is Alice", tier="core", confidence=0.1, age=DAY)
+        unsure = remember(uow, alice, "Maybe likes jazz", confidence=0.3, age=DAY, idle=timedelta(hours=1))
+        stale = remember(uow, alice, "Likes tea", confidence=0.9, age=DAY, idle=20 * DAY)
+        kept = {remember(uow, alice, "Likes cats", confidence=0.9, age=DAY, idle=2 * DAY),
+                remember(uow, alice, "Lives in Berlin", confidence=0.9, age=DAY, idle=DAY)}
+        bobs = {remember(uow, bob, f"Bob fact {n}", confidence=0.1, age=DAY) for n in range(3)}
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=3).memories_evicted == 2
+    assert run_decay(uow_factory, NOW, eviction_threshold=3).memories_evicted == 0
+    with uow_factory() as uow:
+        left = {m.id for m in uow.session.scalars(select(Memory))}
+    assert left == {core, *kept, *bobs}
+    assert actions(uow_factory, alice, unsure) == [("delete", "rule")]
+    assert stale not in left
+
+
+def test_more_rows_than_one_batch_are_all_handled(uow_factory, monkeypatch):
+    monkeypatch.setattr(decay, "BATCH_SIZE", 3)
+    monkeypatch.setattr(decay, "ID_BATCH_SIZE", 2)
+    with uow_factory() as uow:
+        alice = person(uow)
+        chat = uow.chats.get_or_create("telegram", "1001", "private")
+        ids = [remember(uow, alice, f"fact {n}", idle=10 * DAY) for n in range(10)]
+        for n in range(5):
+            uow.turns.add(ConversationTurn(user_id=alice, chat_id=chat.id, role="user", text=f"turn {n}",
+                                           created_at=NOW - 40 * DAY))
+        uow.commit()
+    report = run_decay(uow_factory, NOW, eviction_threshold=None)
+    assert (report.memories_decayed, report.turns_deleted) == (10, 5)
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_decayed == 0
+    assert all(memory(uow_factory, i).importance == pytest.approx(0.95) for i in ids)

@@ -1,0 +1,116 @@
+"""Every task is idempotent: run twice, it changes nothing the second time (in-process, real PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from shared.db import migrate
+from shared.db.engine import make_engine, session_factory
+from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Todo
+from shared.db.uow import UnitOfWork
+from shared.services import reminders
+from shared.services.conversation import ConversationConfig, ConversationService
+from shared.services.messages import IncomingMessage
+from shared.settings import Settings
+from tests.fakes.telegram_api import FakeTelegram
+from worker import context as worker_context
+from worker import tasks
+
+CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
+                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
+                            default_timezone="Asia/Shanghai")
+
+
+@pytest.fixture
+def telegram():
+    with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+def uow_factory(fresh_system_db, monkeypatch, telegram, tmp_path):
+    """Units of work, and the environment a worker process would see for the same database."""
+    migrate.upgrade(fresh_system_db)
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DATABASE_URL", fresh_system_db)
+    monkeypatch.setenv("TELEGRAM_TOKEN", telegram.token)
+    monkeypatch.setenv("TELEGRAM_API_BASE_URL", telegram.base_url)
+    monkeypatch.setattr(worker_context, "_context", None)
+    monkeypatch.setattr(tasks, "_senders", None)
+    engine = make_engine(fresh_system_db)
+    sessions = session_factory(engine)
+    yield lambda: UnitOfWork(sessions)
+    if worker_context._context is not None:
+        worker_context._context.engine.dispose()
+    engine.dispose()
+
+
+def counts(uow_factory) -> tuple[int, ...]:
+    with uow_factory() as uow:
+        return tuple(uow.session.scalar(select(func.count()).select_from(model))
+                     for model in (Memory, MemoryEvent, Episode, Todo))
+
+
+def run_owed_jobs_twice(uow_factory) -> None:
+    with uow_factory() as uow:
+        owed = [(job.id, job.task, job.payload) for job in uow.session.scalars(select(OutboxJob))]
+    for _ in range(2):
+        for job_id, task, payload in owed:
+            getattr(tasks, task).run(job_id=job_id, **payload)
+
+
+def test_outbox_tasks_run_twice_change_nothing_the_second_time(uow_factory):
+    service = ConversationService(uow_factory, CONFIG, chat_model=None)
+    message = IncomingMessage(platform="telegram", chat_id="5", user_id="5", text="我住在杭州。我喜欢喝乌龙茶",
+                              sent_at=datetime.now(UTC), message_id="1")
+    asyncio.run(service.handle_message(message))
+    with uow_factory() as uow:
+        session_id = uow.session.scalars(select(Memory.session_id)).first()
+        uow.sessions.close(session_id, datetime.now(UTC))
+        uow.outbox.add("close_session", {"session_id": session_id}, dedup_key=f"close:{session_id}")
+        uow.commit()
+    before = counts(uow_factory)
+    run_owed_jobs_twice(uow_factory)
+    after_first = counts(uow_factory)
+    run_owed_jobs_twice(uow_factory)
+    assert counts(uow_factory) == after_first
+    assert after_first[2] == before[2] + 1  # exactly one episode
+    with uow_factory() as uow:
+        assert set(uow.session.scalars(select(OutboxJob.status))) == {"done"}
+
+
+def test_a_reminder_task_delivered_twice_pings_once(uow_factory, telegram):
+    now = datetime.now(UTC)
+    with uow_factory() as uow:
+        user = uow.users.identify("telegram", "77", locale="en").user_id
+        chat = uow.chats.get_or_create("telegram", "77", "private")
+        uow.todos.add(Todo(user_id=user, chat_id=chat.id, content="stretch", due_at=now - timedelta(seconds=1),
+                           remind_at=now - timedelta(seconds=1), timezone="UTC"))
+        uow.commit()
+    [claim] = reminders.claim_due_reminders(uow_factory, now)
+    assert tasks.deliver_reminder.run(claim.todo_id, claim.attempt) == "sent"
+    assert tasks.deliver_reminder.run(claim.todo_id, claim.attempt) == "skipped"
+    assert len(telegram.sent) == 1 and telegram.sent[0]["text"].startswith("⏰ Reminder: stretch")
+
+
+def test_maintenance_tasks_run_twice_change_nothing_the_second_time(uow_factory):
+    with uow_factory() as uow:
+        user = uow.users.identify("console", "m").user_id
+        old = datetime.now(UTC) - timedelta(days=40)
+        for content in ("likes green tea", "likes green tea a lot", "plays chess"):
+            uow.memories.add(Memory(user_id=user, type="preference", content=content, source="inferred",
+                                    confidence=0.6, importance=0.35, created_at=old, updated_at=old,
+                                    last_accessed=old))
+        uow.commit()
+    for task in (tasks.run_decay, tasks.run_dedup, tasks.run_reviews):
+        task.run()
+    first = counts(uow_factory)
+    for task in (tasks.run_decay, tasks.run_dedup, tasks.run_reviews):
+        task.run()
+    assert counts(uow_factory) == first

@@ -1,0 +1,206 @@
+"""Real Celery workers (subprocesses) on real brokers: Redis, and the PostgreSQL itself.
+
+A turn goes in through the conversation service, its job goes through the outbox and the broker,
+and the worker's knowledge monitor (a fake LLM on loopback) stores the memory. Then loss and
+duplication: a worker killed mid-task, a flushed Redis, every task run twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import redis
+from sqlalchemy import func, select
+
+from shared.db import migrate
+from shared.db.engine import make_engine, session_factory
+from shared.db.memory_models import Memory, MemoryEvent, OutboxJob
+from shared.db.uow import UnitOfWork
+from shared.llm.client import ChatModel
+from shared.services import jobs
+from shared.services.conversation import ConversationConfig, ConversationService
+from shared.services.messages import IncomingMessage
+from tests.conftest import create_database, drop_database
+from tests.fakes.openai_server import FakeOpenAI
+from worker.celery_app import configure
+from worker.tasks import send_task
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS_URL = "redis://127.0.0.1:6379/15"
+FACT = "I keep bees on my balcony"
+CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
+                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
+                            default_timezone="UTC")
+TURN = {"emotion": {"primary": "happy", "category": "positive", "confidence": 0.9, "indicators": []},
+        "response": "Bees! How lovely.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
+        "topic": "bees", "context_variables": []}
+MONITOR = {"operations": [{"op": "ADD", "type": "fact", "subject": "user", "predicate": "hobby",
+                           "content": FACT, "tier": "long"}]}
+
+
+def answer(request: dict) -> dict:
+    """Hot-path turns ask for the json_schema; the knowledge monitor asks for a JSON object."""
+    kind = (request.get("response_format") or {}).get("type")
+    return TURN if kind == "json_schema" else MONITOR
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(models=("fake-chat",)) as server:
+        server.set_responder(answer)
+        yield server
+
+
+@pytest.fixture(params=["redis", "postgres"])
+def broker(request, system_pg_admin_url, tmp_path) -> Iterator[tuple[str, str | None]]:
+    """(database URL, REDIS_URL or None): Redis with PostgreSQL 15, or the embedded PostgreSQL as broker."""
+    admin = system_pg_admin_url if request.param == "redis" else request.getfixturevalue("embedded_admin_url")
+    url = create_database(admin)
+    migrate.upgrade(url)
+    if request.param == "redis":
+        redis.Redis.from_url(REDIS_URL).flushdb()
+    yield url, REDIS_URL if request.param == "redis" else None
+    drop_database(admin, url)
+
+
+@pytest.fixture
+def uow_of(broker) -> Iterator[Callable[[], UnitOfWork]]:
+    engine = make_engine(broker[0])
+    sessions = session_factory(engine)
+    yield lambda: UnitOfWork(sessions)
+    engine.dispose()
+
+
+def broker_url(database_url: str, redis_url: str | None) -> str:
+    from shared.bootstrap import broker_url as resolve
+    from shared.settings import load_settings
+
+    return resolve(load_settings(redis_url=redis_url, database_url=database_url), database_url)
+
+
+class Worker:
+    """``mnemo worker`` in a subprocess, with its log file."""
+
+    def __init__(self, database_url: str, redis_url: str | None, llm: FakeOpenAI, data_dir: Path, name: str):
+        env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "LLM_BASE_URL"}}
+        env.update(DATABASE_URL=database_url, LLM_BASE_URL=llm.base_url, LLM_API_KEY="test", LLM_MODEL="fake-chat",
+                   LLM_TIMEOUT_SECONDS="30", MNEMO_DATA_DIR=str(data_dir), PYTHONPATH=str(ROOT), LOG_LEVEL="INFO")
+        if redis_url:
+            env["REDIS_URL"] = redis_url
+        self.log = data_dir / f"{name}.log"
+        with open(self.log, "wb") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "shared.cli", "worker", "--pool", "threads", "--concurrency", "2",
+                 "--name", f"{name}@test"], env=env, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        wait_for(lambda: "ready." in self.log.read_text(errors="replace"), 60, f"{name} to start: {self.log}")
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def workers(broker, llm, tmp_path) -> Iterator[Callable[[str], Worker]]:
+    started: list[Worker] = []
+
+    def start(name: str) -> Worker:
+        worker = Worker(broker[0], broker[1], llm, tmp_path, name)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def converse(uow_factory, llm: FakeOpenAI, broker, text: str, *, dispatch: bool = True) -> None:
+    configure(broker_url(*broker))
+    model = ChatModel(llm.base_url, "test", "fake-chat", timeout_seconds=10)
+    send = (lambda ids: jobs.dispatch_jobs(uow_factory, send_task, ids, datetime.now(UTC))) if dispatch else None
+    service = ConversationService(uow_factory, CONFIG, chat_model=model, dispatch=send)
+    message = IncomingMessage(platform="telegram", chat_id="9", user_id="9", text=text, sent_at=datetime.now(UTC))
+    asyncio.run(service.handle_message(message))
+
+
+def facts(uow_factory) -> list[str]:
+    with uow_factory() as uow:
+        return list(uow.session.scalars(select(Memory.content).where(Memory.superseded_by.is_(None))))
+
+
+def jobs_done(uow_factory) -> bool:
+    with uow_factory() as uow:
+        statuses = set(uow.session.scalars(select(OutboxJob.status)))
+    return statuses == {"done"}
+
+
+def sweep_now(uow_factory, broker) -> int:
+    configure(broker_url(*broker))
+    return jobs.sweep_jobs(uow_factory, send_task, datetime.now(UTC), redispatch_after=timedelta(0))
+
+
+def test_a_turn_goes_in_and_the_worker_stores_the_memory(uow_of, llm, broker, workers):
+    workers("w1")
+    converse(uow_of, llm, broker, "We talked about my hobby: I keep bees on my balcony.")
+    wait_for(lambda: FACT in facts(uow_of) and jobs_done(uow_of), 60, "the extracted memory")
+    with uow_of() as uow:
+        assert uow.session.scalar(select(func.count()).select_from(MemoryEvent)) == 1
+
+
+def test_a_worker_killed_mid_task_loses_nothing_and_doubles_nothing(uow_of, llm, broker, workers):
+    slow = {"held": 0}
+
+    def slow_monitor(request: dict) -> dict:
+        if (request.get("response_format") or {}).get("type") != "json_schema" and slow["held"] == 0:
+            slow["held"] += 1
+            time.sleep(8)  # the first worker dies while it waits here
+        return answer(request)
+
+    llm.set_responder(slow_monitor)
+    first = workers("w1")
+    converse(uow_of, llm, broker, "I keep bees on my balcony, they are calm.")
+    wait_for(lambda: slow["held"] == 1, 60, "the task to be in flight")
+    first.kill()
+    workers("w2")
+    sweep_now(uow_of, broker)
+    wait_for(lambda: jobs_done(uow_of), 60, "the job to be done by the second worker")
+    assert facts(uow_of).count(FACT) == 1
+
+
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)
+def test_jobs_lost_by_a_flushed_redis_are_sent_again_by_the_sweep(uow_of, llm, broker, workers):
+    converse(uow_of, llm, broker, "I keep bees on my balcony, they are calm.")
+    with uow_of() as uow:
+        assert set(uow.session.scalars(select(OutboxJob.status))) == {"sent"}
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    workers("w1")
+    time.sleep(2)
+    assert FACT not in facts(uow_of)
+    assert sweep_now(uow_of, broker) == 1
+    wait_for(lambda: FACT in facts(uow_of) and jobs_done(uow_of), 60, "the re-sent job")

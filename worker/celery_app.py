@@ -1,0 +1,46 @@
+"""The Celery app. Created without connecting anything; ``configure`` points it at the broker."""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from worker.schedule import beat_schedule
+
+QUEUE = "mnemo"
+
+app = Celery("mnemo", include=["worker.tasks"])
+
+
+def configure(broker_url: str, *, reminder_scan_seconds: float = 60.0, daily_hour_utc: int = 3) -> Celery:
+    """Settings for at-least-once work: late acks, redelivery when a worker dies, one task at a time."""
+    _forget_broker_connections()
+    app.conf.update(
+        broker_url=broker_url,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options=_transport_options(broker_url),
+        task_default_queue=QUEUE,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        task_ignore_result=True,
+        task_serializer="json",
+        accept_content=["json"],
+        worker_prefetch_multiplier=1,
+        worker_hijack_root_logger=False,
+        timezone="UTC",
+        enable_utc=True,
+        beat_schedule=beat_schedule(reminder_scan_seconds, daily_hour_utc),
+    )
+    return app
+
+
+def _transport_options(broker_url: str) -> dict:
+    if broker_url.startswith("redis"):
+        # A task not acknowledged within this time is delivered again (long LLM jobs finish well within it).
+        return {"visibility_timeout": 3600}
+    return {}
+
+
+def _forget_broker_connections() -> None:
+    """Reconfiguring (tests, or a process that switched brokers) must not reuse the old broker's pools."""
+    app.close()
+    app.amqp._producer_pool = None

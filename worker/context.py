@@ -1,0 +1,63 @@
+"""What a worker process needs, built once per process after the fork (never inherited)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from celery.signals import worker_process_init
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from shared.db.engine import make_engine, session_factory
+from shared.db.uow import UnitOfWork
+from shared.embeddings import Embedder, make_embedder
+from shared.llm.client import ChatModel
+from shared.settings import Settings, load_settings
+from shared.vector_search import VectorIndex
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerContext:
+    settings: Settings
+    engine: Engine
+    chat_model: ChatModel | None
+    embedder: Embedder | None
+    vectors: VectorIndex
+    sessions: sessionmaker[Session]
+
+    def uow(self) -> UnitOfWork:
+        return UnitOfWork(self.sessions)
+
+    @staticmethod
+    def now() -> datetime:
+        return datetime.now(UTC)
+
+
+_context: WorkerContext | None = None
+
+
+def context() -> WorkerContext:
+    """This process's context, built on first use (DATABASE_URL is always set for workers)."""
+    global _context
+    if _context is None:
+        settings = load_settings()
+        if not settings.database_url:
+            raise RuntimeError("workers need DATABASE_URL (`mnemo worker` sets it for the embedded database)")
+        engine = make_engine(settings.database_url, pool_size=2)
+        _context = WorkerContext(settings=settings, engine=engine, chat_model=ChatModel.from_settings(settings),
+                                 embedder=make_embedder(settings), vectors=VectorIndex(),
+                                 sessions=session_factory(engine))
+    return _context
+
+
+@worker_process_init.connect
+def _forget_inherited_context(**_kwargs: object) -> None:
+    """A forked child must not share its parent's database connections."""
+    global _context
+    if _context is not None:
+        _context.engine.dispose(close=False)
+        _context = None

@@ -1,0 +1,24 @@
+"""The beat schedule, as one table. Every entry expires before its next run, so a backlog never piles up."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery.schedules import crontab
+
+
+def beat_schedule(reminder_scan_seconds: float = 60.0, daily_hour_utc: int = 3) -> dict:
+    minute = timedelta(minutes=1).total_seconds()
+    return {
+        "scan-reminders": {"task": "mnemo.scan_reminders", "schedule": reminder_scan_seconds,
+                           "options": {"expires": reminder_scan_seconds}},
+        "sweep-outbox": {"task": "mnemo.sweep_outbox", "schedule": minute, "options": {"expires": minute}},
+        "close-idle-sessions": {"task": "mnemo.close_idle_sessions", "schedule": 5 * minute,
+                                "options": {"expires": 5 * minute}},
+        "decay": {"task": "mnemo.run_decay", "schedule": crontab(hour=daily_hour_utc, minute=0),
+                  "options": {"expires": 3600}},
+        "reviews": {"task": "mnemo.run_reviews", "schedule": crontab(hour=daily_hour_utc, minute=20),
+                    "options": {"expires": 3600}},
+        "dedup": {"task": "mnemo.run_dedup", "schedule": crontab(hour=daily_hour_utc, minute=40),
+                  "options": {"expires": 3600}},
+    }

@@ -1,0 +1,135 @@
+"""Thin Celery tasks: ids in, one service call, idempotent, retried only on transient errors.
+
+Outbox-backed tasks receive ``job_id``: they return at once when the job is already done (it was
+sent twice) and mark it done after the service succeeded. Exceptions listed in ``TRANSIENT`` are
+retried with exponential backoff and jitter; anything else is logged with its traceback.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from shared.services import decay, dedup, embedding, episodes, jobs, knowledge, reminders, reviews
+from worker.celery_app import app
+from worker.context import context
+
+TRANSIENT = (OperationalError, DBAPIError, ConnectionError, TimeoutError)
+RETRY = {"autoretry_for": TRANSIENT, "retry_backoff": 2, "retry_backoff_max": 300, "retry_jitter": True,
+         "max_retries": 8}
+
+
+def send_task(task: str, payload: dict) -> None:
+    """How the outbox relay puts a job on the broker (also used by the bots after each turn)."""
+    app.send_task(f"mnemo.{task}", kwargs=payload, retry=False)
+
+
+def _outbox_job(job_id: int | None) -> bool:
+    """True when the job still has to be done."""
+    return not jobs.job_is_done(context().uow, job_id)
+
+
+def _done(job_id: int | None) -> None:
+    jobs.finish_job(context().uow, job_id, context().now())
+
+
+@app.task(name="mnemo.extract_turn", **RETRY)
+def extract_turn(job_id: int | None = None, turn_id: int = 0, recalled_memory_ids: list[int] | None = None) -> None:
+    if _outbox_job(job_id):
+        ctx = context()
+        knowledge.extract_turns(ctx.uow, ctx.chat_model, [turn_id], list(recalled_memory_ids or []), ctx.now())
+        _done(job_id)
+
+
+@app.task(name="mnemo.embed_memory", **RETRY)
+def embed_memory(job_id: int | None = None, memory_id: int = 0, user_id: int = 0) -> None:
+    ctx = context()
+    if _outbox_job(job_id):
+        if ctx.embedder is not None:
+            embedding.embed_memories(ctx.uow, ctx.embedder, ctx.vectors, user_id, [memory_id])
+        _done(job_id)
+
+
+@app.task(name="mnemo.close_session", **RETRY)
+def close_session(job_id: int | None = None, session_id: int = 0) -> None:
+    if _outbox_job(job_id):
+        ctx = context()
+        episodes.summarise_session(ctx.uow, ctx.chat_model, session_id, ctx.now(),
+                                   default_timezone=ctx.settings.default_timezone)
+        _done(job_id)
+
+
+@app.task(name="mnemo.summarise_session", **RETRY)
+def summarise_session(job_id: int | None = None, session_id: int = 0, part: int | None = None) -> None:
+    if _outbox_job(job_id):
+        ctx = context()
+        episodes.summarise_session(ctx.uow, ctx.chat_model, session_id, ctx.now(), part=part,
+                                   default_timezone=ctx.settings.default_timezone)
+        _done(job_id)
+
+
+@app.task(name="mnemo.close_idle_sessions", **RETRY)
+def close_idle_sessions() -> None:
+    ctx = context()
+    idle = timedelta(minutes=ctx.settings.session_idle_minutes)
+    for session_id in episodes.close_idle_sessions(ctx.uow, ctx.now(), idle):
+        with ctx.uow() as uow:
+            job = uow.outbox.add("close_session", {"session_id": session_id}, dedup_key=f"close:{session_id}")
+            uow.commit()
+        if job is not None:
+            jobs.dispatch_jobs(ctx.uow, send_task, [job], ctx.now())
+
+
+@app.task(name="mnemo.sweep_outbox", **RETRY)
+def sweep_outbox() -> None:
+    ctx = context()
+    jobs.sweep_jobs(ctx.uow, send_task, ctx.now(), timedelta(seconds=ctx.settings.outbox_redispatch_seconds))
+
+
+@app.task(name="mnemo.scan_reminders", **RETRY)
+def scan_reminders() -> None:
+    ctx = context()
+    lease = timedelta(seconds=ctx.settings.reminder_lease_seconds)
+    for claim in reminders.claim_due_reminders(ctx.uow, ctx.now(), lease=lease):
+        deliver_reminder.delay(claim.todo_id, claim.attempt)
+
+
+@app.task(name="mnemo.deliver_reminder", bind=True, **RETRY)
+def deliver_reminder(self, todo_id: int, attempt: int) -> str:
+    ctx = context()
+    outcome = reminders.deliver_reminder(ctx.uow, senders(), todo_id, attempt, ctx.now())
+    if outcome.retry_after is not None:
+        raise self.retry(countdown=outcome.retry_after, max_retries=8)
+    return outcome.kind
+
+
+@app.task(name="mnemo.run_decay", **RETRY)
+def run_decay() -> None:
+    ctx = context()
+    decay.run_decay(ctx.uow, ctx.now(), eviction_threshold=ctx.settings.memory_eviction_threshold)
+
+
+@app.task(name="mnemo.run_reviews", **RETRY)
+def run_reviews() -> None:
+    ctx = context()
+    reviews.run_reviews(ctx.uow, ctx.chat_model, ctx.now())
+
+
+@app.task(name="mnemo.run_dedup", **RETRY)
+def run_dedup() -> None:
+    ctx = context()
+    dedup.run_dedup(ctx.uow, ctx.now(), chat_model=ctx.chat_model)
+
+
+_senders: dict | None = None
+
+
+def senders() -> dict:
+    """The platforms' outgoing APIs, built once per process."""
+    global _senders
+    if _senders is None:
+        from bot.platform_api import senders_from_settings
+
+        _senders = senders_from_settings(context().settings)
+    return _senders
