@@ -8,10 +8,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from itertools import count
 
+from shared.bootstrap import Runtime
 from shared.services.conversation import ConversationService
 from shared.services.messages import IncomingMessage, Reply
+from shared.services.reminders import console_reminders_sent_since
 
 QUIT_WORDS = {"/quit", "/exit", ":q"}
+REMINDER_POLL_SECONDS = 5.0
+ReminderFeed = Callable[[datetime, datetime], list[str]]
+"""Texts of this user's console reminders sent in (since, until]."""
 WHY_COMMAND = "/why"
 CONSOLE_CHAT_ID = "console"
 
@@ -43,10 +48,34 @@ def render_reply(reply: Reply, bot_name: str) -> str:
     return "\n".join(lines)
 
 
+async def announce_reminders(feed: ReminderFeed, write: Callable[[str], None],
+                             interval: float = REMINDER_POLL_SECONDS) -> None:
+    """Print reminders the worker marked sent for the console user, as they fall due."""
+    since = datetime.now(UTC)
+    while True:
+        await asyncio.sleep(interval)
+        until = datetime.now(UTC)
+        for text in await asyncio.to_thread(feed, since, until):
+            write(text)
+        since = until
+
+
 async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str,
-                    read_line: Callable[[str], str] = input, write: Callable[[str], None] = print) -> None:
+                    read_line: Callable[[str], str] = input, write: Callable[[str], None] = print,
+                    reminders: ReminderFeed | None = None) -> None:
     """Read messages until end of input or /quit, answering each through the conversation service."""
     write(f"Talking to {bot_name}. /why shows what shaped the last reply; /quit leaves.")
+    announcer = asyncio.create_task(announce_reminders(reminders, write)) if reminders else None
+    try:
+        await _conversation(service, user_id=user_id, bot_name=bot_name, read_line=read_line, write=write)
+    finally:
+        if announcer is not None:
+            announcer.cancel()
+    write("Bye.")
+
+
+async def _conversation(service: ConversationService, *, user_id: str, bot_name: str,
+                        read_line: Callable[[str], str], write: Callable[[str], None]) -> None:
     numbers = count(1)
     last: Reply | None = None
     session_tag = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
@@ -71,7 +100,6 @@ async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str
             continue
         last = reply
         write(render_reply(reply, bot_name))
-    write("Bye.")
 
 
 def console_user() -> str:
@@ -79,3 +107,16 @@ def console_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "local"
+
+
+def console_reminder_feed(rt: Runtime, user: str) -> ReminderFeed:
+    """Reminders of this console user that the worker has sent (it marks console reminders sent)."""
+
+    def feed(since: datetime, until: datetime) -> list[str]:
+        with rt.uow() as uow:
+            identity = uow.users.identity("console", user)
+        if identity is None:
+            return []
+        return console_reminders_sent_since(rt.uow, identity.user_id, since, until)
+
+    return feed

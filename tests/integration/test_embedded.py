@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import psutil
@@ -102,3 +103,44 @@ def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(tmp_path):
     assert "我现在住在上海\n      score" in chat.stdout and "strategy:" in chat.stdout
     assert "我住在北京\n      score" not in chat.stdout  # the superseded value is not used
     assert server_pid(tmp_path) is None
+
+
+def test_mnemo_chat_runs_a_real_worker_and_beat_and_stops_them_on_exit(tmp_path):
+    env = embedded_env(tmp_path) | {"REMINDER_SCAN_SECONDS": "2"}
+    chat = subprocess.Popen([sys.executable, "-m", "shared.cli", "chat", "--user", "tester"], env=env, cwd=tmp_path,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    helpers: list[psutil.Process] = []
+    try:
+        chat.stdin.write("我住在杭州\n")
+        chat.stdin.flush()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not (owed_jobs_done(tmp_path) and len(helpers) == 2):
+            helpers = [p for p in psutil.Process(chat.pid).children() if "shared.cli" in " ".join(p.cmdline())]
+            time.sleep(0.5)
+        assert sorted(p.cmdline()[-1] for p in helpers) == ["beat", "worker"]
+        assert owed_jobs_done(tmp_path), "the worker beside the console did not do the extraction job"
+        chat.stdin.write("/quit\n")
+        chat.stdin.flush()
+        chat.wait(timeout=60)
+    finally:
+        chat.kill()
+    assert chat.returncode == 0, chat.stdout.read()
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helpers)
+    assert server_pid(tmp_path) is None
+
+
+def owed_jobs_done(data_dir: Path) -> bool:
+    """Whether every job in the outbox of the (running) embedded database is done."""
+    import psycopg
+
+    if server_pid(data_dir) is None:
+        return False
+    attached = EmbeddedPostgres(data_dir)
+    try:
+        with psycopg.connect(attached.start()) as connection:
+            statuses = {row[0] for row in connection.execute("SELECT status FROM jobs_outbox")}
+    except psycopg.errors.UndefinedTable:  # not migrated yet
+        return False
+    finally:
+        attached.stop()
+    return bool(statuses) and statuses == {"done"}

@@ -90,16 +90,19 @@ def broker_url(database_url: str, redis_url: str | None) -> str:
 class Worker:
     """``mnemo worker`` in a subprocess, with its log file."""
 
-    def __init__(self, database_url: str, redis_url: str | None, llm: FakeOpenAI, data_dir: Path, name: str):
+    def __init__(self, database_url: str, redis_url: str | None, llm: FakeOpenAI | None, data_dir: Path, name: str,
+                 extra_env: dict[str, str] | None = None):
         env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "LLM_BASE_URL"}}
-        env.update(DATABASE_URL=database_url, LLM_BASE_URL=llm.base_url, LLM_API_KEY="test", LLM_MODEL="fake-chat",
-                   LLM_TIMEOUT_SECONDS="30", MNEMO_DATA_DIR=str(data_dir), PYTHONPATH=str(ROOT), LOG_LEVEL="INFO")
+        env.update(DATABASE_URL=database_url, MNEMO_DATA_DIR=str(data_dir), PYTHONPATH=str(ROOT), LOG_LEVEL="INFO",
+                   **(extra_env or {}))
+        if llm is not None:
+            env.update(LLM_BASE_URL=llm.base_url, LLM_API_KEY="test", LLM_MODEL="fake-chat", LLM_TIMEOUT_SECONDS="30")
         if redis_url:
             env["REDIS_URL"] = redis_url
         self.log = data_dir / f"{name}.log"
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "shared.cli", "worker", "--pool", "threads", "--concurrency", "2",
+                [sys.executable, "-m", "shared.cli", "worker", "--pool", "threads", "--concurrency", "3",
                  "--name", f"{name}@test"], env=env, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
         wait_for(lambda: "ready." in self.log.read_text(errors="replace"), 60, f"{name} to start: {self.log}")
