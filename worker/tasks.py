@@ -38,7 +38,9 @@ def _done(job_id: int | None) -> None:
 def extract_turn(job_id: int | None = None, turn_id: int = 0, recalled_memory_ids: list[int] | None = None) -> None:
     if _outbox_job(job_id):
         ctx = context()
-        knowledge.extract_turns(ctx.uow, ctx.chat_model, [turn_id], list(recalled_memory_ids or []), ctx.now())
+        with ctx.uow() as uow:  # turns of the same session still waiting go into the same LLM call
+            batch = uow.turns.waiting_with(turn_id, knowledge.MAX_TURNS_PER_BATCH)
+        knowledge.extract_turns(ctx.uow, ctx.chat_model, batch, list(recalled_memory_ids or []), ctx.now())
         _done(job_id)
 
 

@@ -109,6 +109,22 @@ class TurnRepository:
         query = select(func.count()).select_from(ConversationTurn).where(ConversationTurn.user_id == user_id)
         return self.session.scalar(query) or 0
 
+    def waiting_with(self, turn_id: int, limit: int) -> list[int]:
+        """This user turn and the older not-yet-extracted user turns of its session, oldest first:
+        one batch for the knowledge monitor."""
+        turn = self.session.get(ConversationTurn, turn_id)
+        if turn is None:
+            return []
+        query = (
+            select(ConversationTurn.id)
+            .where(ConversationTurn.user_id == turn.user_id, ConversationTurn.role == "user",
+                   ConversationTurn.session_id.is_not_distinct_from(turn.session_id),
+                   ConversationTurn.extracted.is_(False), ConversationTurn.id <= turn_id)
+            .order_by(ConversationTurn.id.desc())
+            .limit(limit)
+        )
+        return sorted(self.session.scalars(query)) or [turn_id]
+
     def mark_extracted(self, user_id: int, turn_ids: list[int]) -> None:
         self.session.execute(
             update(ConversationTurn)

@@ -114,3 +114,21 @@ def test_maintenance_tasks_run_twice_change_nothing_the_second_time(uow_factory)
     for task in (tasks.run_decay, tasks.run_dedup, tasks.run_reviews):
         task.run()
     assert counts(uow_factory) == first
+
+
+def test_turns_waiting_in_the_same_session_are_extracted_in_one_batch(uow_factory):
+    service = ConversationService(uow_factory, CONFIG, chat_model=None)
+    for index, text in enumerate(("我住在杭州", "我喜欢喝乌龙茶", "我叫阿明")):
+        asyncio.run(service.handle_message(IncomingMessage(platform="telegram", chat_id="8", user_id="8", text=text,
+                                                           sent_at=datetime.now(UTC), message_id=str(index))))
+    with uow_factory() as uow:
+        jobs = [(job.id, job.payload) for job in uow.session.scalars(
+            select(OutboxJob).where(OutboxJob.task == "extract_turn").order_by(OutboxJob.id))]
+    last_id, last_payload = jobs[-1]
+    tasks.extract_turn.run(job_id=last_id, **last_payload)
+    with uow_factory() as uow:
+        from shared.db.models import ConversationTurn
+
+        waiting = uow.session.scalar(select(func.count()).select_from(ConversationTurn).where(
+            ConversationTurn.role == "user", ConversationTurn.extracted.is_(False)))
+    assert waiting == 0
