@@ -322,7 +322,7 @@ def _apply_rules(uow: UnitOfWork, batch: _Batch, now: datetime, part: Extraction
     part.offline_batches += 1
     for turn in batch.turns:
         statements = extract_statements(turn.text)
-        entries = [StatedMemory(e.type, e.subject, e.predicate, e.content, e.tier) for e in statements]
+        entries = list(statements)
         _store(uow, batch, entries, turn.turn_id, now, part, actor="rule")
 
 

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from shared.db.memory_models import Memory
 from shared.db.uow import UnitOfWork
+from shared.llm.turn_schema import MemoryUpdateEntry
 from shared.repositories.memories import snapshot
 
 STATED_CONFIDENCE = 0.9
@@ -22,15 +23,9 @@ TRANSIENT_LIFETIME = timedelta(hours=24)
 TIERS_FROM_CONVERSATION = ("transient", "short", "long")
 
 
-@dataclass(frozen=True)
-class StatedMemory:
-    """One thing the user said about themselves (or someone in their life)."""
-
-    type: str
-    subject: str
-    predicate: str
-    content: str
-    tier: str = "long"
+StatedMemory = MemoryUpdateEntry
+"""One thing the user said about themselves (or someone in their life): the same shape whether the
+turn's LLM call, the knowledge monitor or the offline rules found it."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from shared.db.models import ConversationTurn
 from shared.db.uow import UnitOfWork
 from shared.emotion import Emotion, strategy_for
 from shared.llm.turn_schema import TurnOutput
-from shared.services.memory_writes import StatedMemory, store_stated_memories
+from shared.services.memory_writes import store_stated_memories
 from shared.text import estimate_tokens
 from shared.timeparse import parse_due
 
@@ -80,10 +80,8 @@ def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: Turn
 
 
 def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput, now: datetime) -> tuple[int, ...]:
-    entries = [StatedMemory(type=e.type, subject=e.subject, predicate=e.predicate, content=e.content, tier=e.tier)
-               for e in output.memory_update]
-    writes = store_stated_memories(uow, prepared.user_id, entries, now=now, source_turn_id=prepared.user_turn_id,
-                                   session_id=prepared.session_id)
+    writes = store_stated_memories(uow, prepared.user_id, output.memory_update, now=now,
+                                   source_turn_id=prepared.user_turn_id, session_id=prepared.session_id)
     return tuple(write.memory.id for write in writes)
 
 
