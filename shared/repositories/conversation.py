@@ -77,6 +77,17 @@ class TurnRepository:
         self.session.flush()
         return turn
 
+    def add_unless_seen(self, turn: ConversationTurn) -> int | None:
+        """Insert a turn in one round trip; None when its platform message id was recorded already."""
+        values = {column.key: getattr(turn, column.key) for column in ConversationTurn.__table__.columns
+                  if getattr(turn, column.key, None) is not None}
+        values["text"] = clean_text(turn.text)
+        statement = (insert(ConversationTurn).values(**values)
+                     .on_conflict_do_nothing(index_elements=["chat_id", "role", "platform_message_id"],
+                                             index_where=ConversationTurn.platform_message_id.is_not(None))
+                     .returning(ConversationTurn.id))
+        return self.session.execute(statement).scalar_one_or_none()
+
     def by_platform_message(self, chat_id: int, role: str, platform_message_id: str) -> ConversationTurn | None:
         query = select(ConversationTurn).where(
             ConversationTurn.chat_id == chat_id,

@@ -83,14 +83,16 @@ class ChatRepository:
         self.session = session
 
     def get_or_create(self, platform: str, platform_chat_id: str, kind: str, title: str | None = None) -> Chat:
-        self.session.execute(
-            insert(Chat)
-            .values(platform=platform, platform_chat_id=str(platform_chat_id), kind=kind)
-            .on_conflict_do_nothing(index_elements=["platform", "platform_chat_id"])
-        )
-        chat = self.session.scalars(
-            select(Chat).where(Chat.platform == platform, Chat.platform_chat_id == str(platform_chat_id))
-        ).one()
+        """The chat, inserted race-free the first time it is seen."""
+        query = select(Chat).where(Chat.platform == platform, Chat.platform_chat_id == str(platform_chat_id))
+        chat = self.session.scalars(query).one_or_none()
+        if chat is None:
+            self.session.execute(
+                insert(Chat)
+                .values(platform=platform, platform_chat_id=str(platform_chat_id), kind=kind)
+                .on_conflict_do_nothing(index_elements=["platform", "platform_chat_id"])
+            )
+            chat = self.session.scalars(query).one()
         if title is not None:
             chat.title = clean_text(title, 200)
         return chat

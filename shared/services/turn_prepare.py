@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.db.uow import UnitOfWork
@@ -61,8 +60,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     session = _working_memory(uow, user_id, chat.id, now, config)
     history = [(turn.role, turn.text) for turn in uow.turns.recent(user_id, session.id, config.history_turns)]
     text, warnings = _clean_message(message.text)
-    turn = _record_user_turn(uow, message, user_id, chat.id, session.id, text)
-    if turn is None:  # the same message was recorded by another process a moment ago
+    turn_id = _record_user_turn(uow, message, user_id, chat.id, session.id, text)
+    if turn_id is None:  # the same message was recorded by another process a moment ago
         return _duplicate(uow, uow.turns.by_platform_message(chat.id, "user", str(message.message_id)))
     session.turn_count += 1
     session.updated_at = now
@@ -84,7 +83,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
                                memories=tuple(item.memory.content for item in recall.memories
                                               if item.memory.id in prompt.memory_ids),
                                user_name=identity.display_name)
-    return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn.id,
+    return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
                         recall=recall, prompt=prompt, offline_view=offline_view,
                         paused=user is not None and user.paused_at is not None, warnings=warnings)
@@ -94,7 +93,9 @@ def _working_memory(uow: UnitOfWork, user_id: int, chat_id: int, now: datetime,
                     config: ConversationConfig) -> ConversationSession:
     """The open session, unless it has been idle too long: then it is closed and a new one opened."""
     current = uow.sessions.open_for(user_id, chat_id, lock=True)
-    if current is not None and now - current.updated_at > config.idle:
+    if current is not None and now - current.updated_at <= config.idle:
+        return current
+    if current is not None:
         uow.sessions.close(current.id, now)
         uow.outbox.add("close_session", {"session_id": current.id}, dedup_key=f"close:{current.id}",
                        user_id=user_id)
@@ -103,15 +104,12 @@ def _working_memory(uow: UnitOfWork, user_id: int, chat_id: int, now: datetime,
 
 
 def _record_user_turn(uow: UnitOfWork, message: IncomingMessage, user_id: int, chat_id: int, session_id: int,
-                      text: str) -> ConversationTurn | None:
-    turn = ConversationTurn(user_id=user_id, chat_id=chat_id, session_id=session_id, role="user",
-                            platform_message_id=message.message_id, text=text,
-                            token_estimate=estimate_tokens(text), created_at=message.sent_at)
-    try:
-        with uow.session.begin_nested():
-            return uow.turns.add(turn)
-    except IntegrityError:
-        return None
+                      text: str) -> int | None:
+    """The new turn's id; None when another process recorded the same platform message a moment ago."""
+    return uow.turns.add_unless_seen(ConversationTurn(
+        user_id=user_id, chat_id=chat_id, session_id=session_id, role="user",
+        platform_message_id=message.message_id, text=text, token_estimate=estimate_tokens(text),
+        created_at=message.sent_at))
 
 
 def _duplicate(uow: UnitOfWork, seen: ConversationTurn | None) -> PreparedTurn:
