@@ -11,6 +11,7 @@ import atexit
 import fcntl
 import logging
 import os
+import time
 import warnings
 from pathlib import Path
 from types import TracebackType
@@ -20,6 +21,7 @@ from shared.errors import DatabaseUnavailable
 
 DATABASE_NAME = "mnemo"
 PGDATA_DIR = "pgdata"
+START_ATTEMPTS = 20
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +68,28 @@ class EmbeddedPostgres:
         self.stop()
 
     def _start_locked(self) -> None:
-        pgserver = _pgserver()
         self.owner = server_pid(self.data_dir) is None
-        try:
-            self._server = pgserver.get_server(self.pgdata, cleanup_mode=None)
-        except Exception as exc:
-            raise DatabaseUnavailable(f"the embedded PostgreSQL in {self.pgdata} did not start: {exc}") from exc
+        self._server = self._get_server()
         socket_dir = self._server.get_postmaster_info().socket_dir
         admin_url = f"postgresql://postgres@/postgres?host={quote(str(socket_dir))}"
         _ensure_database(admin_url, DATABASE_NAME)
         self._url = f"postgresql://postgres@/{DATABASE_NAME}?host={quote(str(socket_dir))}"
         log.info("embedded PostgreSQL %s at %s", "started" if self.owner else "attached", socket_dir)
+
+
+    def _get_server(self):
+        """pgserver's handle; a postmaster.pid caught mid-write (a server starting) is read again."""
+        pgserver = _pgserver()
+        for attempt in range(START_ATTEMPTS):
+            try:
+                return pgserver.get_server(self.pgdata, cleanup_mode=None)
+            except AssertionError:
+                if attempt == START_ATTEMPTS - 1:
+                    raise DatabaseUnavailable(f"the embedded PostgreSQL in {self.pgdata} did not settle") from None
+                time.sleep(0.5)
+            except Exception as exc:
+                raise DatabaseUnavailable(f"the embedded PostgreSQL in {self.pgdata} did not start: {exc}") from exc
+        raise DatabaseUnavailable(f"the embedded PostgreSQL in {self.pgdata} did not start")
 
 
 def server_pid(data_dir: Path) -> int | None:

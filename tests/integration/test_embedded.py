@@ -105,20 +105,23 @@ def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(tmp_path):
     assert server_pid(tmp_path) is None
 
 
-def test_mnemo_chat_runs_a_real_worker_and_beat_and_stops_them_on_exit(tmp_path):
-    env = embedded_env(tmp_path) | {"REMINDER_SCAN_SECONDS": "2"}
-    chat = subprocess.Popen([sys.executable, "-m", "shared.cli", "chat", "--user", "tester"], env=env, cwd=tmp_path,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def test_mnemo_chat_runs_a_real_worker_and_beat_and_stops_them_on_exit(tmp_path, fresh_system_db):
+    """With --workers (the default on the embedded database) the console starts both and stops both."""
+    migrate.upgrade(fresh_system_db)
+    env = embedded_env(tmp_path) | {"DATABASE_URL": fresh_system_db, "REMINDER_SCAN_SECONDS": "2"}
+    chat = subprocess.Popen([sys.executable, "-m", "shared.cli", "chat", "--user", "tester", "--workers"], env=env,
+                            cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
     helpers: list[psutil.Process] = []
     try:
         chat.stdin.write("我住在杭州\n")
         chat.stdin.flush()
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not (owed_jobs_done(tmp_path) and len(helpers) == 2):
+        while time.monotonic() < deadline and not (owed_jobs_done(fresh_system_db) and len(helpers) == 2):
             helpers = [p for p in psutil.Process(chat.pid).children() if "shared.cli" in " ".join(p.cmdline())]
             time.sleep(0.5)
         assert sorted(p.cmdline()[-1] for p in helpers) == ["beat", "worker"]
-        assert owed_jobs_done(tmp_path), "the worker beside the console did not do the extraction job"
+        assert owed_jobs_done(fresh_system_db), "the worker beside the console did not do the extraction job"
         chat.stdin.write("/quit\n")
         chat.stdin.flush()
         chat.wait(timeout=60)
@@ -126,21 +129,12 @@ def test_mnemo_chat_runs_a_real_worker_and_beat_and_stops_them_on_exit(tmp_path)
         chat.kill()
     assert chat.returncode == 0, chat.stdout.read()
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helpers)
-    assert server_pid(tmp_path) is None
 
 
-def owed_jobs_done(data_dir: Path) -> bool:
-    """Whether every job in the outbox of the (running) embedded database is done."""
+def owed_jobs_done(database_url: str) -> bool:
+    """Whether the outbox has jobs and every one of them is done."""
     import psycopg
 
-    if server_pid(data_dir) is None:
-        return False
-    attached = EmbeddedPostgres(data_dir)
-    try:
-        with psycopg.connect(attached.start()) as connection:
-            statuses = {row[0] for row in connection.execute("SELECT status FROM jobs_outbox")}
-    except psycopg.errors.UndefinedTable:  # not migrated yet
-        return False
-    finally:
-        attached.stop()
+    with psycopg.connect(database_url) as connection:
+        statuses = {row[0] for row in connection.execute("SELECT status FROM jobs_outbox")}
     return bool(statuses) and statuses == {"done"}
