@@ -7,6 +7,7 @@ from sqlalchemy import pool
 from alembic import context
 from shared.db.engine import make_engine, sqlalchemy_url
 from shared.db.memory_models import Base
+from shared.db.token_models import OneTimeToken  # noqa: F401  (puts one_time_tokens in the metadata)
 from shared.settings import load_settings
 
 IGNORED_TABLES = frozenset({"kombu_message", "kombu_queue"})

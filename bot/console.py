@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import os
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from itertools import count
 
+from bot.console_commands import ConsoleCommands
 from shared.bootstrap import Runtime
+from shared.services.commands import Caller, MemoryCommands
 from shared.services.conversation import ConversationService
 from shared.services.messages import IncomingMessage, Reply
 from shared.services.reminders import console_reminders_sent_since
+from shared.settings import Settings
 
 QUIT_WORDS = {"/quit", "/exit", ":q"}
 REMINDER_POLL_SECONDS = 5.0
@@ -62,12 +67,13 @@ async def announce_reminders(feed: ReminderFeed, write: Callable[[str], None],
 
 async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str,
                     read_line: Callable[[str], str] = input, write: Callable[[str], None] = print,
-                    reminders: ReminderFeed | None = None) -> None:
+                    reminders: ReminderFeed | None = None, commands: ConsoleCommands | None = None) -> None:
     """Read messages until end of input or /quit, answering each through the conversation service."""
     write(f"Talking to {bot_name}. /why shows what shaped the last reply; /quit leaves.")
     announcer = asyncio.create_task(announce_reminders(reminders, write)) if reminders else None
     try:
-        await _conversation(service, user_id=user_id, bot_name=bot_name, read_line=read_line, write=write)
+        await _conversation(service, user_id=user_id, bot_name=bot_name, read_line=read_line, write=write,
+                            commands=commands)
     finally:
         if announcer is not None:
             announcer.cancel()
@@ -75,7 +81,8 @@ async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str
 
 
 async def _conversation(service: ConversationService, *, user_id: str, bot_name: str,
-                        read_line: Callable[[str], str], write: Callable[[str], None]) -> None:
+                        read_line: Callable[[str], str], write: Callable[[str], None],
+                        commands: ConsoleCommands | None) -> None:
     numbers = count(1)
     last: Reply | None = None
     session_tag = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
@@ -91,6 +98,9 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
             break
         if text.lower() == WHY_COMMAND:
             write(render_why(last))
+            continue
+        if commands is not None and text.startswith("/"):
+            write(await asyncio.to_thread(commands.run, text))
             continue
         message = IncomingMessage(platform="console", chat_id=CONSOLE_CHAT_ID, user_id=user_id, text=text,
                                   sent_at=datetime.now(UTC), display_name=user_id,
@@ -120,3 +130,36 @@ def console_reminder_feed(rt: Runtime, user: str) -> ReminderFeed:
         return console_reminders_sent_since(rt.uow, identity.user_id, since, until)
 
     return feed
+
+
+def console_locale() -> str:
+    """The terminal's language (LANG/LC_ALL), so command texts come in Chinese where it is set so."""
+    for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(variable, "")
+        if value and value not in {"C", "POSIX"} and not value.startswith("C."):
+            return value.split(".")[0].replace("_", "-")
+    return "en"
+
+
+def run_chat(settings: Settings, *, user: str | None = None, workers: bool | None = None) -> int:
+    """`mnemo chat`: the console on the configured (or embedded) database, with a worker and beat
+    beside it on the embedded default (or when ``workers`` is True)."""
+    from shared.bootstrap import conversation_service, runtime
+    from shared.processes import background_processes
+
+    user = user or console_user()
+    with runtime(settings) as rt:
+        service = conversation_service(rt)
+        if service.chat_model is None:
+            print("No LLM_BASE_URL: offline mode (rule-based replies). See .env.example to connect a model.")
+        caller = Caller(platform="console", platform_user_id=user, display_name=user, locale=console_locale(),
+                        platform_chat_id=CONSOLE_CHAT_ID)
+        commands = ConsoleCommands(MemoryCommands(rt.uow, default_timezone=settings.default_timezone,
+                                                  embeddings_wanted=service.embedder is not None),
+                                   caller, ask=input, export_dir=settings.data_dir / "exports")
+        start_workers = settings.uses_embedded_database if workers is None else workers
+        helpers = background_processes(rt.database_url, settings.data_dir / "logs") if start_workers else nullcontext()
+        with helpers:
+            asyncio.run(chat_loop(service, user_id=user, bot_name=settings.bot_name,
+                                  reminders=console_reminder_feed(rt, user), commands=commands))
+    return 0

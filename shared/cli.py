@@ -67,25 +67,35 @@ def _chat_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
-    import asyncio
-    from contextlib import nullcontext
+    from bot.console import run_chat
 
-    from bot.console import chat_loop, console_reminder_feed, console_user
-    from shared.bootstrap import conversation_service, runtime
-    from shared.processes import background_processes
+    return run_chat(settings, user=args.user, workers=args.workers)
 
-    with runtime(settings) as rt:
-        service = conversation_service(rt)
-        if service.chat_model is None:
-            print("No LLM_BASE_URL: offline mode (rule-based replies). See .env.example to connect a model.")
-        start_workers = settings.uses_embedded_database if args.workers is None else args.workers
-        helpers = (background_processes(rt.database_url, settings.data_dir / "logs") if start_workers
-                   else nullcontext())
-        user = args.user or console_user()
-        with helpers:
-            asyncio.run(chat_loop(service, user_id=user, bot_name=settings.bot_name,
-                                  reminders=console_reminder_feed(rt, user)))
-    return 0
+
+def _discord_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sync", action="store_true",
+                        help="publish the slash commands and exit (once per release, not on every start)")
+    parser.add_argument("--guild", type=int, help="with --sync: publish to this server only (development)")
+
+
+def _run_discord(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.discord_bot import run_discord
+
+    return run_discord(settings, sync=args.sync, guild_id=args.guild)
+
+
+def _telegram_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--webhook-url", help="public HTTPS URL for webhook mode (default: long polling)")
+    parser.add_argument("--listen", default="127.0.0.1", help="webhook mode: address to listen on")
+    parser.add_argument("--port", type=int, default=8443, help="webhook mode: port to listen on")
+
+
+def _run_telegram(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.telegram_bot import run_telegram
+
+    secret = settings.telegram_webhook_secret.get_secret_value() if settings.telegram_webhook_secret else None
+    return run_telegram(settings, webhook_url=args.webhook_url, listen=args.listen, port=args.port,
+                        secret_token=secret)
 
 
 def _worker_arguments(parser: argparse.ArgumentParser) -> None:
@@ -158,6 +168,8 @@ COMMANDS: dict[str, Command] = {
     "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
     "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),
     "doctor": Command("show the configuration and check every service", lambda _parser: None, _run_doctor),
+    "discord": Command("run the Discord bot (slash commands and chat)", _discord_arguments, _run_discord),
+    "telegram": Command("run the Telegram bot (polling, or a webhook)", _telegram_arguments, _run_telegram),
     "worker": Command("run a Celery worker (extraction, episodes, reminders, maintenance)", _worker_arguments,
                       _run_worker),
     "beat": Command("run the Celery beat schedule (exactly one per deployment)", lambda _parser: None, _run_beat),

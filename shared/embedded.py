@@ -13,6 +13,8 @@ import logging
 import os
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
@@ -22,6 +24,7 @@ from shared.errors import DatabaseUnavailable
 DATABASE_NAME = "mnemo"
 PGDATA_DIR = "pgdata"
 START_ATTEMPTS = 20
+SERVER_LOCALE = {"LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +85,8 @@ class EmbeddedPostgres:
         pgserver = _pgserver()
         for attempt in range(START_ATTEMPTS):
             try:
-                return pgserver.get_server(self.pgdata, cleanup_mode=None)
+                with _server_locale():
+                    return pgserver.get_server(self.pgdata, cleanup_mode=None)
             except AssertionError:
                 if attempt == START_ATTEMPTS - 1:
                     raise DatabaseUnavailable(f"the embedded PostgreSQL in {self.pgdata} did not settle") from None
@@ -103,6 +107,22 @@ def server_pid(data_dir: Path) -> int | None:
     except (AssertionError, ValueError):  # postmaster.pid is being written: a server is starting
         return -1
     return info.pid if info is not None and info.is_running() else None
+
+
+@contextmanager
+def _server_locale() -> Iterator[None]:
+    """initdb and the server run with the C.UTF-8 locale: the user's LANG (zh_CN.UTF-8, say) may not
+    be installed on the machine, and the database needs no locale-specific collation."""
+    saved = {name: os.environ.get(name) for name in SERVER_LOCALE}
+    os.environ.update(SERVER_LOCALE)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _pgserver():

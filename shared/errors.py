@@ -15,3 +15,24 @@ class DatabaseUnavailable(MnemoError):
 
 class NotFound(MnemoError):
     """The row does not exist, or does not belong to the user asking for it."""
+
+
+class InvalidCommand(MnemoError):
+    """A command argument that cannot be used (empty, too long, unknown, unparseable, a bad file).
+
+    ``key`` names the message and ``params`` fill it in; :func:`shared.command_texts.error_text`
+    renders it in the user's language.
+    """
+
+    def __init__(self, key: str, **params: object) -> None:
+        self.key = key
+        self.params = params
+        super().__init__(key, params) if params else super().__init__(key)
+
+
+class ConfirmationInvalid(MnemoError):
+    """A confirmation or link code that is unknown, expired, used, or not the caller's to use."""
+
+    def __init__(self, key: str = "confirmation_invalid") -> None:
+        self.key = key
+        super().__init__(key)

@@ -16,7 +16,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from shared.errors import ConfigError
 
 PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xxx", "todo"})
-SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "database_url", "redis_url")
+SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
+                 "redis_url")
 
 
 class Settings(BaseSettings):
@@ -37,6 +38,7 @@ class Settings(BaseSettings):
     discord_api_base_url: str = "https://discord.com/api/v10"
     telegram_token: SecretStr | None = None
     telegram_api_base_url: str = "https://api.telegram.org/bot"
+    telegram_webhook_secret: SecretStr | None = None
     bot_name: Annotated[str, Field(min_length=1, max_length=40)] = "Mnemo"
     bot_personality: Annotated[str, Field(max_length=1000)] = (
         "a warm, curious companion who remembers what matters to people and speaks like a friend"
@@ -92,7 +94,7 @@ class Settings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/") if value else value
 
-    @field_validator("llm_api_key", "discord_token", "telegram_token")
+    @field_validator("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret")
     @classmethod
     def _no_placeholder(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value().strip():

@@ -10,6 +10,7 @@ from types import TracebackType
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from shared.db.token_models import OneTimeTokenRepository
 from shared.repositories.conversation import SessionRepository, TurnRepository
 from shared.repositories.episodes import EpisodeRepository
 from shared.repositories.memories import MemoryEventRepository, MemoryRepository
@@ -39,6 +40,7 @@ class UnitOfWork:
         self.todos = TodoRepository(self.session)
         self.profiles = ProfileRepository(self.session)
         self.outbox = OutboxRepository(self.session)
+        self.tokens = OneTimeTokenRepository(self.session)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -134,6 +134,9 @@ def _read_work(uow_factory: Callable[[], UnitOfWork], session_id: int, *, part: 
         session = uow.session.get(ConversationSession, session_id)
         if session is None:
             return None
+        user = uow.users.get(session.user_id)
+        if user is not None and user.paused_at is not None:  # remembering is paused: no episodes either
+            return None
         whole = session.closed_at is not None or part is None
         query = (select(ConversationTurn)
                  .where(ConversationTurn.session_id == session_id, ConversationTurn.episode_id.is_(None))

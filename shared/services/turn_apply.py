@@ -104,11 +104,12 @@ def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tu
                          embeddings_wanted: bool) -> tuple[int, ...]:
     """Jobs for the workers, in this transaction (the outbox relay sends them after commit)."""
     user_id = prepared.user_id
-    owed: list[tuple[str, dict, str]] = []
-    if not prepared.paused:
-        owed.append(("extract_turn", {"turn_id": prepared.user_turn_id,
-                                      "recalled_memory_ids": list(prepared.prompt.memory_ids)},
-                     f"extract:{prepared.user_turn_id}"))
+    if prepared.paused:  # nothing is learnt from this turn, now or later
+        uow.turns.mark_extracted(user_id, [prepared.user_turn_id])
+        return ()
+    owed: list[tuple[str, dict, str]] = [
+        ("extract_turn", {"turn_id": prepared.user_turn_id, "recalled_memory_ids": list(prepared.prompt.memory_ids)},
+         f"extract:{prepared.user_turn_id}")]
     if embeddings_wanted:
         owed += [("embed_memory", {"memory_id": memory_id, "user_id": user_id}, f"embed:{memory_id}")
                  for memory_id in memory_ids]

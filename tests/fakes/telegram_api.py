@@ -1,20 +1,29 @@
 """A fake Telegram Bot API server for tests.
 
-It speaks the real HTTP API: ``POST {base_url}{token}/{method}`` with a JSON, form or query body,
-answered with ``{"ok": true, "result": …}`` or ``{"ok": false, "error_code": …, "description": …}``.
-Plain httpx and python-telegram-bot (``base_url=fake.base_url``) both work against it. Standard
-library only; it binds 127.0.0.1 on an ephemeral port and serves from a thread::
+It speaks the real HTTP API: ``POST {base_url}{token}/{method}`` with a JSON, form, multipart or
+query body, answered with ``{"ok": true, "result": …}`` or ``{"ok": false, "error_code": …,
+"description": …}``; files are downloaded from ``GET {base_file_url}{token}/{file_path}``. Plain
+httpx and python-telegram-bot (``base_url=fake.base_url, base_file_url=fake.base_file_url``) both
+work against it. Standard library only; it binds 127.0.0.1 on an ephemeral port and serves from a
+thread::
 
     with FakeTelegram() as telegram:
         TelegramSender(telegram.base_url, telegram.token).send(target, "hi", idempotency_key="k")
         assert telegram.sent[0]["text"] == "hi"
 
-Methods are a table: ``telegram.methods["getUpdates"] = handler`` adds one. A handler takes the
+A bot polls it like Telegram: the test pushes what users do (``push_message``, ``push_callback``)
+and ``getUpdates`` serves it, holding the request up to its ``timeout`` until something arrives and
+forgetting updates below the ``offset`` it is given. What the bot does is recorded in Bot API shapes:
+``messages`` (its messages as they are now, edits applied, keyboards included), ``documents`` (the
+uploaded bytes), ``callback_answers``, ``chat_actions``, ``my_commands(language_code)``.
+
+Methods are a table: ``telegram.methods["getUpdates"] = handler`` replaces one. A handler takes the
 request's parameters and returns the ``result``, or raises :class:`TelegramApiError`. Scripted
-trouble applies to the next request: ``fail_next`` answers with an error, and ``stall_next`` holds
-the request before it is recorded and then drops the connection (a request that never got
-processed), or processes it late with ``process=True``. Connections are HTTP/1.0 (one request
-each), so nothing lingers once ``stop()`` returns.
+trouble applies to the next request: ``fail_next`` answers with an error (a 429 carries
+``parameters.retry_after``), ``stall_next`` holds the request before it is recorded and then drops the
+connection (a request that never got processed), or processes it late with ``process=True``;
+``forbid_chat`` makes a chat refuse messages (a user who never started the bot). Connections are
+HTTP/1.0 (one request each), so nothing lingers once ``stop()`` returns.
 """
 
 from __future__ import annotations
@@ -27,15 +36,24 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from email.message import Message as MimeMessage
+from email.parser import BytesParser
+from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 Handler = Callable[[dict[str, Any]], Any]
 
 _log = logging.getLogger(__name__)
 _PATH = re.compile(r"^/bot(?P<token>[^/]+)/(?P<method>[A-Za-z]\w*)$")
-TEXT_LIMIT = 4096
+_FILE_PATH = re.compile(r"^/file/bot(?P<token>[^/]+)/(?P<path>[\w./-]+)$")
+TEXT_LIMIT = 4096  # UTF-16 code units, like entity offsets
+CAPTION_LIMIT = 1024
+CALLBACK_DATA_LIMIT = 64
+DOWNLOAD_LIMIT = 20 * 1024 * 1024  # getFile refuses bigger files
+LONG_POLL_CAP_SECONDS = 30.0
+NOT_STARTED = "Forbidden: bot can't initiate conversation with a user"
 
 
 class TelegramApiError(Exception):
@@ -53,6 +71,8 @@ class RecordedCall:
     method: str
     params: dict[str, Any]
     headers: dict[str, str]
+    at: float = 0.0
+    """``time.monotonic()`` when it arrived."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,13 @@ class _Failure:
 class _Stall:
     seconds: float
     process: bool
+
+
+@dataclass(frozen=True)
+class _StoredFile:
+    document: dict[str, Any]
+    data: bytes
+    path: str
 
 
 class _Server(ThreadingHTTPServer):
@@ -92,12 +119,16 @@ class _Handler(BaseHTTPRequestHandler):
         if answer is None:
             return
         status, body = answer
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/octet-stream" if isinstance(body, bytes)
+                             else "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a cancelled long poll)
+            _log.debug("fake telegram: client went away before the answer")
 
     do_GET = do_POST
 
@@ -113,13 +144,34 @@ class FakeTelegram:
         self.bot_user = {"id": int(token.split(":")[0]) if token.split(":")[0].isdigit() else 1, "is_bot": True,
                          "first_name": "Mnemo", "username": bot_username, "can_join_groups": True,
                          "can_read_all_group_messages": False, "supports_inline_queries": False}
-        self.methods: dict[str, Handler] = {"getMe": self._get_me, "sendMessage": self._send_message}
+        self.methods: dict[str, Handler] = {
+            "getMe": self._get_me, "sendMessage": self._send_message, "getUpdates": self._get_updates,
+            "deleteWebhook": lambda _params: True, "setWebhook": lambda _params: True,
+            "setMyCommands": self._set_my_commands, "getMyCommands": self._get_my_commands,
+            "deleteMyCommands": self._delete_my_commands, "editMessageText": self._edit_message_text,
+            "editMessageReplyMarkup": self._edit_message_reply_markup,
+            "answerCallbackQuery": self._answer_callback_query, "sendChatAction": self._send_chat_action,
+            "sendDocument": self._send_document, "getFile": self._get_file,
+        }
         self._lock = threading.Lock()
+        self._updates_ready = threading.Condition(self._lock)
         self._calls: list[RecordedCall] = []
         self._sent: list[dict[str, Any]] = []
         self._message_ids: defaultdict[int | str, int] = defaultdict(int)
         self._failures: deque[_Failure] = deque()
         self._stalls: deque[_Stall] = deque()
+        self._updates: list[dict[str, Any]] = []
+        self._next_update_id = 1
+        self._messages: dict[tuple[int | str, int], dict[str, Any]] = {}
+        self._outgoing: list[tuple[int | str, int]] = []
+        self._files: dict[str, _StoredFile] = {}
+        self._documents: list[dict[str, Any]] = []
+        self._commands: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._answers: list[dict[str, Any]] = []
+        self._open_queries: set[str] = set()
+        self._actions: list[dict[str, Any]] = []
+        self._forbidden: dict[int | str, str] = {}
+        self._chats: dict[int | str, dict[str, Any]] = {}
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -130,6 +182,11 @@ class FakeTelegram:
         if self._server is None:
             raise RuntimeError("FakeTelegram is not running; call start() first")
         return f"http://127.0.0.1:{self._server.server_address[1]}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        """``http://127.0.0.1:PORT/file/bot``: the token and ``/file_path`` are appended to it."""
+        return self.base_url.removesuffix("/bot") + "/file/bot"
 
     def start(self) -> FakeTelegram:
         if self._server is not None:
@@ -142,11 +199,13 @@ class FakeTelegram:
         return self
 
     def stop(self) -> None:
-        """Shut down, cut stalls short, close the socket and join the threads (idempotent)."""
+        """Shut down, cut stalls and long polls short, close the socket and join the threads (idempotent)."""
         server, thread, self._server, self._thread = self._server, self._thread, None, None
         if server is None or thread is None:
             return
         self._stopping.set()
+        with self._updates_ready:
+            self._updates_ready.notify_all()
         server.shutdown()
         server.server_close()
         thread.join()
@@ -156,6 +215,8 @@ class FakeTelegram:
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
+
+    # -- scripting -------------------------------------------------------------------------------
 
     def fail_next(self, status: int, retry_after: int | None = None, description: str | None = None, *,
                   method: str | None = None) -> None:
@@ -173,11 +234,64 @@ class FakeTelegram:
         with self._lock:
             self._stalls.append(_Stall(seconds, process))
 
+    def forbid_chat(self, chat_id: int | str, description: str = NOT_STARTED) -> None:
+        """Messages and documents to this chat get a 403 (by default: the user never started the bot)."""
+        with self._lock:
+            self._forbidden[chat_id] = description
+
+    def push_message(self, chat: dict[str, Any] | int, from_user: dict[str, Any], text: str | None = None, *,
+                     reply_to: dict[str, Any] | None = None, entities: list[dict[str, Any]] | None = None,
+                     document: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A user's message, served by the next ``getUpdates``; returns the Message.
+
+        A text starting with ``/`` gets its ``bot_command`` entity, as Telegram adds it. With a
+        ``document`` (from :meth:`add_file`, or a document the bot sent), ``text`` is its caption.
+        """
+        chat = chat if isinstance(chat, dict) else chat_object(chat)
+        with self._lock:
+            self._chats[chat["id"]] = dict(chat)
+            message: dict[str, Any] = {"message_id": self._next_message_id(chat["id"]), "date": int(time.time()),
+                                       "chat": dict(chat), "from": dict(from_user)}
+        key, entities_key = ("caption", "caption_entities") if document is not None else ("text", "entities")
+        if text is not None:
+            message[key] = text
+        found = entities if entities is not None else _command_entity(text)
+        if found:
+            message[entities_key] = found
+        if document is not None:
+            message["document"] = dict(document)
+        if reply_to is not None:
+            message["reply_to_message"] = {k: v for k, v in reply_to.items() if k != "reply_to_message"}
+        with self._lock:
+            self._messages[(chat["id"], message["message_id"])] = message  # the bot may reply to it
+        self._push_update({"message": message})
+        return json.loads(json.dumps(message))
+
+    def push_callback(self, from_user: dict[str, Any], message: dict[str, Any], data: str) -> str:
+        """A press on an inline button of ``message`` (as the bot sent it); returns the query id."""
+        current = self.message(message["chat"]["id"], message["message_id"]) or message
+        with self._lock:
+            query_id = f"cq{self._next_update_id}"
+            self._open_queries.add(query_id)
+        self._push_update({"callback_query": {"id": query_id, "from": dict(from_user), "message": current,
+                                              "chat_instance": f"ci{current['chat']['id']}", "data": data}})
+        return query_id
+
+    def add_file(self, data: bytes, file_name: str, mime_type: str = "application/json") -> dict[str, Any]:
+        """A file a user uploads: the Document object to pass to :meth:`push_message`."""
+        with self._lock:
+            return dict(self._store_file(data, file_name, mime_type).document)
+
+    # -- what happened ---------------------------------------------------------------------------
+
     @property
     def calls(self) -> list[RecordedCall]:
         """Every request that reached a method, in arrival order."""
         with self._lock:
             return list(self._calls)
+
+    def calls_to(self, method: str) -> list[RecordedCall]:
+        return [call for call in self.calls if call.method == method]
 
     @property
     def sent(self) -> list[dict[str, Any]]:
@@ -185,7 +299,62 @@ class FakeTelegram:
         with self._lock:
             return [dict(message) for message in self._sent]
 
-    def _dispatch(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any]] | None:
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The bot's messages (texts and documents) as Message objects, edits applied, oldest first."""
+        with self._lock:
+            return [json.loads(json.dumps(self._messages[key])) for key in self._outgoing]
+
+    def messages_to(self, chat_id: int | str) -> list[dict[str, Any]]:
+        return [message for message in self.messages if message["chat"]["id"] == chat_id]
+
+    def message(self, chat_id: int | str, message_id: int) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._messages.get((chat_id, message_id))
+            return json.loads(json.dumps(found)) if found is not None else None
+
+    @property
+    def documents(self) -> list[dict[str, Any]]:
+        """Uploaded by ``sendDocument``: ``{chat_id, message_id, file_name, mime_type, caption, data}``."""
+        with self._lock:
+            return [dict(document) for document in self._documents]
+
+    @property
+    def callback_answers(self) -> list[dict[str, Any]]:
+        """``answerCallbackQuery`` calls: ``{callback_query_id, text, show_alert}``."""
+        with self._lock:
+            return [dict(answer) for answer in self._answers]
+
+    @property
+    def chat_actions(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(action) for action in self._actions]
+
+    def my_commands(self, language_code: str = "", scope: str = "default") -> list[dict[str, Any]]:
+        """The command menu set for this language (``""``: every language without its own)."""
+        with self._lock:
+            return [dict(command) for command in self._commands.get((scope, language_code), [])]
+
+    @property
+    def pending_updates(self) -> int:
+        """Updates not yet confirmed by a later ``getUpdates`` offset."""
+        with self._lock:
+            return len(self._updates)
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """Poll ``condition`` until it returns something truthy (returned); AssertionError after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = condition()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"condition not met within {timeout}s")
+            time.sleep(0.02)
+
+    # -- the server side -------------------------------------------------------------------------
+
+    def _dispatch(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any] | bytes] | None:
         with self._lock:
             stall = self._stalls.popleft() if self._stalls else None
         if stall is not None:
@@ -193,13 +362,16 @@ class FakeTelegram:
             if not stall.process:
                 return None
         url = urlsplit(path)
+        file_match = _FILE_PATH.match(unquote(url.path))  # clients may quote the token's ":"
+        if file_match is not None:
+            return self._download(file_match["token"], file_match["path"])
         match = _PATH.match(url.path)
         if match is None:
             return _error(404, "Not Found")
         name = next((m for m in self.methods if m.lower() == match["method"].lower()), None)
         params = _params(url.query, headers.get("content-type", ""), raw)
         with self._lock:
-            self._calls.append(RecordedCall(match["method"], params, headers))
+            self._calls.append(RecordedCall(match["method"], params, headers, time.monotonic()))
             if match["token"] != self.token:
                 return _error(401, "Unauthorized")
             failure = next((f for f in self._failures if f.method in (None, name)), None)
@@ -215,21 +387,215 @@ class FakeTelegram:
         except TelegramApiError as exc:
             return _error(exc.status, exc.description, exc.parameters)
 
+    def _download(self, token: str, file_path: str) -> tuple[int, dict[str, Any] | bytes]:
+        with self._lock:
+            stored = next((f for f in self._files.values() if f.path == file_path), None)
+        if token != self.token:
+            return _error(401, "Unauthorized")
+        return (200, stored.data) if stored is not None else _error(404, "Not Found")
+
+    def _push_update(self, body: dict[str, Any]) -> None:
+        with self._updates_ready:
+            self._updates.append({"update_id": self._next_update_id, **body})
+            self._next_update_id += 1
+            self._updates_ready.notify_all()
+
+    def _next_message_id(self, chat_id: int | str) -> int:
+        self._message_ids[chat_id] += 1
+        return self._message_ids[chat_id]
+
     def _get_me(self, _params: dict[str, Any]) -> dict[str, Any]:
         return dict(self.bot_user)
+
+    def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        offset, limit = int(params.get("offset") or 0), min(max(int(params.get("limit") or 100), 1), 100)
+        timeout = min(max(float(params.get("timeout") or 0), 0.0), LONG_POLL_CAP_SECONDS)
+        allowed = _json_value(params.get("allowed_updates")) or None
+        with self._updates_ready:
+            if offset > 0:
+                self._updates = [u for u in self._updates if u["update_id"] >= offset]
+            self._updates_ready.wait_for(lambda: self._updates or self._stopping.is_set(), timeout)
+            wanted = [u for u in self._updates if allowed is None or any(kind in u for kind in allowed)]
+            return json.loads(json.dumps(wanted[:limit]))
 
     def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
         chat_id, text = chat_id_param(params), str(params.get("text") or "")
         if not text.strip():
             raise TelegramApiError(400, "Bad Request: message text is empty")
-        if len(text) > TEXT_LIMIT:
+        if utf16_len(text) > TEXT_LIMIT:
             raise TelegramApiError(400, "Bad Request: message is too long")
+        markup = _reply_markup(params)
         with self._lock:
-            self._message_ids[chat_id] += 1
-            message_id = self._message_ids[chat_id]
-            self._sent.append({"chat_id": chat_id, "text": text, "message_id": message_id})
-        return {"message_id": message_id, "date": int(time.time()), "chat": chat_object(chat_id),
-                "from": dict(self.bot_user), "text": text}
+            self._refuse_if_forbidden(chat_id)
+            message = self._record_outgoing(chat_id, {"text": text}, params, markup)
+            self._sent.append({"chat_id": chat_id, "text": text, "message_id": message["message_id"]})
+            return json.loads(json.dumps(message))
+
+    def _send_document(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id, upload = chat_id_param(params), params.get("document")
+        if isinstance(upload, str) and upload.startswith("attach://"):
+            upload = params.get(upload.removeprefix("attach://"))
+        caption = str(params.get("caption") or "")
+        if utf16_len(caption) > CAPTION_LIMIT:
+            raise TelegramApiError(400, "Bad Request: message caption is too long")
+        with self._lock:
+            self._refuse_if_forbidden(chat_id)
+            if isinstance(upload, _Upload):
+                stored = self._store_file(upload.data, upload.filename or "document",
+                                          upload.content_type or "application/octet-stream")
+            elif isinstance(upload, str) and upload in self._files:
+                stored = self._files[upload]
+            else:
+                raise TelegramApiError(400, "Bad Request: there is no document in the request")
+            body: dict[str, Any] = {"document": dict(stored.document)}
+            if caption:
+                body["caption"] = caption
+            message = self._record_outgoing(chat_id, body, params, _reply_markup(params))
+            self._documents.append({"chat_id": chat_id, "message_id": message["message_id"],
+                                    "file_name": stored.document["file_name"], "caption": caption or None,
+                                    "mime_type": stored.document["mime_type"], "data": stored.data})
+            return json.loads(json.dumps(message))
+
+    def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        text = str(params.get("text") or "")
+        if not text.strip():
+            raise TelegramApiError(400, "Bad Request: message text is empty")
+        if utf16_len(text) > TEXT_LIMIT:
+            raise TelegramApiError(400, "Bad Request: MESSAGE_TOO_LONG")
+        return self._edit(params, {"text": text, "entities": _json_value(params.get("entities")) or None})
+
+    def _edit_message_reply_markup(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._edit(params, {})
+
+    def _edit(self, params: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+        """Edits replace the inline keyboard: an edit without ``reply_markup`` removes it, as on Telegram."""
+        chat_id, message_id = chat_id_param(params), int(params.get("message_id") or 0)
+        changes["reply_markup"] = _reply_markup(params)
+        with self._lock:
+            message = self._messages.get((chat_id, message_id))
+            if message is None:
+                raise TelegramApiError(400, "Bad Request: message to edit not found")
+            if all(message.get(key) == value for key, value in changes.items()):
+                raise TelegramApiError(400, "Bad Request: message is not modified: specified new message "
+                                            "content and reply markup are exactly the same as a current "
+                                            "content and reply markup of the message")
+            for key, value in changes.items():
+                if value is None:
+                    message.pop(key, None)
+                else:
+                    message[key] = value
+            message["edit_date"] = int(time.time())
+            return json.loads(json.dumps(message))
+
+    def _answer_callback_query(self, params: dict[str, Any]) -> bool:
+        query_id = str(params.get("callback_query_id") or "")
+        with self._lock:
+            if query_id not in self._open_queries:
+                raise TelegramApiError(400, "Bad Request: query is too old and response timeout expired or "
+                                            "query ID is invalid")
+            self._open_queries.discard(query_id)
+            self._answers.append({"callback_query_id": query_id, "text": params.get("text"),
+                                  "show_alert": _json_value(params.get("show_alert")) is True})
+        return True
+
+    def _send_chat_action(self, params: dict[str, Any]) -> bool:
+        chat_id = chat_id_param(params)
+        with self._lock:
+            self._actions.append({"chat_id": chat_id, "action": params.get("action")})
+        return True
+
+    def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            stored = self._files.get(str(params.get("file_id") or ""))
+        if stored is None:
+            raise TelegramApiError(400, "Bad Request: invalid file_id")
+        if len(stored.data) > DOWNLOAD_LIMIT:
+            raise TelegramApiError(400, "Bad Request: file is too big")
+        return {"file_id": stored.document["file_id"], "file_unique_id": stored.document["file_unique_id"],
+                "file_size": len(stored.data), "file_path": stored.path}
+
+    def _set_my_commands(self, params: dict[str, Any]) -> bool:
+        commands = _json_value(params.get("commands"))
+        if not isinstance(commands, list) or len(commands) > 100:
+            raise TelegramApiError(400, "Bad Request: commands must be an array of at most 100 commands")
+        for command in commands:
+            name, description = str(command.get("command", "")), str(command.get("description", ""))
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", name) or not 1 <= len(description) <= 256:
+                raise TelegramApiError(400, f"Bad Request: BOT_COMMAND_INVALID ({name!r})")
+        with self._lock:
+            self._commands[self._menu_key(params)] = [dict(c) for c in commands]
+        return True
+
+    def _get_my_commands(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(c) for c in self._commands.get(self._menu_key(params), [])]
+
+    def _delete_my_commands(self, params: dict[str, Any]) -> bool:
+        with self._lock:
+            self._commands.pop(self._menu_key(params), None)
+        return True
+
+    @staticmethod
+    def _menu_key(params: dict[str, Any]) -> tuple[str, str]:
+        scope = _json_value(params.get("scope")) or {"type": "default"}
+        return str(scope.get("type", "default")), str(params.get("language_code") or "")
+
+    def _refuse_if_forbidden(self, chat_id: int | str) -> None:
+        if chat_id in self._forbidden:
+            raise TelegramApiError(403, self._forbidden[chat_id])
+
+    def _record_outgoing(self, chat_id: int | str, body: dict[str, Any], params: dict[str, Any],
+                         markup: dict[str, Any] | None) -> dict[str, Any]:
+        """Store the bot's message (caller holds the lock) and return it."""
+        message: dict[str, Any] = {"message_id": self._next_message_id(chat_id), "date": int(time.time()),
+                                   "chat": dict(self._chats.get(chat_id) or chat_object(chat_id)),
+                                   "from": dict(self.bot_user), **body}
+        entities = _json_value(params.get("entities"))
+        if entities:
+            message["entities"] = entities
+        if markup is not None:
+            message["reply_markup"] = markup
+        reply = _json_value(params.get("reply_parameters")) or {}
+        reply_to = reply.get("message_id") or params.get("reply_to_message_id")
+        if reply_to and (chat_id, int(reply_to)) in self._messages:
+            message["reply_to_message"] = dict(self._messages[(chat_id, int(reply_to))])
+            message["reply_to_message"].pop("reply_to_message", None)
+        self._messages[(chat_id, message["message_id"])] = message
+        self._outgoing.append((chat_id, message["message_id"]))
+        return message
+
+    def _store_file(self, data: bytes, file_name: str, mime_type: str) -> _StoredFile:
+        number = len(self._files) + 1
+        document = {"file_id": f"BQACAgIAAx{number:06d}", "file_unique_id": f"AgAD{number:06d}",
+                    "file_name": file_name, "mime_type": mime_type, "file_size": len(data)}
+        stored = _StoredFile(document, bytes(data), f"documents/file_{number}{_extension(file_name)}")
+        self._files[document["file_id"]] = stored
+        return stored
+
+
+@dataclass(frozen=True)
+class _Upload:
+    """A file part of a multipart request."""
+
+    filename: str | None
+    content_type: str | None
+    data: bytes
+
+
+def user_object(user_id: int, first_name: str = "User", *, username: str | None = None,
+                language_code: str | None = None) -> dict[str, Any]:
+    """A User as the Bot API sends it."""
+    user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name}
+    if username:
+        user["username"] = username
+    if language_code:
+        user["language_code"] = language_code
+    return user
+
+
+def utf16_len(text: str) -> int:
+    """Length as Telegram measures texts (UTF-16 code units: an emoji outside the BMP counts twice)."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 def chat_id_param(params: dict[str, Any]) -> int | str:
@@ -242,21 +608,55 @@ def chat_id_param(params: dict[str, Any]) -> int | str:
     raise TelegramApiError(400, "Bad Request: chat not found" if value else "Bad Request: chat_id is empty")
 
 
-def chat_object(chat_id: int | str) -> dict[str, Any]:
+def chat_object(chat_id: int | str, title: str = "Group") -> dict[str, Any]:
     """A Chat as the Bot API returns it: private for positive ids, (super)group for negative ones."""
     if isinstance(chat_id, str):
         return {"id": -1000000000001, "type": "channel", "username": chat_id[1:], "title": chat_id[1:]}
     if chat_id > 0:
         return {"id": chat_id, "type": "private", "first_name": "User"}
     kind = "supergroup" if str(chat_id).startswith("-100") else "group"
-    return {"id": chat_id, "type": kind, "title": "Group"}
+    return {"id": chat_id, "type": kind, "title": title}
+
+
+def _command_entity(text: str | None) -> list[dict[str, Any]]:
+    """The ``bot_command`` entity Telegram adds to a text starting with a command (``/cmd@bot``)."""
+    found = re.match(r"/[A-Za-z0-9_]{1,32}(@[A-Za-z0-9_]{3,32})?", text or "")
+    return [{"type": "bot_command", "offset": 0, "length": len(found.group(0))}] if found else []
+
+
+def _reply_markup(params: dict[str, Any]) -> dict[str, Any] | None:
+    markup = _json_value(params.get("reply_markup"))
+    if markup is None:
+        return None
+    for row in markup.get("inline_keyboard", []):
+        for button in row:
+            if len(str(button.get("callback_data", "")).encode()) > CALLBACK_DATA_LIMIT:
+                raise TelegramApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+    return markup
+
+
+def _json_value(value: Any) -> Any:
+    """A parameter that may arrive JSON-encoded in a form field (``"true"``, ``'{"inline_keyboard": …}'``)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _extension(file_name: str) -> str:
+    found = re.search(r"\.[A-Za-z0-9]{1,8}$", file_name)
+    return found.group(0) if found else ""
 
 
 def _params(query: str, content_type: str, raw: bytes) -> dict[str, Any]:
-    """Query-string, form and JSON parameters merged (JSON wins); unreadable bodies add nothing."""
+    """Query-string, form, multipart and JSON parameters merged (JSON wins); unreadable bodies add nothing."""
     params: dict[str, Any] = dict(parse_qsl(query))
     if raw and content_type.startswith("application/x-www-form-urlencoded"):
         params.update(parse_qsl(raw.decode("utf-8", "replace")))
+    elif raw and content_type.startswith("multipart/form-data"):
+        params.update(_multipart(content_type, raw))
     elif raw and content_type.startswith("application/json"):
         try:
             body = json.loads(raw)
@@ -265,6 +665,26 @@ def _params(query: str, content_type: str, raw: bytes) -> dict[str, Any]:
         if isinstance(body, dict):
             params.update(body)
     return params
+
+
+def _multipart(content_type: str, raw: bytes) -> dict[str, Any]:
+    """The fields of a multipart/form-data body: text values as strings, files as :class:`_Upload`."""
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+    fields: dict[str, Any] = {}
+    if not message.is_multipart():
+        return fields
+    for part in message.iter_parts():
+        assert isinstance(part, MimeMessage)
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True) or b""
+        if not isinstance(name, str):
+            continue
+        filename = part.get_filename()
+        if filename is not None or part.get_content_type() not in ("text/plain",):
+            fields[name] = _Upload(filename, part.get_content_type(), payload)
+        else:
+            fields[name] = payload.decode("utf-8", "replace")
+    return fields
 
 
 def _error(status: int, description: str, parameters: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:

@@ -72,7 +72,7 @@ def test_two_workers_one_killed_deliver_every_reminder_exactly_once(database, di
     sessions = session_factory(engine)
     uow_factory = lambda: UnitOfWork(sessions)  # noqa: E731
     due_reminders(uow_factory, REMINDERS)
-    discord.fail_next(429, retry_after=0.5)
+    discord.fail_next(429, retry_after=0.5, path_contains="/messages")
     configure(broker_url(database, REDIS_URL))
     first = discord_worker(database, discord, tmp_path, "first")
     second = discord_worker(database, discord, tmp_path, "second")

@@ -26,7 +26,7 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 
-PENDING_COMMANDS: dict[str, int] = {"discord": 5, "telegram": 5}
+PENDING_COMMANDS: dict[str, int] = {}
 """``mnemo`` subcommands that compose already runs but that are not built yet -> the issue adding them."""
 
 INFRASTRUCTURE = ("postgres", "redis")

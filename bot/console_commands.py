@@ -1,0 +1,126 @@
+"""The console's slash commands: the same memory-command service and texts the bots use.
+
+``/memories [type] [search]`` (then ``/more``), ``/memories why <id>``, ``/forget <id|search|all>``
+(asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>``, ``/cancel|/done <id>``,
+``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
+``/link [code]``, ``/unlink``, ``/help``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from shared import command_texts as texts
+from shared.db.models import MEMORY_TYPES
+from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.services.commands import Caller, MemoryCommands
+
+MAX_IMPORT_BYTES = 5 * 1024 * 1024
+YES = {"y", "yes", "是", "好", "确认"}
+
+
+class ConsoleCommands:
+    """Runs one console command line and returns what to print."""
+
+    def __init__(self, commands: MemoryCommands, caller: Caller, *, ask: Callable[[str], str],
+                 export_dir: Path) -> None:
+        self.commands = commands
+        self.caller = caller
+        self.ask = ask
+        self.export_dir = export_dir
+        self._listing: tuple[str | None, str | None, int] | None = None
+
+    @property
+    def locale(self) -> str | None:
+        return self.caller.locale
+
+    def run(self, line: str) -> str:
+        """The answer to one ``/command`` line (errors become the user-facing message)."""
+        name, _, argument = line.strip().partition(" ")
+        handler = self._handlers().get(name.lower())
+        if handler is None:
+            return texts.help_text(self.locale)
+        try:
+            return handler(argument.strip())
+        except (NotFound, InvalidCommand, ConfirmationInvalid) as exc:
+            return texts.error_text(exc, self.locale)
+
+    def _handlers(self) -> dict[str, Callable[[str], str]]:
+        c, caller, locale = self.commands, self.caller, self.locale
+        return {
+            "/help": lambda _arg: texts.help_text(locale),
+            "/memories": self._memories,
+            "/more": self._more,
+            "/forget": self._forget,
+            "/remember": lambda arg: texts.remembered_text(c.remember(caller, arg), locale),
+            "/reminders": lambda _arg: texts.reminders_text(c.list_reminders(caller), locale),
+            "/remind": lambda arg: texts.reminder_added_text(c.add_reminder(caller, arg), locale),
+            "/cancel": lambda arg: texts.reminder_updated_text(c.cancel_reminder(caller, arg), locale),
+            "/done": lambda arg: texts.reminder_updated_text(c.complete_reminder(caller, arg), locale),
+            "/snooze": self._snooze,
+            "/export": self._export,
+            "/import": self._import,
+            "/pause": lambda _arg: (c.pause(caller), texts.paused_text(True, locale))[1],
+            "/resume": lambda _arg: (c.resume(caller), texts.paused_text(False, locale))[1],
+            "/link": self._link,
+            "/unlink": lambda _arg: (c.unlink(caller), texts.unlinked_text(locale))[1],
+        }
+
+    def _memories(self, argument: str) -> str:
+        words = argument.split()
+        if words[:1] == ["why"]:
+            return texts.origin_text(self.commands.why(self.caller, " ".join(words[1:])), self.locale, None)
+        type_ = words.pop(0) if words and words[0] in MEMORY_TYPES else None
+        self._listing = (type_, " ".join(words) or None, 1)
+        return self._page()
+
+    def _more(self, _argument: str) -> str:
+        if self._listing is None:
+            return self._memories("")
+        type_, search, page = self._listing
+        self._listing = (type_, search, page + 1)
+        return self._page()
+
+    def _page(self) -> str:
+        type_, search, page = self._listing
+        result = self.commands.list_memories(self.caller, type_=type_, search=search, page=page)
+        self._listing = (type_, search, result.page)
+        return texts.memory_page_text(result, self.locale)
+
+    def _forget(self, target: str) -> str:
+        confirmation = self.commands.request_forget(self.caller, target)
+        yes, _no = texts.confirm_button_labels(self.locale)
+        answer = self.ask(f"{texts.confirmation_text(confirmation, self.locale)}\n[{yes}? y/n] ").strip().lower()
+        if answer in YES or answer == yes.lower():
+            return texts.forgotten_text(self.commands.confirm(self.caller, confirmation.token), self.locale)
+        self.commands.cancel(self.caller, confirmation.token)
+        return texts.cancelled_text(self.locale)
+
+    def _snooze(self, argument: str) -> str:
+        reminder, _, minutes = argument.partition(" ")
+        if minutes and not minutes.strip().isdigit():
+            raise InvalidCommand("bad_minutes", low=1, high=7 * 24 * 60)
+        item = self.commands.snooze_reminder(self.caller, reminder, int(minutes) if minutes.strip() else 10)
+        return texts.reminder_updated_text(item, self.locale)
+
+    def _export(self, argument: str) -> str:
+        export = self.commands.export_data(self.caller)
+        path = Path(argument).expanduser() if argument else self.export_dir / export.filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(export.data)
+        return f"{path}"
+
+    def _import(self, argument: str) -> str:
+        path = Path(argument).expanduser()
+        if not argument or not path.is_file():
+            raise InvalidCommand("import_empty")
+        if path.stat().st_size > MAX_IMPORT_BYTES:
+            raise InvalidCommand("import_too_large", limit_mb=MAX_IMPORT_BYTES // (1024 * 1024))
+        return texts.import_report_text(self.commands.import_data(self.caller, path.read_bytes()), self.locale)
+
+    def _link(self, code: str) -> str:
+        if code:
+            self.commands.link(self.caller, code)
+            return texts.linked_text(self.locale)
+        return texts.link_code_text(self.commands.link_code(self.caller), self.locale)

@@ -1,0 +1,316 @@
+"""Mnemo's slash commands on Discord: each turns an interaction into a ``MemoryCommands`` call and
+its result into an ephemeral answer.
+
+Every answer is seen only by the person who asked. Anything that touches the database or a file is
+deferred first (``defer(ephemeral=True, thinking=True)`` answers Discord within its 3 seconds), then
+runs in a thread and is sent as a follow-up. ``/forget`` asks first: its buttons carry the service's
+confirmation token and the requester's id in their custom id, so they work after a restart and
+refuse anyone else. Errors go to one handler, :func:`report_error`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import discord
+from discord import app_commands
+
+from bot.discord_render import command_text, fit, jump_url, split_message
+from shared import command_texts as texts
+from shared.db.models import MEMORY_TYPES
+from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.services.commands import Caller, MemoryCommands, MemoryPage
+from shared.services.user_data import MAX_IMPORT_BYTES
+
+if TYPE_CHECKING:
+    from bot.discord_bot import MnemoBot
+
+log = logging.getLogger(__name__)
+
+PAGER_TIMEOUT_SECONDS = 10 * 60
+MAX_OPTION_INTEGER = 2**53  # Discord's bound for integer options
+UNLINK_WORD = "unlink"
+DOMAIN_ERRORS = (NotFound, InvalidCommand, ConfirmationInvalid)
+T = TypeVar("T")
+
+
+def memory_commands(interaction: discord.Interaction) -> MemoryCommands:
+    client: MnemoBot = interaction.client  # type: ignore[assignment]
+    return client.memory
+
+
+def caller_of(interaction: discord.Interaction) -> Caller:
+    """Who is asking. Commands are private conversations with the bot, so a reminder set with
+    ``/remind`` in a server pings by direct message, never in the channel."""
+    private = interaction.guild_id is None
+    return Caller(platform="discord", platform_user_id=str(interaction.user.id),
+                  display_name=interaction.user.display_name, locale=interaction.locale.value,
+                  platform_chat_id=str(interaction.channel_id) if private and interaction.channel_id else None,
+                  chat_kind="private")
+
+
+async def deferred(interaction: discord.Interaction, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Acknowledge now (ephemeral "thinking…"), then run the service call in a thread."""
+    if not interaction.response.is_done():
+        await interaction.response.defer(ephemeral=True, thinking=True)
+    return await asyncio.to_thread(work, *args, **kwargs)
+
+
+async def send_private(interaction: discord.Interaction, text: str, *, view: discord.ui.View | None = None,
+                       file: discord.File | None = None) -> None:
+    """Send ``text`` (split at Discord's limit) to the asker only; a view or file rides on the last piece."""
+    pieces = split_message(text) or [""]
+    for index, piece in enumerate(pieces):
+        extras: dict[str, Any] = {}
+        if index == len(pieces) - 1:
+            extras = {key: value for key, value in (("view", view), ("file", file)) if value is not None}
+        if interaction.response.is_done():
+            await interaction.followup.send(piece or None, ephemeral=True, **extras)
+        else:
+            await interaction.response.send_message(piece or None, ephemeral=True, **extras)
+
+
+async def report_error(interaction: discord.Interaction, error: Exception) -> None:
+    """The one error handler: domain errors in the user's words, anything else logged and apologised for."""
+    original = error.original if isinstance(error, app_commands.CommandInvokeError) else error
+    if not isinstance(original, DOMAIN_ERRORS):
+        name = interaction.command.qualified_name if interaction.command else interaction.data
+        log.error("interaction %s failed", name, exc_info=original)
+    text = texts.error_text(original, interaction.locale.value)
+    try:
+        await send_private(interaction, fit(text))
+    except discord.HTTPException as exc:  # the interaction expired or Discord refused: nothing more to do
+        log.warning("could not tell the user about the error: %s", exc)
+
+
+async def on_command_error(interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+    await report_error(interaction, error)
+
+
+class MemoryPager(discord.ui.View):
+    """◀ ▶ under a ``/memories`` page; only its owner can turn pages."""
+
+    def __init__(self, owner_id: int, page: MemoryPage) -> None:
+        super().__init__(timeout=PAGER_TIMEOUT_SECONDS)
+        self.owner_id, self.page = owner_id, page
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.previous.disabled = self.page.page <= 1
+        self.next.disabled = self.page.page >= self.page.pages
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id == self.owner_id:
+            return True
+        await report_error(interaction, ConfirmationInvalid())
+        return False
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception, _item: discord.ui.Item) -> None:
+        await report_error(interaction, error)
+
+    async def _turn(self, interaction: discord.Interaction, step: int) -> None:
+        await interaction.response.defer()
+        self.page = await asyncio.to_thread(
+            memory_commands(interaction).list_memories, caller_of(interaction), type_=self.page.type_filter,
+            search=self.page.search, page=self.page.page + step)
+        self._refresh()
+        content = fit(texts.memory_page_text(self.page, interaction.locale.value))
+        await interaction.edit_original_response(content=content, view=self)
+
+    @discord.ui.button(label="◀", style=discord.ButtonStyle.secondary)
+    async def previous(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
+        await self._turn(interaction, -1)
+
+    @discord.ui.button(label="▶", style=discord.ButtonStyle.secondary)
+    async def next(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
+        await self._turn(interaction, +1)
+
+
+class ForgetAnswer(discord.ui.DynamicItem[discord.ui.Button],
+                   template=r"mnemo:forget:(?P<answer>yes|no):(?P<owner>\d{1,20}):(?P<token>[A-Za-z0-9_-]{16,32})"):
+    """A yes/no button of a ``/forget`` confirmation; the state lives in its custom id."""
+
+    def __init__(self, answer: str, owner_id: int, token: str, label: str | None = None) -> None:
+        style = discord.ButtonStyle.danger if answer == "yes" else discord.ButtonStyle.secondary
+        super().__init__(discord.ui.Button(label=label or answer, style=style,
+                                           custom_id=f"mnemo:forget:{answer}:{owner_id}:{token}"))
+        self.answer, self.owner_id, self.token = answer, owner_id, token
+
+    @classmethod
+    async def from_custom_id(cls, _interaction: discord.Interaction, item: discord.ui.Button, match: Any,
+                             ) -> ForgetAnswer:
+        return cls(match["answer"], int(match["owner"]), match["token"], label=item.label)
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id == self.owner_id:
+            return True
+        await report_error(interaction, ConfirmationInvalid())
+        return False
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        try:
+            await interaction.response.defer()
+            service, caller, locale = memory_commands(interaction), caller_of(interaction), interaction.locale.value
+            if self.answer == "yes":
+                text = texts.forgotten_text(await asyncio.to_thread(service.confirm, caller, self.token), locale)
+            else:
+                await asyncio.to_thread(service.cancel, caller, self.token)
+                text = texts.cancelled_text(locale)
+            await interaction.edit_original_response(content=fit(text), view=None)
+        except Exception as exc:  # handed to the one handler (discord.py would only log it)
+            await report_error(interaction, exc)
+
+
+def confirmation_view(owner_id: int, token: str, locale: str) -> discord.ui.View:
+    """The yes/no buttons; presses reach :class:`ForgetAnswer` through ``add_dynamic_items``."""
+    yes, no = texts.confirm_button_labels(locale)
+    view = discord.ui.View(timeout=None)
+    view.add_item(ForgetAnswer("yes", owner_id, token, yes))
+    view.add_item(ForgetAnswer("no", owner_id, token, no))
+    return view
+
+
+def describe(name: str) -> app_commands.locale_str:
+    return command_text(f"{name}.description")
+
+
+@app_commands.command(name="memories", description=describe("memories"))
+@app_commands.rename(kind="type")
+@app_commands.describe(kind=command_text("memories.type"), search=command_text("memories.search"),
+                       page=command_text("memories.page"))
+@app_commands.choices(kind=[app_commands.Choice(name=command_text(f"type.{kind}"), value=kind)
+                            for kind in MEMORY_TYPES])
+async def memories(interaction: discord.Interaction, kind: str | None = None, search: str | None = None,
+                   page: app_commands.Range[int, 1, MAX_OPTION_INTEGER] = 1) -> None:
+    """What I remember about you, ten at a time."""
+    result = await deferred(interaction, memory_commands(interaction).list_memories, caller_of(interaction),
+                            type_=kind, search=search, page=page)
+    pager = MemoryPager(interaction.user.id, result) if result.pages > 1 else None
+    await send_private(interaction, fit(texts.memory_page_text(result, interaction.locale.value)), view=pager)
+
+
+@app_commands.command(name="memories_why", description=describe("memories_why"))
+@app_commands.describe(memory_id=command_text("memories_why.memory_id"))
+async def memories_why(interaction: discord.Interaction,
+                       memory_id: app_commands.Range[int, 1, MAX_OPTION_INTEGER]) -> None:
+    """Where a memory came from: the message it was learnt from, with a link."""
+    origin = await deferred(interaction, memory_commands(interaction).why, caller_of(interaction), memory_id)
+    link = None
+    if origin.platform == "discord" and origin.platform_chat_id and origin.platform_message_id:
+        channel = interaction.client.get_channel(int(origin.platform_chat_id))
+        guild = getattr(channel, "guild", None)
+        link = jump_url(guild.id if guild else None, origin.platform_chat_id, origin.platform_message_id)
+    await send_private(interaction, texts.origin_text(origin, interaction.locale.value, link))
+
+
+@app_commands.command(name="forget", description=describe("forget"))
+@app_commands.describe(target=command_text("forget.target"))
+async def forget(interaction: discord.Interaction, target: str) -> None:
+    """Forget one memory (its id), those matching some words, or all; always asks first."""
+    locale = interaction.locale.value
+    pending = await deferred(interaction, memory_commands(interaction).request_forget, caller_of(interaction), target)
+    view = confirmation_view(interaction.user.id, pending.token, locale)
+    await send_private(interaction, fit(texts.confirmation_text(pending, locale)), view=view)
+
+
+@app_commands.command(name="remember", description=describe("remember"))
+@app_commands.describe(text=command_text("remember.text"))
+async def remember(interaction: discord.Interaction, text: str) -> None:
+    """Remember something exactly as you say it."""
+    item = await deferred(interaction, memory_commands(interaction).remember, caller_of(interaction), text)
+    await send_private(interaction, texts.remembered_text(item, interaction.locale.value))
+
+
+@app_commands.command(name="reminders", description=describe("reminders"))
+async def reminders(interaction: discord.Interaction) -> None:
+    """Your pending reminders, soonest first."""
+    items = await deferred(interaction, memory_commands(interaction).list_reminders, caller_of(interaction))
+    await send_private(interaction, texts.reminders_text(items, interaction.locale.value))
+
+
+@app_commands.command(name="remind", description=describe("remind"))
+@app_commands.describe(when=command_text("remind.when"), what=command_text("remind.what"))
+async def remind(interaction: discord.Interaction, when: str, what: str) -> None:
+    """A reminder at a time you name ("tomorrow 9am", "明天早上9点")."""
+    item = await deferred(interaction, memory_commands(interaction).add_reminder, caller_of(interaction),
+                          f"{when.strip()} {what.strip()}")
+    await send_private(interaction, texts.reminder_added_text(item, interaction.locale.value))
+
+
+@app_commands.command(name="export", description=describe("export"))
+async def export(interaction: discord.Interaction) -> None:
+    """All your data as a JSON file."""
+    exported = await deferred(interaction, memory_commands(interaction).export_data, caller_of(interaction))
+    file = discord.File(io.BytesIO(exported.data), filename=exported.filename)
+    await send_private(interaction, "", file=file)
+
+
+@app_commands.command(name="import", description=describe("import"))
+@app_commands.describe(file=command_text("import.file"))
+async def import_(interaction: discord.Interaction, file: discord.Attachment) -> None:
+    """Load a file made by /export."""
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    if file.size > MAX_IMPORT_BYTES:  # refused before downloading it
+        raise InvalidCommand("import_too_large", limit_mb=MAX_IMPORT_BYTES // (1024 * 1024))
+    data = await file.read()
+    report = await deferred(interaction, memory_commands(interaction).import_data, caller_of(interaction), data)
+    await send_private(interaction, texts.import_report_text(report, interaction.locale.value))
+
+
+@app_commands.command(name="pause", description=describe("pause"))
+async def pause(interaction: discord.Interaction) -> None:
+    """Stop remembering new things until /resume."""
+    await deferred(interaction, memory_commands(interaction).pause, caller_of(interaction))
+    await send_private(interaction, texts.paused_text(True, interaction.locale.value))
+
+
+@app_commands.command(name="resume", description=describe("resume"))
+async def resume(interaction: discord.Interaction) -> None:
+    """Remember again."""
+    await deferred(interaction, memory_commands(interaction).resume, caller_of(interaction))
+    await send_private(interaction, texts.paused_text(False, interaction.locale.value))
+
+
+@app_commands.command(name="link", description=describe("link"))
+@app_commands.describe(code=command_text("link.code"))
+async def link(interaction: discord.Interaction, code: str | None = None) -> None:
+    """Without a code: get one to type on Telegram. With a code: join the identity that made it.
+    ``/link unlink`` (the words the shared help uses) is ``/unlink``."""
+    service, caller, locale = memory_commands(interaction), caller_of(interaction), interaction.locale.value
+    if code is not None and code.strip().lower() == UNLINK_WORD:
+        await unlink.callback(interaction)
+    elif code is None:
+        made = await deferred(interaction, service.link_code, caller)
+        await send_private(interaction, texts.link_code_text(made, locale))
+    else:
+        await deferred(interaction, service.link, caller, code)
+        await send_private(interaction, texts.linked_text(locale))
+
+
+@app_commands.command(name="unlink", description=describe("unlink"))
+async def unlink(interaction: discord.Interaction) -> None:
+    """Separate this Discord account from a linked Telegram one."""
+    await deferred(interaction, memory_commands(interaction).unlink, caller_of(interaction))
+    await send_private(interaction, texts.unlinked_text(interaction.locale.value))
+
+
+@app_commands.command(name="help", description=describe("help"))
+async def help_(interaction: discord.Interaction) -> None:
+    """What I can do (answered at once: no database)."""
+    await send_private(interaction, texts.help_text(interaction.locale.value))
+
+
+COMMANDS = (memories, memories_why, forget, remember, reminders, remind, export, import_, pause, resume, link,
+            unlink, help_)
+
+
+def install_commands(tree: app_commands.CommandTree) -> None:
+    """Register every command and the one error handler on ``tree``."""
+    for command in COMMANDS:
+        tree.add_command(command)
+    tree.error(on_command_error)
+

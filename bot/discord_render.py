@@ -1,0 +1,130 @@
+"""Mnemo's words in Discord's shapes: 2000-character messages, one italic warning line, plain text
+from a message with the bot's mention taken out, a jump link to a remembered message, and the
+command descriptions in English with Chinese localizations.
+
+No client and no network here, so every rule is tested on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import discord
+from discord import app_commands
+from discord.utils import escape_markdown
+
+from shared.command_texts import COMMANDS as COMMAND_DESCRIPTIONS
+from shared.services.messages import Reply
+
+DISCORD_MESSAGE_LIMIT = 2000
+WARNING_LINE_LIMIT = 200
+JUMP_URL = "https://discord.com/channels/{where}/{channel}/{message}"
+DESCRIPTION_LIMIT = 100
+CHINESE_LOCALES = frozenset({discord.Locale.chinese, discord.Locale.taiwan_chinese})
+# Discord-only strings of the command menu (English, Chinese); the commands' own descriptions come
+# from shared.command_texts.COMMANDS, which every front-end shows.
+_MENU_TEXTS = {
+    "memories_why.description": ("Where a memory came from", "这条记忆从哪里来"),
+    "unlink.description": ("Separate this account from a linked one", "解除与另一个账号的关联"),
+    "memories.type": ("Only memories of this kind", "只看这一类记忆"),
+    "memories.search": ("Only memories containing these words", "只看包含这些词的记忆"),
+    "memories.page": ("Which page", "第几页"),
+    "memories_why.memory_id": ("The memory's number, as /memories shows it", "记忆编号（/memories 里显示的）"),
+    "forget.target": ('A memory number, some words, or "all"', "记忆编号、关键词，或 all（全部）"),
+    "remember.text": ("What to remember", "要记住的内容"),
+    "remind.when": ('When, e.g. "tomorrow 9am" or "in 2 hours"', "什么时候，例如「明天早上9点」「两小时后」"),
+    "remind.what": ("What to remind you of", "提醒什么"),
+    "import.file": ("A JSON file made by /export", "由 /export 导出的 JSON 文件"),
+    "link.code": ("The code from your other account (leave empty to get one)",
+                  "另一个账号给出的代码（留空则生成一个）"),
+    "type.preference": ("preference", "偏好"), "type.fact": ("fact", "事实"), "type.event": ("event", "事件"),
+    "type.person": ("person", "人物"), "type.todo": ("to-do", "待办"), "type.pattern": ("pattern", "习惯"),
+    "type.rule": ("rule", "规则"),
+}
+# Where a long text may be cut, best first; a cut is only taken in the second half of the window.
+_BREAKS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ")
+
+
+def split_message(text: str, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut at paragraphs, lines or sentences."""
+    pieces: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = _best_cut(window)
+        piece, rest = rest[:cut].rstrip(), rest[cut:].lstrip()
+        if piece:
+            pieces.append(piece)
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+def _best_cut(window: str) -> int:
+    floor = len(window) // 2
+    for separator in _BREAKS:
+        at = window.rfind(separator, floor)
+        if at != -1:
+            return at + len(separator)
+    return len(window)
+
+
+def fit(text: str, limit: int = DISCORD_MESSAGE_LIMIT) -> str:
+    """``text`` shortened to one message (for edits, which cannot become two messages)."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def warning_line(warnings: Iterable[str]) -> str | None:
+    """The reply's warnings (offline, context cut, …) as one short italic line, or None."""
+    shown = [warning.strip().rstrip(".") for warning in dict.fromkeys(warnings) if warning.strip()]
+    if not shown:
+        return None
+    line = fit(" · ".join(shown), WARNING_LINE_LIMIT)
+    return f"*⚠ {escape_markdown(line)}*"
+
+
+def reply_messages(reply: Reply, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str]:
+    """The messages to post for a reply: none for a duplicate, else the text (split) and its warnings."""
+    if reply.duplicate or not reply.text.strip():
+        return []
+    warnings = warning_line(reply.warnings)
+    text = reply.text.strip() if warnings is None else f"{reply.text.strip()}\n{warnings}"
+    return split_message(text, limit)
+
+
+def plain_text(content: str, bot_id: int, names: Mapping[int, str]) -> str:
+    """The message as the user meant it: the bot's mention removed, other users' mentions as @names."""
+    text = re.sub(rf"<@!?{bot_id}>\s*", "", content)
+    text = re.sub(r"<@!?(\d+)>", lambda match: "@" + names.get(int(match.group(1)), "someone"), text)
+    return text.strip()
+
+
+def jump_url(guild_id: int | None, channel_id: str, message_id: str) -> str:
+    """The link to a message: in a server channel, or ``@me`` for a direct message."""
+    return JUMP_URL.format(where=guild_id if guild_id is not None else "@me", channel=channel_id, message=message_id)
+
+
+def command_text(key: str) -> app_commands.locale_str:
+    """A command-menu string (``"<command>.description"``, ``"<command>.<parameter>"``, ``"type.<kind>"``)
+    in English, carrying its Chinese for :class:`CommandTranslator`."""
+    english, chinese = _menu_text(key)
+    return app_commands.locale_str(english[:DESCRIPTION_LIMIT], zh=chinese[:DESCRIPTION_LIMIT])
+
+
+def _menu_text(key: str) -> tuple[str, str]:
+    name, _, field = key.partition(".")
+    if field == "description":
+        for command, english, chinese in COMMAND_DESCRIPTIONS:
+            if command == name:
+                return english, chinese
+    return _MENU_TEXTS[key]
+
+
+class CommandTranslator(app_commands.Translator):
+    """Gives Discord the Chinese of every command string (zh-CN and zh-TW); English otherwise."""
+
+    async def translate(self, string: app_commands.locale_str, locale: discord.Locale,
+                        context: app_commands.TranslationContextTypes) -> str | None:
+        return string.extras.get("zh") if locale in CHINESE_LOCALES else None

@@ -1,0 +1,253 @@
+"""The Telegram front-end (``mnemo telegram``): python-telegram-bot wired to the conversation and
+memory-command services. Updates are handled concurrently (one slow LLM call holds no one else),
+flood control is obeyed, and the bot polls by default or serves a webhook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import re
+import warnings
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager, suppress
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from telegram import Bot, BotCommand, Message, MessageEntity, Update, User
+from telegram.constants import ChatAction, ChatType
+from telegram.error import Forbidden, NetworkError, RetryAfter, TelegramError
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    BaseRateLimiter,
+    CallbackQueryHandler,
+    CommandHandler,
+    MessageHandler,
+    filters,
+)
+from telegram.warnings import PTBDeprecationWarning
+
+from bot import telegram_render as render
+from bot.telegram_handlers import IMPORT_CAPTION, CommandHandlers, Context, answer_privately, locale_of
+from shared import command_texts as texts
+from shared.errors import ConfigError, MnemoError
+from shared.services.commands import MemoryCommands
+from shared.services.conversation import ConversationService
+from shared.services.messages import IncomingMessage
+from shared.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ALLOWED_UPDATES = [Update.MESSAGE, Update.CALLBACK_QUERY]
+CONCURRENT_UPDATES = 256
+TYPING_REPEAT_SECONDS = 4.0  # Telegram shows "typing…" for 5 s per chat action
+FLOOD_RETRY_ATTEMPTS = 4
+FLOOD_MAX_WAIT_SECONDS = 60.0
+NOT_RETRIED = frozenset({"sendChatAction"})  # a late "typing…" is worthless
+
+
+def retry_seconds(error: RetryAfter) -> float:
+    """``retry_after`` in seconds (an int or a timedelta, depending on PTB_TIMEDELTA)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = error.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+class FloodControl(BaseRateLimiter[None]):
+    """Obeys flood control: a request refused with ``RetryAfter`` is sent again after the wait (bounded)."""
+
+    def __init__(self, attempts: int = FLOOD_RETRY_ATTEMPTS, max_wait: float = FLOOD_MAX_WAIT_SECONDS) -> None:
+        self.attempts, self.max_wait = attempts, max_wait
+
+    async def initialize(self) -> None:
+        """Nothing to set up."""
+
+    async def shutdown(self) -> None:
+        """Nothing to release."""
+
+    async def process_request(self, callback: Callable[..., Coroutine[Any, Any, Any]], args: Any,
+                              kwargs: dict[str, Any], endpoint: str, data: dict[str, Any],
+                              rate_limit_args: None) -> Any:
+        attempt = 1
+        while True:
+            try:
+                return await callback(*args, **kwargs)
+            except RetryAfter as exc:
+                wait = retry_seconds(exc)
+                if attempt >= self.attempts or wait > self.max_wait or endpoint in NOT_RETRIED:
+                    raise
+                log.warning("Telegram flood control on %s: retrying in %.0f s (attempt %d)", endpoint, wait, attempt)
+                await asyncio.sleep(wait)
+                attempt += 1
+
+
+@asynccontextmanager
+async def typing(bot: Bot, message: Message) -> AsyncIterator[None]:
+    """Show "typing…" in the message's chat until the block ends (repeated, as it fades after 5 s)."""
+
+    async def keep_typing() -> None:
+        while True:
+            try:
+                await bot.send_chat_action(message.chat_id, ChatAction.TYPING,
+                                           message_thread_id=message.message_thread_id)
+            except TelegramError as exc:  # cosmetic: never let it stop the reply
+                log.debug("chat action failed: %s", exc)
+            await asyncio.sleep(TYPING_REPEAT_SECONDS)
+
+    task = asyncio.create_task(keep_typing())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
+
+
+def addressed_text(message: Message, me: User) -> str | None:
+    """What was said to the bot: a private message whole; in a group only when the bot is mentioned
+    or replied to (its mentions removed), else None."""
+    value = message.text or ""
+    if message.chat.type == ChatType.PRIVATE:
+        return value
+    handle = f"@{me.username}".lower()
+    mentions = [entity for entity in message.entities
+                if (entity.type == MessageEntity.MENTION and message.parse_entity(entity).lower() == handle)
+                or (entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == me.id)]
+    replied = message.reply_to_message
+    if not mentions and not (replied and replied.from_user and replied.from_user.id == me.id):
+        return None
+    encoded = value.encode("utf-16-le")  # entity offsets count UTF-16 code units
+    for entity in sorted(mentions, key=lambda e: e.offset, reverse=True):
+        encoded = encoded[:entity.offset * 2] + b" \x00" + encoded[(entity.offset + entity.length) * 2:]
+    stripped = re.sub(r"[ \t]{2,}", " ", encoded.decode("utf-16-le"))
+    return re.sub(r"^[\s,:;，：；]+", "", stripped).strip()
+
+
+class ChatHandler:
+    """Conversation messages: each addressed one goes to the conversation service, the reply comes back."""
+
+    def __init__(self, service: ConversationService) -> None:
+        self.service = service
+
+    async def __call__(self, update: Update, context: Context) -> None:
+        """Answer a text message (in groups only when addressed), showing "typing…" meanwhile."""
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None or user.is_bot:
+            return
+        said = addressed_text(message, context.bot.bot)
+        if not said:
+            return
+        private = message.chat.type == ChatType.PRIVATE
+        incoming = IncomingMessage(platform="telegram", chat_id=str(message.chat_id), user_id=str(user.id),
+                                   text=said, sent_at=message.date, is_private=private,
+                                   display_name=user.full_name, message_id=str(message.message_id),
+                                   locale=user.language_code, chat_title=message.chat.title)
+        async with typing(context.bot, message):
+            reply = await self.service.handle_message(incoming)
+        if reply.duplicate or not reply.text.strip():
+            return
+        for index, part in enumerate(render.reply_messages(reply, user.language_code)):
+            await message.reply_text(part.text, entities=list(part.entities) or None,
+                                     do_quote=index == 0 and not private)
+
+
+async def on_error(update: object, context: Context) -> None:
+    """The one error handler: a domain error becomes the user's message; anything else is logged with
+    its traceback and the user told that something went wrong."""
+    error = context.error
+    if not isinstance(update, Update):
+        if isinstance(error, NetworkError):
+            log.warning("Telegram unreachable: %s", error)
+        else:
+            log.error("Telegram error outside an update", exc_info=error)
+        return
+    locale = locale_of(update)
+    if isinstance(error, MnemoError):
+        log.info("update %s refused: %r", update.update_id, error)
+        message = texts.error_text(error, locale)
+    elif isinstance(error, Forbidden):
+        log.info("update %s: the user cannot be reached: %s", update.update_id, error)
+        return
+    else:
+        log.error("update %s failed", update.update_id, exc_info=error)
+        message = render.text("failed", locale)
+    try:
+        if update.callback_query is not None:
+            await update.callback_query.answer(render.fit_message(message, 200), show_alert=True)
+        elif update.effective_message is not None:
+            await answer_privately(update, context, message)
+    except TelegramError as exc:
+        log.warning("could not tell the user about the error: %s", exc)
+
+
+async def set_command_menus(application: Application) -> None:
+    """The command menu in English (every language) and Chinese, set only when it changed."""
+    for language, column in ((None, 1), ("zh", 2)):
+        menu = [BotCommand(entry[0], entry[column]) for entry in texts.COMMANDS]
+        if tuple(await application.bot.get_my_commands(language_code=language)) != tuple(menu):
+            await application.bot.set_my_commands(menu, language_code=language)
+
+
+def file_base_url(api_base_url: str) -> str:
+    """Where files are downloaded: ``…/bot`` → ``…/file/bot`` (api.telegram.org and local Bot API servers)."""
+    return api_base_url.rstrip("/").removesuffix("/bot") + "/file/bot"
+
+
+def build_application(settings: Settings, service: ConversationService, commands: MemoryCommands) -> Application:
+    """The bot, every handler registered here in one block, with the one error handler."""
+    if settings.telegram_token is None:
+        raise ConfigError("TELEGRAM_TOKEN is not set: create a bot with @BotFather and put its token there")
+    application = (ApplicationBuilder().token(settings.telegram_token.get_secret_value())
+                   .base_url(settings.telegram_api_base_url).base_file_url(file_base_url(settings.telegram_api_base_url))
+                   .concurrent_updates(CONCURRENT_UPDATES).rate_limiter(FloodControl()).job_queue(None)
+                   .post_init(set_command_menus).build())
+    on_command = CommandHandlers(commands, bot_name=settings.bot_name)
+    application.add_handlers([
+        CommandHandler("start", on_command.start),
+        CommandHandler("help", on_command.help),
+        CommandHandler("memories", on_command.memories),
+        CommandHandler("forget", on_command.forget),
+        CommandHandler("remember", on_command.remember),
+        CommandHandler("reminders", on_command.reminders),
+        CommandHandler("remind", on_command.remind),
+        CommandHandler("export", on_command.export),
+        CommandHandler("import", on_command.import_file),
+        MessageHandler(filters.Document.ALL & filters.CaptionRegex(IMPORT_CAPTION), on_command.import_file),
+        CommandHandler("pause", on_command.pause),
+        CommandHandler("resume", on_command.resume),
+        CommandHandler("link", on_command.link),
+        CommandHandler("unlink", on_command.unlink),
+        CallbackQueryHandler(on_command.memory_page_button, pattern=r"^mp:"),
+        CallbackQueryHandler(on_command.confirmation_button, pattern=r"^c[fx]:"),
+        CallbackQueryHandler(on_command.reminder_button, pattern=r"^r[dsc]:"),
+        MessageHandler(filters.UpdateType.MESSAGE & filters.TEXT & ~filters.COMMAND, ChatHandler(service)),
+    ])
+    application.add_error_handler(on_error)
+    return application
+
+
+def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: str = "127.0.0.1",
+                 port: int = 8443, secret_token: str | None = None) -> int:
+    """Run the bot until SIGINT/SIGTERM: long polling, or a webhook server when ``webhook_url`` is given."""
+    from shared.bootstrap import conversation_service, runtime
+
+    if settings.telegram_token is None:
+        raise ConfigError("TELEGRAM_TOKEN is not set: create a bot with @BotFather and put its token there")
+    if webhook_url is not None and not secret_token:
+        raise ConfigError("webhook mode needs TELEGRAM_WEBHOOK_SECRET (Telegram sends it with every update)")
+    if webhook_url is not None and importlib.util.find_spec("tornado") is None:
+        raise ConfigError("webhook mode needs python-telegram-bot[webhooks] installed (it serves with tornado)")
+    with runtime(settings) as rt:
+        commands = MemoryCommands(rt.uow, default_timezone=settings.default_timezone)
+        application = build_application(settings, conversation_service(rt), commands)
+        if webhook_url is None:
+            application.run_polling(allowed_updates=ALLOWED_UPDATES, drop_pending_updates=False)
+        else:
+            application.run_webhook(listen=listen, port=port, url_path=urlsplit(webhook_url).path.lstrip("/"),
+                                    webhook_url=webhook_url, secret_token=secret_token,
+                                    allowed_updates=ALLOWED_UPDATES, drop_pending_updates=False)
+    return 0

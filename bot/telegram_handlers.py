@@ -1,0 +1,251 @@
+"""The Telegram commands and their buttons: each handler turns an update into one call of the
+memory-command service and renders the answer. Answers about a user's data go to that user's
+private chat, wherever the command was typed. Domain errors are left to the global error handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from telegram import CallbackQuery, InlineKeyboardMarkup, Message, Update
+from telegram.constants import ChatType
+from telegram.error import BadRequest, Forbidden
+from telegram.ext import ContextTypes
+
+from bot import telegram_render as render
+from shared import command_texts as texts
+from shared.errors import InvalidCommand
+from shared.services.commands import Caller, ExportFile, MemoryCommands
+from shared.services.memory_commands import memory_type
+from shared.services.user_data import MAX_IMPORT_BYTES
+
+IMPORT_CAPTION = r"^/import(@\w+)?(\s|$)"
+PAGE_SIZE = 10
+Context = ContextTypes.DEFAULT_TYPE
+T = TypeVar("T")
+
+
+def caller_of(update: Update) -> Caller:
+    """Who is asking, and where (the chat of a pressed button is the chat of its message)."""
+    user, chat = update.effective_user, update.effective_chat
+    assert user is not None and chat is not None
+    return Caller(platform="telegram", platform_user_id=str(user.id), display_name=user.full_name,
+                  locale=user.language_code, platform_chat_id=str(chat.id),
+                  chat_kind="private" if chat.type == ChatType.PRIVATE else "group")
+
+
+def locale_of(update: Update) -> str | None:
+    return update.effective_user.language_code if update.effective_user else None
+
+
+def command_argument(message: Message) -> str:
+    """What follows the command, line breaks kept (``/remember a\\nb`` → ``a\\nb``)."""
+    value = message.text or message.caption or ""
+    found = re.match(r"/\w+(@\w+)?", value)
+    return value[found.end():].strip() if found else value.strip()
+
+
+async def answer_privately(update: Update, context: Context, message: str | None = None, *,
+                           markup: InlineKeyboardMarkup | None = None, document: ExportFile | None = None,
+                           ) -> Message | None:
+    """Send to the user's private chat; in a group that Telegram refuses, only a neutral note goes to the group."""
+    user, chat = update.effective_user, update.effective_chat
+    assert user is not None and chat is not None
+    try:
+        if document is not None:
+            return await context.bot.send_document(user.id, document=document.data, filename=document.filename)
+        return await context.bot.send_message(user.id, render.fit_message(message or "…"), reply_markup=markup)
+    except (Forbidden, BadRequest) as exc:
+        unreachable = isinstance(exc, Forbidden) or "chat not found" in exc.message.lower()
+        if chat.type == ChatType.PRIVATE or not unreachable or update.effective_message is None:
+            raise
+        await update.effective_message.reply_text(render.text("start_private_first", locale_of(update)))
+        return None
+
+
+async def edit_answer(query: CallbackQuery, message: str, markup: InlineKeyboardMarkup | None = None) -> None:
+    """Replace the text (and buttons) of the message a button belongs to; an unchanged message is fine."""
+    try:
+        await query.edit_message_text(render.fit_message(message), reply_markup=markup)
+    except BadRequest as exc:
+        if "not modified" not in exc.message.lower():
+            raise
+
+
+async def refuse_stranger(query: CallbackQuery, owner_id: int, locale: str | None) -> bool:
+    """True (and an alert to the presser) when someone else presses a user's button."""
+    if query.from_user.id == owner_id:
+        return False
+    await query.answer(render.text("not_yours", locale), show_alert=True)
+    return True
+
+
+class CommandHandlers:
+    """One handler per command and button kind, over one :class:`MemoryCommands`."""
+
+    def __init__(self, commands: MemoryCommands, *, bot_name: str) -> None:
+        self.commands = commands
+        self.bot_name = bot_name
+
+    async def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """The service is synchronous (database work): run it off the event loop."""
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    async def start(self, update: Update, context: Context) -> None:
+        """Greet and show what the bot can do."""
+        locale, user = locale_of(update), update.effective_user
+        greeting = render.text("greeting", locale, name=user.first_name if user else "", bot=self.bot_name)
+        await update.effective_message.reply_text(f"{greeting}\n\n{texts.help_text(locale)}")
+
+    async def help(self, update: Update, context: Context) -> None:
+        """List the commands."""
+        await update.effective_message.reply_text(texts.help_text(locale_of(update)))
+
+    async def memories(self, update: Update, context: Context) -> None:
+        """``/memories [type] [search]`` (paged) or ``/memories why <id>``."""
+        argument = command_argument(update.effective_message)
+        words = argument.split(maxsplit=1)
+        rest = words[1] if len(words) > 1 else None
+        if words and words[0].lower() == "why":
+            await self._why(update, context, rest or "")
+        elif words and memory_type(words[0]) is not None:
+            await self._show_page(update, context, memory_type(words[0]), rest, 1)
+        else:
+            await self._show_page(update, context, None, argument or None, 1)
+
+    async def _show_page(self, update: Update, context: Context, type_: str | None, search: str | None,
+                         number: int) -> None:
+        caller, owner = caller_of(update), update.effective_user.id
+        page = await self._call(self.commands.list_memories, caller, type_=type_, search=search, page=number,
+                                page_size=PAGE_SIZE)
+        body = texts.memory_page_text(page, caller.locale)
+        if render.pages_need_shorter_search(page, owner):
+            body += "\n\n" + render.text("search_too_long_for_pages", caller.locale)
+        markup = render.memory_page_keyboard(page, owner, caller.locale)
+        if update.callback_query is None:
+            await answer_privately(update, context, body, markup=markup)
+        else:
+            await edit_answer(update.callback_query, body, markup)
+            await update.callback_query.answer()
+
+    async def _why(self, update: Update, context: Context, memory_id: str) -> None:
+        caller = caller_of(update)
+        origin = await self._call(self.commands.why, caller, memory_id)  # "12" / "#12"; the service checks it
+        link = render.message_link(origin.platform, origin.platform_chat_id, origin.platform_message_id)
+        await answer_privately(update, context, texts.origin_text(origin, caller.locale, link))
+
+    async def memory_page_button(self, update: Update, context: Context) -> None:
+        """A previous/next button under a page of memories; only its owner may page."""
+        query = update.callback_query
+        request = render.PageRequest.parse(query.data or "")
+        if request is None or await refuse_stranger(query, request.owner_id, locale_of(update)):
+            return
+        await self._show_page(update, context, request.type_, request.search, request.page)
+
+    async def forget(self, update: Update, context: Context) -> None:
+        """``/forget <id|search|all>``: asks first, with Yes/No buttons."""
+        caller = caller_of(update)
+        pending = await self._call(self.commands.request_forget, caller, command_argument(update.effective_message))
+        markup = render.confirmation_keyboard(pending.token, texts.confirm_button_labels(caller.locale))
+        await answer_privately(update, context, texts.confirmation_text(pending, caller.locale), markup=markup)
+
+    async def confirmation_button(self, update: Update, context: Context) -> None:
+        """Yes (``cf:``) or No (``cx:``); the service refuses a token that is not the presser's."""
+        query, caller = update.callback_query, caller_of(update)
+        action, _, token = (query.data or "").partition(":")
+        if action == "cf":
+            count = await self._call(self.commands.confirm, caller, token)
+            await edit_answer(query, texts.forgotten_text(count, caller.locale))
+        else:
+            await self._call(self.commands.cancel, caller, token)
+            await edit_answer(query, texts.cancelled_text(caller.locale))
+        await query.answer()
+
+    async def remember(self, update: Update, context: Context) -> None:
+        """``/remember <text>``: store it as something the user said."""
+        caller = caller_of(update)
+        item = await self._call(self.commands.remember, caller, command_argument(update.effective_message))
+        await answer_privately(update, context, texts.remembered_text(item, caller.locale))
+
+    async def reminders(self, update: Update, context: Context) -> None:
+        """``/reminders``: the pending ones, with done/snooze/cancel buttons."""
+        caller = caller_of(update)
+        items = await self._call(self.commands.list_reminders, caller)
+        markup = render.reminders_keyboard(items, update.effective_user.id, caller.locale)
+        await answer_privately(update, context, texts.reminders_text(items, caller.locale), markup=markup)
+
+    async def remind(self, update: Update, context: Context) -> None:
+        """``/remind <when> <what>``: the ping goes to the chat it was asked in."""
+        caller = caller_of(update)
+        item = await self._call(self.commands.add_reminder, caller, command_argument(update.effective_message))
+        await answer_privately(update, context, texts.reminder_added_text(item, caller.locale))
+
+    async def reminder_button(self, update: Update, context: Context) -> None:
+        """Done, snooze or cancel one reminder; the list is redrawn."""
+        query, caller = update.callback_query, caller_of(update)
+        action = render.ReminderAction.parse(query.data or "")
+        if action is None or await refuse_stranger(query, action.owner_id, caller.locale):
+            return
+        if action.action == "rs":
+            item = await self._call(self.commands.snooze_reminder, caller, action.reminder_id,
+                                    render.SNOOZE_MINUTES)
+        else:
+            method = self.commands.complete_reminder if action.action == "rd" else self.commands.cancel_reminder
+            item = await self._call(method, caller, action.reminder_id)
+        items = await self._call(self.commands.list_reminders, caller)
+        await edit_answer(query, texts.reminders_text(items, caller.locale),
+                          render.reminders_keyboard(items, action.owner_id, caller.locale))
+        await query.answer(render.fit_message(texts.reminder_updated_text(item, caller.locale), 200))
+
+    async def export(self, update: Update, context: Context) -> None:
+        """``/export``: all of the user's data as a JSON document, in private."""
+        exported = await self._call(self.commands.export_data, caller_of(update))
+        await answer_privately(update, context, document=exported)
+
+    async def import_file(self, update: Update, context: Context) -> None:
+        """An export file sent with the caption ``/import``, or ``/import`` replying to one."""
+        message, caller = update.effective_message, caller_of(update)
+        replied = message.reply_to_message
+        document = message.document or (replied.document if replied is not None else None)
+        if document is None:
+            await answer_privately(update, context, render.text("import_usage", caller.locale))
+            return
+        if (document.file_size or 0) > MAX_IMPORT_BYTES:  # refused before downloading it
+            raise InvalidCommand("import_too_large", limit_mb=MAX_IMPORT_BYTES // (1024 * 1024))
+        data = await (await document.get_file()).download_as_bytearray()
+        report = await self._call(self.commands.import_data, caller, bytes(data))
+        await answer_privately(update, context, texts.import_report_text(report, caller.locale))
+
+    async def pause(self, update: Update, context: Context) -> None:
+        """``/pause``: stop remembering new things."""
+        caller = caller_of(update)
+        await self._call(self.commands.pause, caller)
+        await answer_privately(update, context, texts.paused_text(True, caller.locale))
+
+    async def resume(self, update: Update, context: Context) -> None:
+        """``/resume``: remember again."""
+        caller = caller_of(update)
+        await self._call(self.commands.resume, caller)
+        await answer_privately(update, context, texts.paused_text(False, caller.locale))
+
+    async def link(self, update: Update, context: Context) -> None:
+        """``/link``: a one-time code for the other platform; ``/link <code>``: use one; ``/link unlink``."""
+        caller, code = caller_of(update), command_argument(update.effective_message)
+        if code.lower() == "unlink":
+            await self.unlink(update, context)
+            return
+        if not code:
+            issued = await self._call(self.commands.link_code, caller)
+            await answer_privately(update, context, texts.link_code_text(issued, caller.locale))
+            return
+        await self._call(self.commands.link, caller, code)
+        await answer_privately(update, context, texts.linked_text(caller.locale))
+
+    async def unlink(self, update: Update, context: Context) -> None:
+        """``/unlink``: this Telegram identity gets a user of its own again."""
+        caller = caller_of(update)
+        await self._call(self.commands.unlink, caller)
+        await answer_privately(update, context, texts.unlinked_text(caller.locale))

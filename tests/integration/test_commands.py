@@ -1,0 +1,508 @@
+"""The memory-command service on real PostgreSQL (15 without pgvector, 18 with it).
+
+Forgetting really deletes (vectors included) and leaves only tombstones in the audit; confirmations
+are single-use, expire and belong to one user; pausing keeps the hot path from storing anything;
+links merge two identities' data; reminders parse times in the caller's zone; hostile arguments
+get a clear error and change nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from sqlalchemy import text
+
+from shared.command_texts import error_text
+from shared.db.memory_models import Episode
+from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.services.commands import Caller, MemoryCommands
+from shared.services.conversation import ConversationConfig, ConversationService
+from shared.services.memory_writes import StatedMemory, store_stated_memories
+from shared.services.messages import IncomingMessage
+from tests.conftest import APP_TABLES
+
+START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai, a Sunday
+ALICE = Caller("telegram", "1001", display_name="Alice", locale="zh-CN")
+BOB = Caller("telegram", "2002", display_name="Bob", locale="en")
+ALICE_ON_DISCORD = Caller("discord", "555000111", display_name="alice#1", locale="zh-CN")
+CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
+                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
+                            default_timezone="Asia/Shanghai")
+HUGE = "记" * 100_000
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def commands(uow_factory, clock) -> MemoryCommands:
+    return MemoryCommands(uow_factory, default_timezone="Asia/Shanghai", clock=clock)
+
+
+@pytest.fixture
+def conversation(uow_factory, clock) -> ConversationService:
+    return ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock)
+
+
+def say(service: ConversationService, caller: Caller, words: str, message_id: str | None = None):
+    """One message through the hot path in offline mode (rule-based extraction, no LLM)."""
+    message = IncomingMessage(platform=caller.platform, chat_id=caller.platform_user_id,
+                              user_id=caller.platform_user_id, text=words, sent_at=START,
+                              display_name=caller.display_name, message_id=message_id, locale=caller.locale)
+    return asyncio.run(service.handle_message(message))
+
+
+def user_of(uow_factory, caller: Caller) -> int:
+    with uow_factory() as uow:
+        return uow.users.identity(caller.platform, caller.platform_user_id).user_id
+
+
+def count(uow_factory, sql: str, **params) -> int:
+    with uow_factory() as uow:
+        return uow.session.scalar(text(sql), params)
+
+
+def fingerprint(uow_factory) -> dict[str, list]:
+    """Every row of every table: what "nothing changed" is checked against."""
+    with uow_factory() as uow:
+        return {table: [tuple(row) for row in uow.session.execute(text(f"SELECT * FROM {table} ORDER BY 1"))]
+                for table in APP_TABLES}
+
+
+def rows_of_user(uow_factory, user_id: int) -> dict[str, list]:
+    """Every row that belongs to one user, table by table."""
+    with uow_factory() as uow:
+        return {table: [tuple(row) for row in uow.session.execute(text(
+                    f"SELECT * FROM {table} WHERE {'id' if table == 'users' else 'user_id'} = :u ORDER BY 1"),
+                    {"u": user_id})]
+                for table in APP_TABLES if table != "chats"}
+
+
+def has_vectors(uow_factory) -> bool:
+    return count(uow_factory, "SELECT count(*) FROM information_schema.columns "
+                              "WHERE table_name = 'memories' AND column_name = 'embedding'") == 1
+
+
+def give_vectors(uow_factory) -> None:
+    """An embedding for every memory and episode, as the workers would store them (PG18 only)."""
+    with uow_factory() as uow:
+        for table in ("memories", "episodes"):
+            uow.session.execute(text(f"UPDATE {table} SET embedding = array_fill(0.1::real, ARRAY[384])::vector"))
+        uow.commit()
+
+
+def memories_of(commands: MemoryCommands, caller: Caller) -> list[str]:
+    return [item.content for item in commands.list_memories(caller, page_size=50).items]
+
+
+# Listing and explaining
+
+
+def test_memories_are_listed_newest_first_in_pages_with_a_type_filter_and_search(commands):
+    for number in range(23):
+        commands.remember(ALICE, f"fact number {number}")
+    commands.remember(ALICE, "preference: oolong tea")
+    first = commands.list_memories(ALICE, page_size=10)
+    assert (first.page, first.pages, first.total) == (1, 3, 24)
+    assert first.items[0].content == "oolong tea" and first.items[0].source == "manual"
+    last = commands.list_memories(ALICE, page=3, page_size=10)
+    assert len(last.items) == 4 and last.items[-1].content == "fact number 0"
+    assert commands.list_memories(ALICE, page=99, page_size=10).page == 3
+    assert [i.content for i in commands.list_memories(ALICE, type_="偏好").items] == ["oolong tea"]
+    assert commands.list_memories(ALICE, search="number 2").total == 4  # 2, 20, 21, 22
+
+
+def test_another_users_memories_are_never_listed_or_explained(commands):
+    secret = commands.remember(ALICE, "我的银行密码提示是小猫")
+    commands.remember(BOB, "likes jazz")
+    assert memories_of(commands, BOB) == ["likes jazz"]
+    with pytest.raises(NotFound) as theirs:
+        commands.why(BOB, secret.id)
+    with pytest.raises(NotFound) as missing:
+        commands.why(BOB, secret.id + 1000)
+    assert error_text(theirs.value, "en") == error_text(missing.value, "en")
+
+
+def test_why_shows_the_message_a_memory_came_from(commands, conversation):
+    reply = say(conversation, ALICE, "我喜欢乌龙茶", message_id="77")
+    memory_id = reply.stored_memory_ids[0]
+    origin = commands.why(ALICE, f"#{memory_id}")
+    assert origin.memory.content == "我喜欢乌龙茶" and origin.message_text == "我喜欢乌龙茶"
+    assert (origin.platform, origin.platform_chat_id, origin.platform_message_id) == ("telegram", "1001", "77")
+    assert commands.why(ALICE, commands.remember(ALICE, "manual").id).message_text is None
+
+
+# Remembering
+
+
+def test_remember_stores_a_manual_fact_with_full_confidence_search_tokens_and_an_audit_entry(commands, uow_factory):
+    item = commands.remember(ALICE, "我的猫叫咪咪")
+    assert (item.type, item.source, item.confidence) == ("fact", "manual", 1.0)
+    with uow_factory() as uow:
+        user_id = uow.users.identity("telegram", "1001").user_id
+        assert [m.id for m, _ in uow.memories.text_candidates(user_id, ["咪咪"])] == [item.id]
+        events = uow.events.for_memory(user_id, item.id)
+    assert [(e.action, e.actor, e.after["content"]) for e in events] == [("add", "user", "我的猫叫咪咪")]
+
+
+def test_remember_reads_a_leading_type_word_in_either_language(commands):
+    assert commands.remember(ALICE, "preference: oolong tea").type == "preference"
+    assert commands.remember(ALICE, "规则：不要在晚上十点后提醒我").type == "rule"
+    unknown = commands.remember(ALICE, "note: the word is not a type")
+    assert (unknown.type, unknown.content) == ("fact", "note: the word is not a type")
+
+
+def test_remembering_the_same_thing_twice_keeps_one_memory(commands):
+    first = commands.remember(ALICE, "likes tea")
+    assert commands.remember(ALICE, "  likes tea ").id == first.id
+    assert memories_of(commands, ALICE) == ["likes tea"]
+
+
+# Forgetting
+
+
+def test_forget_one_asks_first_then_deletes_it_and_its_audit_keeps_only_a_tombstone(commands, uow_factory):
+    keep = commands.remember(ALICE, "lives in Shanghai")
+    gone = commands.remember(ALICE, "喜欢乌龙茶")
+    confirmation = commands.request_forget(ALICE, f"#{gone.id}")
+    assert (confirmation.count, confirmation.preview, confirmation.everything) == (1, ("喜欢乌龙茶",), False)
+    assert len(confirmation.token) <= 32 and confirmation.expires_at == START + timedelta(minutes=5)
+    assert len(memories_of(commands, ALICE)) == 2  # nothing happens before the confirmation
+    assert commands.confirm(ALICE, confirmation.token) == 1
+    assert memories_of(commands, ALICE) == ["lives in Shanghai"]
+    with uow_factory() as uow:
+        user_id = uow.users.identity("telegram", "1001").user_id
+        events = [(e.action, e.actor, e.before, e.after, e.reason) for e in uow.events.for_memory(user_id, gone.id)]
+        assert uow.events.for_memory(user_id, keep.id)[0].after["content"] == "lives in Shanghai"
+    assert events == [("add", "user", None, None, "forgotten by the user"),
+                      ("forget", "user", None, None, "forgotten by the user")]
+    assert count(uow_factory, "SELECT count(*) FROM memory_events WHERE cast(before AS text) LIKE '%乌龙%' "
+                              "OR cast(after AS text) LIKE '%乌龙%' OR reason LIKE '%乌龙%'") == 0
+
+
+def test_forgetting_a_value_also_forgets_the_older_values_it_replaced(commands, uow_factory):
+    user_id = user_of_after(commands, uow_factory, ALICE)
+    with uow_factory() as uow:
+        for city in ("北京", "上海"):
+            store_stated_memories(uow, user_id, [StatedMemory("fact", "user", "lives_in", f"我住在{city}")],
+                                  now=START, source_turn_id=None, session_id=None)
+        uow.commit()
+    current = commands.list_memories(ALICE).items[0]
+    assert current.content == "我住在上海"
+    assert commands.confirm(ALICE, commands.request_forget(ALICE, str(current.id)).token) == 1
+    assert count(uow_factory, "SELECT count(*) FROM memories WHERE user_id = :u", u=user_id) == 0
+
+
+def test_forget_by_search_deletes_only_the_matching_memories(commands):
+    for words in ("喜欢乌龙茶", "喜欢绿茶", "住在上海"):
+        commands.remember(ALICE, words)
+    commands.remember(BOB, "喜欢红茶")
+    confirmation = commands.request_forget(ALICE, "茶")
+    assert confirmation.count == 2 and set(confirmation.preview) == {"喜欢乌龙茶", "喜欢绿茶"}
+    assert commands.confirm(ALICE, confirmation.token) == 2
+    assert memories_of(commands, ALICE) == ["住在上海"]
+    assert memories_of(commands, BOB) == ["喜欢红茶"]
+
+
+def test_forget_all_leaves_no_row_of_the_users_memories_vectors_turns_or_episodes_but_keeps_other_users(
+        commands, conversation, uow_factory, request):
+    for caller in (ALICE, BOB):
+        say(conversation, caller, "我喜欢乌龙茶", message_id="1")
+        say(conversation, caller, "我住在上海", message_id="2")
+        commands.add_reminder(caller, "明天早上9点 开会")
+    alice, bob = user_of(uow_factory, ALICE), user_of(uow_factory, BOB)
+    with uow_factory() as uow:
+        for user_id in (alice, bob):
+            uow.episodes.add(Episode(user_id=user_id, summary="聊了乌龙茶", started_at=START, ended_at=START))
+            uow.profiles.save(user_id, "喜欢茶的人", {"focus": "茶"}, START)
+        uow.commit()
+    vectors = has_vectors(uow_factory)
+    assert vectors == (request.node.callspec.params["migrated_url"] == "embedded")
+    if vectors:
+        give_vectors(uow_factory)
+    bob_before = rows_of_user(uow_factory, bob)
+    confirmation = commands.request_forget(ALICE, "all")
+    assert confirmation.everything and confirmation.count == 2
+    assert commands.confirm(ALICE, confirmation.token) == 2
+    for table in ("memories", "conversation_turns", "episodes", "sessions", "profiles", "jobs_outbox"):
+        assert count(uow_factory, f"SELECT count(*) FROM {table} WHERE user_id = :u", u=alice) == 0, table
+    assert count(uow_factory, "SELECT count(*) FROM memory_events WHERE user_id = :u AND (before IS NOT NULL "
+                              "OR after IS NOT NULL OR reason <> 'forgotten by the user')", u=alice) == 0
+    assert count(uow_factory, "SELECT count(*) FROM memory_events WHERE user_id = :u AND action = 'forget'",
+                 u=alice) == 2
+    if vectors:
+        assert count(uow_factory, "SELECT count(*) FROM memories WHERE embedding IS NOT NULL") == 2  # Bob's
+        assert count(uow_factory, "SELECT count(*) FROM episodes WHERE embedding IS NOT NULL") == 1
+    assert len(commands.list_reminders(ALICE)) == 1  # reminders are not memories
+    assert rows_of_user(uow_factory, bob) == bob_before
+
+
+def test_a_confirmation_is_refused_to_another_user_and_still_works_for_its_owner(commands):
+    memory = commands.remember(ALICE, "secret")
+    confirmation = commands.request_forget(ALICE, str(memory.id))
+    with pytest.raises(ConfirmationInvalid):
+        commands.confirm(BOB, confirmation.token)
+    with pytest.raises(ConfirmationInvalid):
+        commands.cancel(BOB, confirmation.token)
+    assert memories_of(commands, ALICE) == ["secret"]
+    assert commands.confirm(ALICE, confirmation.token) == 1
+
+
+def test_a_confirmation_cannot_be_used_twice_after_it_expired_or_after_cancel(commands, clock):
+    for word in ("one", "two", "three"):
+        commands.remember(ALICE, word)
+    used = commands.request_forget(ALICE, "one")
+    commands.confirm(ALICE, used.token)
+    with pytest.raises(ConfirmationInvalid):
+        commands.confirm(ALICE, used.token)
+    cancelled = commands.request_forget(ALICE, "two")
+    commands.cancel(ALICE, cancelled.token)
+    with pytest.raises(ConfirmationInvalid):
+        commands.confirm(ALICE, cancelled.token)
+    late = commands.request_forget(ALICE, "three")
+    clock.now += timedelta(minutes=5, seconds=1)
+    with pytest.raises(ConfirmationInvalid):
+        commands.confirm(ALICE, late.token)
+    assert sorted(memories_of(commands, ALICE)) == ["three", "two"]
+
+
+# Pause and resume
+
+
+def test_a_paused_users_facts_are_not_stored_until_they_resume(commands, conversation, uow_factory):
+    commands.pause(ALICE)
+    assert commands.is_paused(ALICE) and not commands.is_paused(BOB)
+    reply = say(conversation, ALICE, "我喜欢乌龙茶", message_id="1")
+    assert reply.stored_memory_ids == () and any("paused" in warning for warning in reply.warnings)
+    alice = user_of(uow_factory, ALICE)
+    assert count(uow_factory, "SELECT count(*) FROM memories WHERE user_id = :u", u=alice) == 0
+    assert count(uow_factory, "SELECT count(*) FROM jobs_outbox WHERE user_id = :u AND task = 'extract_turn'",
+                 u=alice) == 0
+    say(conversation, BOB, "我喜欢红茶", message_id="1")
+    assert memories_of(commands, BOB) == ["我喜欢红茶"]
+    commands.resume(ALICE)
+    assert not commands.is_paused(ALICE)
+    assert say(conversation, ALICE, "我喜欢绿茶", message_id="2").stored_memory_ids != ()
+    assert memories_of(commands, ALICE) == ["我喜欢绿茶"]
+
+
+def test_pausing_twice_keeps_the_first_pause_time_and_remember_still_works_when_asked_explicitly(
+        commands, clock, uow_factory):
+    commands.pause(ALICE)
+    clock.now += timedelta(hours=1)
+    commands.pause(ALICE)
+    with uow_factory() as uow:
+        assert uow.users.get(user_of(uow_factory, ALICE)).paused_at == START
+    assert commands.remember(ALICE, "explicitly asked").content == "explicitly asked"
+
+
+# Linking identities
+
+
+def test_link_moves_the_identity_and_merges_its_previous_users_data(commands, conversation, uow_factory):
+    commands.remember(ALICE_ON_DISCORD, "likes jazz")
+    say(conversation, ALICE, "我喜欢乌龙茶", message_id="1")
+    telegram_user, discord_user = user_of(uow_factory, ALICE), user_of(uow_factory, ALICE_ON_DISCORD)
+    code = commands.link_code(ALICE_ON_DISCORD)
+    assert len(code.code) == 8 and not set(code.code) & set("01OI")
+    commands.link(ALICE, code.code.lower())
+    assert user_of(uow_factory, ALICE) == discord_user
+    assert sorted(memories_of(commands, ALICE)) == sorted(memories_of(commands, ALICE_ON_DISCORD)) == [
+        "likes jazz", "我喜欢乌龙茶"]
+    for table in ("users", "memories", "memory_events", "conversation_turns", "sessions", "jobs_outbox"):
+        column = "id" if table == "users" else "user_id"
+        assert count(uow_factory, f"SELECT count(*) FROM {table} WHERE {column} = :u", u=telegram_user) == 0, table
+    assert count(uow_factory, "SELECT count(*) FROM conversation_turns WHERE user_id = :u", u=discord_user) == 2
+    with pytest.raises(ConfirmationInvalid):
+        commands.link(BOB, code.code)  # used
+
+
+def test_link_is_refused_for_your_own_code_an_expired_code_or_a_second_account_of_one_platform(commands, clock):
+    own = commands.link_code(ALICE)
+    with pytest.raises(InvalidCommand, match="link_self"):
+        commands.link(ALICE, own.code)
+    with pytest.raises(InvalidCommand, match="link_same_platform"):
+        commands.link(BOB, own.code)  # Alice's user already has a Telegram identity
+    commands.link(ALICE_ON_DISCORD, own.code)  # the refusals did not use the code up
+    expired = commands.link_code(BOB)
+    clock.now += timedelta(minutes=10, seconds=1)
+    with pytest.raises(ConfirmationInvalid):
+        commands.link(Caller("discord", "777"), expired.code)
+    with pytest.raises(InvalidCommand, match="link_unlink_first"):
+        commands.link(ALICE_ON_DISCORD, commands.link_code(BOB).code)
+
+
+def test_unlink_gives_the_identity_a_fresh_user_and_the_data_stays_with_the_other(commands, uow_factory):
+    commands.remember(ALICE, "likes tea")
+    commands.link(ALICE_ON_DISCORD, commands.link_code(ALICE).code)
+    commands.add_reminder(ALICE_ON_DISCORD, "tomorrow 9am call mom")
+    commands.unlink(ALICE_ON_DISCORD)
+    assert user_of(uow_factory, ALICE) != user_of(uow_factory, ALICE_ON_DISCORD)
+    assert memories_of(commands, ALICE) == ["likes tea"] and memories_of(commands, ALICE_ON_DISCORD) == []
+    assert [r.content for r in commands.list_reminders(ALICE_ON_DISCORD)] == ["call mom"]  # pings on Discord
+    with pytest.raises(InvalidCommand, match="unlink_only_identity"):
+        commands.unlink(ALICE_ON_DISCORD)
+
+
+# Reminders
+
+
+def test_a_chinese_reminder_is_due_at_nine_tomorrow_in_the_default_time_zone(commands, uow_factory):
+    item = commands.add_reminder(ALICE, "明天早上9点 开会")
+    assert item.due_at == datetime(2026, 11, 23, 9, 0, tzinfo=ZoneInfo("Asia/Shanghai"))
+    assert (item.content, item.timezone, item.status) == ("开会", "Asia/Shanghai", "pending")
+    with uow_factory() as uow:
+        chat = uow.session.execute(text("SELECT c.platform, c.platform_chat_id, c.kind FROM todos t "
+                                        "JOIN chats c ON c.id = t.chat_id")).one()
+    assert tuple(chat) == ("telegram", "1001", "private")
+
+
+def test_an_english_reminder_follows_the_callers_own_time_zone_and_chat(commands, uow_factory):
+    with uow_factory() as uow:
+        uow.users.identify("telegram", "2002", timezone="America/New_York")
+        uow.commit()
+    in_group = Caller("telegram", "2002", locale="en", platform_chat_id="-100123", chat_kind="group")
+    item = commands.add_reminder(in_group, "tomorrow at 9am call mom")
+    assert item.due_at == datetime(2026, 11, 22, 9, 0, tzinfo=ZoneInfo("America/New_York"))  # 21:00 Sat there
+    assert item.content == "call mom" and item.timezone == "America/New_York"
+    assert count(uow_factory, "SELECT count(*) FROM chats WHERE platform_chat_id = '-100123' AND kind = 'group'") == 1
+
+
+def test_reminders_are_listed_soonest_first_and_can_be_cancelled_done_and_snoozed(commands, clock, uow_factory):
+    later = commands.add_reminder(BOB, "in 2 hours water the plants")
+    sooner = commands.add_reminder(BOB, "in 20 minutes stretch")
+    third = commands.add_reminder(BOB, "tomorrow 8am run")
+    assert [r.id for r in commands.list_reminders(BOB)] == [sooner.id, later.id, third.id]
+    assert commands.cancel_reminder(BOB, sooner.id).status == "cancelled"
+    assert commands.complete_reminder(BOB, f"#{later.id}").status == "done"
+    assert [r.id for r in commands.list_reminders(BOB)] == [third.id]
+    with pytest.raises(InvalidCommand, match="reminder_not_pending"):
+        commands.cancel_reminder(BOB, sooner.id)
+    clock.now = START + timedelta(days=1)
+    with uow_factory() as uow:
+        claimed = uow.todos.claim_due(clock.now)
+        uow.todos.mark_sent(claimed[0].id, clock.now)
+        uow.commit()
+    snoozed = commands.snooze_reminder(BOB, third.id, 15)
+    assert snoozed.status == "pending" and snoozed.due_at == clock.now + timedelta(minutes=15)
+    with uow_factory() as uow:
+        assert uow.todos.get(user_of(uow_factory, BOB), third.id).claimed_until is None
+        assert [t.id for t in uow.todos.claim_due(clock.now + timedelta(minutes=15))] == [third.id]
+
+
+def test_reminder_times_that_are_missing_or_past_are_refused_with_a_hint(commands):
+    with pytest.raises(InvalidCommand, match="reminder_no_time"):
+        commands.add_reminder(ALICE, "买牛奶")
+    with pytest.raises(InvalidCommand, match="reminder_past"):
+        commands.add_reminder(ALICE, "今天早上8点 开会")
+    with pytest.raises(InvalidCommand, match="reminder_no_content"):
+        commands.add_reminder(ALICE, "明天早上9点")
+    assert commands.list_reminders(ALICE) == ()
+
+
+def test_another_users_reminder_cannot_be_touched(commands):
+    theirs = commands.add_reminder(ALICE, "明天早上9点 开会")
+    for change in (commands.cancel_reminder, commands.complete_reminder, commands.snooze_reminder):
+        with pytest.raises(NotFound):
+            change(BOB, theirs.id)
+    assert commands.list_reminders(ALICE)[0].status == "pending"
+
+
+# Hostile input
+
+HOSTILE_TEXTS = ("", "   ", HUGE, "a\x00b", "bell\x07", "esc\x1b[31m", "lone \ud800 surrogate", None, 12, b"bytes")
+HOSTILE_IDS = (-1, 0, "-1", "999999999999999999999", 10**30, "#", "", "abc", None, True, 1.5, HUGE, "1; DROP TABLE x",
+               "\x00", "１２")
+
+
+@pytest.fixture
+def seeded(commands, conversation):
+    """Both users have memories, turns and a reminder; returns Bob's memory and reminder ids."""
+    commands.remember(ALICE, "喜欢乌龙茶")
+    say(conversation, ALICE, "我住在上海", message_id="1")
+    commands.add_reminder(ALICE, "明天早上9点 开会")
+    bob_memory = commands.remember(BOB, "likes jazz")
+    bob_reminder = commands.add_reminder(BOB, "tomorrow 9am call mom")
+    return bob_memory.id, bob_reminder.id
+
+
+def refused_without_change(uow_factory, call, *errors) -> None:
+    before = fingerprint(uow_factory)
+    with pytest.raises(errors or (InvalidCommand, NotFound, ConfirmationInvalid)):
+        call()
+    assert fingerprint(uow_factory) == before
+
+
+def test_hostile_text_arguments_are_refused_and_change_nothing(commands, seeded, uow_factory):
+    for value in HOSTILE_TEXTS:
+        for call in (commands.remember, commands.add_reminder, commands.request_forget, commands.link):
+            refused_without_change(uow_factory, lambda call=call, value=value: call(ALICE, value), InvalidCommand)
+        kind = "x" if value in ("", "   ", None) else value
+        refused_without_change(uow_factory, lambda kind=kind: commands.list_memories(ALICE, type_=kind))
+        if value not in ("", "   ", None):  # an empty search means no search
+            refused_without_change(uow_factory, lambda value=value: commands.list_memories(ALICE, search=value))
+    for value in ("'; DROP TABLE memories; --", "%", "_", "\\", "🍵🐱" * 3, "a:* & !b"):
+        refused_without_change(uow_factory, lambda value=value: commands.request_forget(ALICE, value), InvalidCommand)
+        assert commands.list_memories(ALICE, search=value).total == 0
+    assert commands.remember(ALICE, "'); DROP TABLE memories; --").content == "'); DROP TABLE memories; --"
+    assert commands.remember(ALICE, "🍵🐱").content == "🍵🐱"
+
+
+def test_hostile_ids_and_another_users_ids_are_refused_and_change_nothing(commands, seeded, uow_factory):
+    bob_memory, bob_reminder = seeded
+    for value in (*HOSTILE_IDS, bob_memory, str(bob_memory), f"#{bob_memory}"):
+        refused_without_change(uow_factory, lambda value=value: commands.why(ALICE, value))
+        if not isinstance(value, str) or value.strip():
+            refused_without_change(uow_factory, lambda value=value: commands.request_forget(ALICE, value))
+    for value in (*HOSTILE_IDS, bob_reminder):
+        for change in (commands.cancel_reminder, commands.complete_reminder, commands.snooze_reminder):
+            refused_without_change(uow_factory, lambda change=change, value=value: change(ALICE, value))
+    own = commands.list_reminders(ALICE)[0].id
+    for minutes in (0, -5, 10**9, "10", True, 1.5, None):
+        refused_without_change(uow_factory, lambda minutes=minutes: commands.snooze_reminder(ALICE, own, minutes),
+                               InvalidCommand)
+    for page in (0, -1, "2", True, 1.5, 10**30):
+        refused_without_change(uow_factory, lambda page=page: commands.list_memories(ALICE, page=page), InvalidCommand)
+    refused_without_change(uow_factory, lambda: commands.list_memories(ALICE, page_size=10_000), InvalidCommand)
+
+
+def test_hostile_tokens_codes_and_callers_are_refused_and_change_nothing(commands, seeded, uow_factory):
+    bobs = commands.request_forget(BOB, "jazz")
+    for token in (*HOSTILE_TEXTS, "A" * 33, "../../etc/passwd", bobs.token, bobs.token.upper()):
+        refused_without_change(uow_factory, lambda token=token: commands.confirm(ALICE, token), ConfirmationInvalid)
+        refused_without_change(uow_factory, lambda token=token: commands.cancel(ALICE, token), ConfirmationInvalid)
+    for code in ("ABCDEFGH", "O0O0O0O0", "ABC", HUGE, "ABCD\x00EFG"):
+        refused_without_change(uow_factory, lambda code=code: commands.link(ALICE, code))
+    for caller in (Caller("myspace", "1"), Caller("telegram", ""), Caller("telegram", HUGE),
+                   Caller("telegram", "1\x00"), Caller("telegram", "1", chat_kind="channel"),
+                   Caller("telegram", "1", platform_chat_id="\x07"), "telegram:1", None):
+        refused_without_change(uow_factory, lambda caller=caller: commands.list_memories(caller), InvalidCommand)
+        refused_without_change(uow_factory, lambda caller=caller: commands.pause(caller), InvalidCommand)
+    assert commands.confirm(BOB, bobs.token) == 1
+
+
+def test_a_huge_display_name_or_odd_locale_is_cut_or_ignored_not_stored_whole(commands, uow_factory):
+    commands.list_memories(Caller("discord", "42", display_name=HUGE, locale="zh-CN\x00'; --"))
+    with uow_factory() as uow:
+        identity = uow.users.identity("discord", "42")
+    assert len(identity.display_name) <= 200 and identity.locale is None
+
+
+def user_of_after(commands: MemoryCommands, uow_factory, caller: Caller) -> int:
+    """The caller's user id, creating the user through the service first."""
+    commands.is_paused(caller)
+    return user_of(uow_factory, caller)
+

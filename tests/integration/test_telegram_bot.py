@@ -1,0 +1,442 @@
+"""The Telegram front-end end to end: the real python-telegram-bot polling a fake Bot API on
+loopback, with the real conversation and memory-command services on real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+from sqlalchemy import select
+from telegram.ext import Application
+
+from bot.platform_api import TelegramSender
+from bot.telegram_bot import ALLOWED_UPDATES, build_application
+from bot.telegram_render import TEXT_LIMIT, reply_messages, split_message, utf16_len
+from shared import command_texts as texts
+from shared.db.models import ConversationTurn
+from shared.emotion import PLAIN_STRATEGY, UNKNOWN
+from shared.errors import NotFound
+from shared.llm.client import ChatModel
+from shared.services.commands import Caller, ImportReport, MemoryCommands
+from shared.services.conversation import ConversationConfig, ConversationService
+from shared.services.messages import Reply
+from shared.services.reminders import claim_due_reminders, deliver_reminder
+from shared.settings import Settings
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.telegram_api import FakeTelegram, chat_object, user_object
+
+ALICE = user_object(1001, "Alice", username="alice", language_code="en")
+BOB = user_object(1002, "Bob", language_code="zh-hans")
+GROUP = chat_object(-1001234567890, "Friends")
+ALICE_CALLER = Caller("telegram", "1001", "Alice", "en")
+Scenario = Callable[[Application], Awaitable[None]]
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as server:
+        yield server
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(models=("fake-chat",)) as server:
+        yield server
+
+
+@pytest.fixture
+def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    return Settings(_env_file=None, telegram_token=SecretStr(telegram.token), telegram_api_base_url=telegram.base_url,
+                    default_timezone="Asia/Shanghai")
+
+
+@pytest.fixture
+def commands(uow_factory) -> MemoryCommands:
+    return MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
+
+
+def conversation(uow_factory, settings: Settings, llm: FakeOpenAI | None = None) -> ConversationService:
+    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10) if llm else None
+    return ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model)
+
+
+def run_bot(settings: Settings, service: ConversationService, commands: MemoryCommands, scenario: Scenario) -> None:
+    """Start the bot as ``run_polling`` does (post_init included), play the scenario, stop it."""
+
+    async def main() -> None:
+        application = build_application(settings, service, commands)
+        await application.initialize()
+        await application.post_init(application)
+        await application.updater.start_polling(poll_interval=0.05, timeout=timedelta(seconds=1),
+                                                allowed_updates=ALLOWED_UPDATES)
+        await application.start()
+        try:
+            await scenario(application)
+        finally:
+            await application.updater.stop()
+            await application.stop()
+            await application.shutdown()
+
+    asyncio.run(main())
+
+
+async def until(condition: Callable[[], Any], timeout: float = 15.0) -> Any:
+    """Wait (without blocking the bot's event loop) until ``condition()`` is truthy; return it."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not (value := condition()):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("the bot did not do it in time")
+        await asyncio.sleep(0.02)
+    return value
+
+
+async def settled(telegram: FakeTelegram, seconds: float = 0.5) -> None:
+    """Every pushed update fetched, and a moment for the handlers to finish."""
+    await until(lambda: telegram.pending_updates == 0 and telegram.calls_to("getUpdates"))
+    await asyncio.sleep(seconds)
+
+
+def llm_turn(response: str, *entries: tuple[str, str, str, str]) -> dict:
+    return {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
+            "response": response,
+            "memory_update": {"should_store": bool(entries), "entries": [
+                {"type": t, "subject": s, "predicate": p, "content": c, "tier": "long"} for t, s, p, c in entries]},
+            "todos": [], "topic": None, "context_variables": []}
+
+
+def buttons(message: dict) -> list[dict]:
+    return [button for row in message.get("reply_markup", {}).get("inline_keyboard", []) for button in row]
+
+
+def test_start_greets_the_user_by_name_with_the_help(telegram, settings, commands, uow_factory):
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "/start")
+        [greeting] = await until(lambda: telegram.messages_to(1001))
+        assert "Alice" in greeting["text"] and texts.help_text("en") in greeting["text"]
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+
+def test_the_commands_are_in_the_menu_in_english_and_chinese_and_set_only_when_changed(
+        telegram, settings, commands, uow_factory):
+    async def scenario(_app: Application) -> None:
+        pass
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    assert [(c["command"], c["description"]) for c in telegram.my_commands("")] == [
+        (name, english) for name, english, _ in texts.COMMANDS]
+    assert [(c["command"], c["description"]) for c in telegram.my_commands("zh")] == [
+        (name, chinese) for name, _, chinese in texts.COMMANDS]
+    assert {"memories", "forget", "export", "import", "link"} <= {c["command"] for c in telegram.my_commands("")}
+    assert len(telegram.calls_to("setMyCommands")) == 2  # the second start found the menus up to date
+
+
+def test_a_statement_is_remembered_and_used_in_a_later_reply(telegram, settings, commands, uow_factory, llm):
+    llm.queue_reply(llm_turn("Noted!", ("preference", "user", "likes_tea", "likes green tea")))
+    llm.queue_reply(llm_turn("You like green tea."))
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "I love green tea")
+        await until(lambda: telegram.messages_to(1001))
+        telegram.push_message(1001, ALICE, "which tea should I drink?")
+        await until(lambda: len(telegram.messages_to(1001)) == 2)
+
+    run_bot(settings, conversation(uow_factory, settings, llm), commands, scenario)
+
+    assert [m["text"] for m in telegram.messages_to(1001)] == ["Noted!", "You like green tea."]
+    assert "likes green tea" in llm.chat_requests()[1]["messages"][0]["content"]
+    assert {"chat_id": 1001, "action": "typing"} in telegram.chat_actions
+    assert [m.content for m in commands.list_memories(ALICE_CALLER).items] == ["likes green tea"]
+
+
+def test_an_offline_reply_ends_with_one_italic_note(telegram, settings, commands, uow_factory):
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "hello there")
+        await until(lambda: telegram.messages_to(1001))
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    [reply] = telegram.messages_to(1001)
+    [italic] = reply["entities"]
+    note = reply["text"].encode("utf-16-le")[italic["offset"] * 2:(italic["offset"] + italic["length"]) * 2]
+    assert italic["type"] == "italic" and note.decode("utf-16-le").startswith("offline mode")
+    assert reply["text"].endswith(note.decode("utf-16-le"))
+
+
+def test_a_long_reply_is_split_at_paragraphs_within_the_limit(telegram, settings, commands, uow_factory, llm):
+    paragraphs = [f"{number} " + "🙂" * 30 for number in range(100)]  # 3.4k characters, 6.5k UTF-16 units
+    llm.queue_reply(llm_turn("\n\n".join(paragraphs)))
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "tell me a long story")
+        await until(lambda: len(telegram.messages_to(1001)) >= 2)
+        await settled(telegram)
+
+    run_bot(settings, conversation(uow_factory, settings, llm), commands, scenario)
+
+    parts = [m["text"] for m in telegram.messages_to(1001)]
+    assert len(parts) == 2 and all(utf16_len(part) <= TEXT_LIMIT for part in parts)
+    assert "\n\n".join(parts) == "\n\n".join(paragraphs)  # cut between paragraphs, nothing lost
+
+
+def test_memories_are_paged_with_buttons_that_only_their_owner_can_press(telegram, settings, commands, uow_factory):
+    for number in range(12):
+        commands.remember(ALICE_CALLER, f"fact number {number}")
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "/memories")
+        [page_one] = await until(lambda: telegram.messages_to(1001))
+        [next_button] = buttons(page_one)
+        assert next_button["callback_data"] == "mp:1001:2::"
+
+        telegram.push_callback(BOB, page_one, next_button["callback_data"])
+        [refusal] = await until(lambda: telegram.callback_answers)
+        assert refusal["show_alert"] and telegram.message(1001, page_one["message_id"]) == page_one
+
+        telegram.push_callback(ALICE, page_one, next_button["callback_data"])
+        page_two = await until(lambda: (m := telegram.message(1001, page_one["message_id"])) != page_one and m)
+        assert [b["callback_data"] for b in buttons(page_two)] == ["mp:1001:1::"]
+        assert page_two["text"] == texts.memory_page_text(commands.list_memories(ALICE_CALLER, page=2), "en")
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+
+def test_forget_asks_first_and_a_different_user_pressing_yes_is_refused(telegram, settings, commands,
+                                                                         uow_factory):
+    commands.remember(ALICE_CALLER, "likes green tea")
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "/forget all")
+        [question] = await until(lambda: telegram.messages_to(1001))
+        yes, no = buttons(question)
+        assert yes["callback_data"].startswith("cf:") and no["callback_data"].startswith("cx:")
+
+        telegram.push_callback(BOB, question, yes["callback_data"])
+        [refusal] = await until(lambda: telegram.callback_answers)
+        assert refusal["show_alert"] and refusal["text"]
+        assert commands.list_memories(ALICE_CALLER).total == 1
+        assert telegram.message(1001, question["message_id"]) == question
+
+        telegram.push_callback(ALICE, question, yes["callback_data"])
+        done = await until(lambda: (m := telegram.message(1001, question["message_id"])) != question and m)
+        assert done["text"] == texts.forgotten_text(1, "en") and "reply_markup" not in done
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    assert commands.list_memories(ALICE_CALLER).total == 0
+
+
+def test_forget_cancelled_with_no_keeps_everything(telegram, settings, commands, uow_factory):
+    commands.remember(ALICE_CALLER, "likes green tea")
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "/forget tea")
+        [question] = await until(lambda: telegram.messages_to(1001))
+        telegram.push_callback(ALICE, question, buttons(question)[1]["callback_data"])
+        await until(lambda: telegram.message(1001, question["message_id"]) != question)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    assert commands.list_memories(ALICE_CALLER).total == 1
+
+
+def test_another_users_memory_id_is_not_found_and_nothing_changes(telegram, settings, commands, uow_factory):
+    theirs = commands.remember(Caller("telegram", "1002", "Bob", "zh-CN"), "喜欢猫")
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, f"/forget {theirs.id}")
+        telegram.push_message(1001, ALICE, f"/memories why {theirs.id}")
+        await until(lambda: len(telegram.messages_to(1001)) == 2)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    assert {m["text"] for m in telegram.messages_to(1001)} == {texts.error_text(NotFound("memory_not_found"), "en")}
+    assert "reply_markup" not in telegram.messages_to(1001)[0]
+    assert commands.list_memories(Caller("telegram", "1002")).total == 1
+
+
+def test_export_sends_a_json_document_that_imports_back(telegram, settings, commands, uow_factory):
+    commands.remember(ALICE_CALLER, "likes green tea")
+    commands.remember(ALICE_CALLER, "has a cat called Mochi")
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "/export")
+        [exported] = await until(lambda: telegram.messages_to(1001))
+        [document] = telegram.documents
+        assert document["file_name"].endswith(".json") and exported["document"]["file_name"] == document["file_name"]
+        assert {m["content"] for m in json.loads(document["data"])["memories"]} == {
+            "likes green tea", "has a cat called Mochi"}
+
+        pending = commands.request_forget(ALICE_CALLER, "all")
+        commands.confirm(ALICE_CALLER, pending.token)
+        telegram.push_message(1001, ALICE, "/import", document=exported["document"])
+        await until(lambda: len(telegram.messages_to(1001)) == 2)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    report = telegram.messages_to(1001)[1]["text"]
+    assert report.startswith(texts.import_report_text(ImportReport({"memories": 2}, ()), "en").split("\n")[0])
+    assert {m.content for m in commands.list_memories(ALICE_CALLER).items} == {
+        "likes green tea", "has a cat called Mochi"}
+
+
+def test_import_replying_to_a_file_and_without_a_file(telegram, settings, commands, uow_factory):
+    upload = telegram.add_file(b'{"not": "an export"}', "notes.json")
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "/import")
+        await until(lambda: telegram.messages_to(1001))
+        file_message = telegram.push_message(1001, ALICE, None, document=upload)
+        telegram.push_message(1001, ALICE, "/import", reply_to=file_message)
+        await until(lambda: len(telegram.messages_to(1001)) == 2)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    usage, refused = (m["text"] for m in telegram.messages_to(1001))
+    assert "/import" in usage and refused != usage
+    assert len(telegram.calls_to("getFile")) == 1
+
+
+def test_in_a_group_the_bot_answers_only_when_mentioned_or_replied_to(telegram, settings, commands,
+                                                                      uow_factory):
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(GROUP, ALICE, "hello everyone")
+        mention = telegram.push_message(GROUP, ALICE, "@mnemo_test_bot I like green tea",
+                                        entities=[{"type": "mention", "offset": 0, "length": 15}])
+        [answer] = await until(lambda: telegram.messages_to(GROUP["id"]))
+        assert answer["reply_to_message"]["message_id"] == mention["message_id"]
+        telegram.push_message(GROUP, ALICE, "and coffee", reply_to=answer)
+        telegram.push_message(GROUP, BOB, "and me?", reply_to=mention)  # a reply to Alice, not to the bot
+        await until(lambda: len(telegram.messages_to(GROUP["id"])) == 2)
+        await settled(telegram)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    assert len(telegram.messages_to(GROUP["id"])) == 2 and telegram.messages_to(1001) == []
+    with uow_factory() as uow:
+        said = uow.session.scalars(select(ConversationTurn.text).where(ConversationTurn.role == "user")
+                                   .order_by(ConversationTurn.id)).all()
+    assert said == ["I like green tea", "and coffee"]
+
+
+def test_group_memories_are_answered_in_private_or_not_at_all(telegram, settings, commands, uow_factory):
+    commands.remember(ALICE_CALLER, "likes green tea")
+    commands.remember(Caller("telegram", "1002", "Bob"), "喜欢猫")
+    telegram.forbid_chat(1002)  # Bob never started the bot
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(GROUP, ALICE, "/memories@mnemo_test_bot")
+        await until(lambda: telegram.messages_to(1001))
+        telegram.push_message(GROUP, BOB, "/memories")
+        await until(lambda: telegram.messages_to(GROUP["id"]))
+        await settled(telegram)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    [private] = telegram.messages_to(1001)
+    assert "likes green tea" in private["text"]
+    [note] = telegram.messages_to(GROUP["id"])
+    assert "/start" in note["text"] and "猫" not in note["text"] and "tea" not in note["text"]
+
+
+def test_flood_control_is_waited_out_and_the_message_sent_again(telegram, settings, commands, uow_factory):
+    telegram.fail_next(429, retry_after=1, method="sendMessage")
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "/help")
+        await until(lambda: telegram.messages_to(1001))
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    refused, accepted = telegram.calls_to("sendMessage")
+    assert accepted.at - refused.at >= 1.0
+    assert [m["text"] for m in telegram.messages_to(1001)] == [texts.help_text("en")]
+
+
+def test_a_slow_llm_reply_does_not_hold_other_users(telegram, settings, commands, uow_factory, llm):
+    llm.queue_reply(llm_turn("Sorry for the wait."), delay=2.0)
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "hi")
+        await until(lambda: llm.chat_requests())
+        telegram.push_message(1002, BOB, "/help")
+        await until(lambda: telegram.messages_to(1002))
+        assert telegram.messages_to(1001) == []  # Alice's reply is still on its way
+        await until(lambda: telegram.messages_to(1001))
+
+    run_bot(settings, conversation(uow_factory, settings, llm), commands, scenario)
+
+    assert telegram.messages_to(1002)[0]["text"] == texts.help_text("zh")
+
+
+def test_an_unexpected_error_is_logged_and_the_user_told(telegram, settings, commands, uow_factory,
+                                                         monkeypatch, caplog):
+    def broken(_caller):
+        raise RuntimeError("database on fire")
+
+    monkeypatch.setattr(commands, "list_reminders", broken)
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "/reminders")
+        await until(lambda: telegram.messages_to(1001))
+
+    with caplog.at_level(logging.ERROR, logger="bot.telegram_bot"):
+        run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    assert telegram.messages_to(1001)[0]["text"].startswith("Sorry, something went wrong")
+    [record] = [r for r in caplog.records if r.name == "bot.telegram_bot"]
+    assert record.exc_info and "database on fire" in str(record.exc_info[1])
+
+
+def test_a_reminder_set_in_telegram_is_snoozed_by_button_and_pinged_to_the_users_chat(
+        telegram, settings, commands, uow_factory):
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "/remind tomorrow 9am drink water")
+        await until(lambda: telegram.messages_to(1001))
+        telegram.push_message(1001, ALICE, "/reminders")
+        listed = (await until(lambda: telegram.messages_to(1001)[1:]))[0]
+        _done, snooze, cancel = buttons(listed)
+        assert "drink water" in listed["text"] and snooze["callback_data"].startswith("rs:1001:")
+
+        telegram.push_callback(BOB, listed, cancel["callback_data"])
+        await until(lambda: telegram.callback_answers)
+        telegram.push_callback(ALICE, listed, snooze["callback_data"])
+        await until(lambda: len(telegram.callback_answers) == 2)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    refused, snoozed = telegram.callback_answers
+    assert refused["show_alert"] and not snoozed["show_alert"] and "remind you again" in snoozed["text"]
+    [pending] = commands.list_reminders(ALICE_CALLER)
+    assert pending.status == "pending" and pending.due_at < datetime.now(UTC) + timedelta(minutes=11)
+    later = datetime.now(UTC) + timedelta(days=2)
+    [claim] = claim_due_reminders(uow_factory, later)
+    sender = TelegramSender(telegram.base_url, telegram.token)
+    assert deliver_reminder(uow_factory, {"telegram": sender}, claim.todo_id, claim.attempt, later).kind == "sent"
+    assert "drink water" in telegram.messages_to(1001)[-1]["text"]
+
+
+def test_split_message_prefers_line_then_sentence_boundaries_and_never_exceeds_the_limit():
+    assert split_message("a" * 10 + "\n" + "b" * 10, limit=15) == ["a" * 10, "b" * 10]
+    assert split_message("First one. Second one. Third", limit=25) == ["First one. Second one.", "Third"]
+    assert split_message("x" * 40, limit=16) == ["x" * 16, "x" * 16, "x" * 8]
+    assert all(utf16_len(part) <= 7 for part in split_message("😀" * 20, limit=7))
+
+
+def test_the_note_moves_to_its_own_message_when_the_last_part_is_full():
+    reply = Reply(text="y" * TEXT_LIMIT, emotion=UNKNOWN, strategy=PLAIN_STRATEGY, offline=True)
+
+    parts = reply_messages(reply, "zh-CN")
+
+    assert [utf16_len(p.text) for p in parts] == [TEXT_LIMIT, utf16_len(parts[1].text)]
+    assert parts[1].text.startswith("离线模式") and parts[1].entities[0].offset == 0
