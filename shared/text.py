@@ -14,18 +14,19 @@ MAX_STORED_CHARS = 20_000
 def clean_text(value: str, limit: int = MAX_STORED_CHARS) -> str:
     """``value`` without NUL bytes or unpaired surrogates (Postgres rejects both), cut to ``limit``."""
     cleaned = value.replace("\x00", "")
-    cleaned = cleaned.encode("utf-8", "replace").decode("utf-8") if _has_surrogates(cleaned) else cleaned
+    cleaned = cleaned if is_utf8_encodable(cleaned) else cleaned.encode("utf-8", "replace").decode("utf-8")
     if len(cleaned) > limit:
         cleaned = cleaned[: limit - 1] + "…"
     return cleaned
 
 
-def _has_surrogates(value: str) -> bool:
+def is_utf8_encodable(value: str) -> bool:
+    """False for text holding unpaired surrogates (which PostgreSQL cannot store)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return True
-    return False
+        return False
+    return True
 
 
 def estimate_tokens(text: str) -> int:

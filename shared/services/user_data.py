@@ -29,7 +29,7 @@ from shared.db.models import MEMORY_SOURCES, MEMORY_TIERS, MEMORY_TYPES, ROLES, 
 from shared.db.uow import UnitOfWork
 from shared.errors import InvalidCommand
 from shared.repositories.memories import snapshot
-from shared.text import estimate_tokens
+from shared.text import estimate_tokens, is_utf8_encodable
 
 EXPORT_FORMAT = "mnemo-export"
 EXPORT_VERSION = 1
@@ -421,19 +421,11 @@ def _no_constant(name: str) -> None:
 def _storable(value: Any) -> bool:
     """JSON that PostgreSQL's jsonb accepts: no NUL and no lone surrogates in any key or string."""
     if isinstance(value, str):
-        return "\x00" not in value and _encodable(value)
+        return "\x00" not in value and is_utf8_encodable(value)
     if isinstance(value, dict):
         return all(_storable(key) and _storable(item) for key, item in value.items())
     if isinstance(value, list):
         return all(_storable(item) for item in value)
-    return True
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
     return True
 
 
