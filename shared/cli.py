@@ -140,6 +140,12 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     hot.add_argument("--llm-seconds", type=float, default=2.0)
     hot.add_argument("--messages", type=int, default=200)
     hot.add_argument("--out", default="bench/results", help="where the JSON figures go")
+    quality = suites.add_parser("quality", help="retrieval quality on LoCoMo (en) and MADial-Bench (zh) vs BM25")
+    quality.add_argument("--locomo", default="../shared/data/locomo/locomo-dev.json", help="LoCoMo JSON file")
+    quality.add_argument("--madial", default="../shared/data/madial-zh", help="MADial-Bench directory")
+    quality.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    quality.add_argument("--quick", action="store_true", help="one conversation and 20 dialogues")
+    quality.add_argument("--out", default="bench/results")
     dedup = suites.add_parser("dedup", help="nightly dedup time at growing sizes (near-linear?)")
     dedup.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     dedup.add_argument("--sizes", default="10000,100000", help="comma-separated memory counts")
@@ -149,6 +155,13 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_bench(_settings: Settings, args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    if args.suite == "quality":
+        from bench import quality
+
+        figures = quality.run(Path(args.locomo), Path(args.madial), args.database_url, Path(args.out),
+                              quick=args.quick)
+        print(quality.report(figures))
+        return 0
     if args.suite == "dedup":
         from bench import dedup
 

@@ -4,8 +4,11 @@ PostgreSQL (pgvector), both migrated; a clean unit of work per test."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -43,11 +46,22 @@ def system_pg_admin_url() -> str:
     return SYSTEM_PG_ADMIN_URL
 
 
+@contextmanager
+def server_data_dir() -> Iterator[Path]:
+    """A data directory for an embedded server, outside pytest's private temp root: another pytest
+    run locks that root down (mode 0700) when it starts, while the server, running as its own user,
+    must still reach its files."""
+    path = Path(tempfile.mkdtemp(prefix="mnemo-test-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def embedded_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres]:
+def embedded_pg() -> Iterator[EmbeddedPostgres]:
     """The embedded PostgreSQL 18 with pgvector, in a temporary data directory."""
-    data_dir = Path(tmp_path_factory.mktemp("embedded"))
-    with EmbeddedPostgres(data_dir) as server:
+    with server_data_dir() as data_dir, EmbeddedPostgres(data_dir) as server:
         yield server
 
 

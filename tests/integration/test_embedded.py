@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -15,6 +16,7 @@ import pytest
 
 from shared.db import migrate
 from shared.embedded import EmbeddedPostgres, server_pid
+from tests.conftest import server_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLDER = textwrap.dedent("""
@@ -27,6 +29,13 @@ HOLDER = textwrap.dedent("""
         print("ready", flush=True)
         time.sleep(120)
 """)
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """Each test's data directory, outside pytest's private temp root (see ``server_data_dir``)."""
+    with server_data_dir() as path:
+        yield path
 
 
 def embedded_env(data_dir: Path) -> dict[str, str]:

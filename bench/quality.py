@@ -1,0 +1,246 @@
+"""Retrieval-quality benchmark: the product's own ingestion and recall on LoCoMo and MADial-Bench.
+
+Every turn (LoCoMo) or archive entry (MADial) is stored as one of that user's memories through the
+ORM, so ``search_tokens`` come from the product's tokenizer, and every question is answered by
+``shared.retrieval.recall_for_turn``. A plain BM25 (rank_bm25) over the same data runs beside it
+as the baseline. Writes ``quality.json`` to the output directory; ``report`` renders the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from bench.datasets import LOCOMO_CATEGORIES, Conversation, load_locomo, load_madial, session_of
+
+TOP_N = 20
+LOCOMO_KS = (1, 5, 10, 20)
+MADIAL_KS = (1, 3, 5, 10)
+QUICK_CONVERSATIONS = 1
+QUICK_DIALOGUES = 20
+QUERY_DAY_AFTER = timedelta(days=1)
+"""Questions are asked the day after the last session (LoCoMo) or the latest memory (MADial)."""
+TARGETS = {"locomo_recall_any@10": 0.75, "madial_recall@5": 0.60}
+PROGRESS_EVERY = 25
+LABEL_WIDTH = 22
+
+Ranked = list[str]
+"""External ids (LoCoMo dia ids, MADial memory ids), best first."""
+
+
+def recall_any(ranked: Sequence, relevant: Sequence, k: int) -> float:
+    """1 when at least one relevant item is in the top ``k``."""
+    return 1.0 if set(ranked[:k]) & set(relevant) else 0.0
+
+
+def recall_all(ranked: Sequence, relevant: Sequence, k: int) -> float:
+    """1 when every relevant item is in the top ``k``."""
+    return 1.0 if set(relevant) <= set(ranked[:k]) else 0.0
+
+
+def recall_share(ranked: Sequence, relevant: Sequence, k: int) -> float:
+    """The share of the relevant items found in the top ``k``."""
+    wanted = set(relevant)
+    return len(set(ranked[:k]) & wanted) / len(wanted) if wanted else 0.0
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def locomo_figures(rows: list[tuple[int, Ranked, tuple[str, ...]]]) -> dict:
+    """Overall and per-category recall from ``(category, ranked dia ids, evidence)`` rows."""
+    groups = {"overall": rows} | {f"{c} {name}": [r for r in rows if r[0] == c]
+                                  for c, name in LOCOMO_CATEGORIES.items()}
+    return {name: _locomo_group(group) for name, group in groups.items() if group}
+
+
+def _locomo_group(rows: list[tuple[int, Ranked, tuple[str, ...]]]) -> dict:
+    figures: dict[str, float] = {"questions": len(rows)}
+    for k in LOCOMO_KS:
+        figures[f"recall_any@{k}"] = mean([recall_any(ranked, evidence, k) for _, ranked, evidence in rows])
+        figures[f"recall_all@{k}"] = mean([recall_all(ranked, evidence, k) for _, ranked, evidence in rows])
+        figures[f"session_recall@{k}"] = mean([
+            recall_share([session_of(d) for d in ranked], [session_of(d) for d in evidence], k)
+            for _, ranked, evidence in rows])
+    return figures
+
+
+def madial_figures(rows: list[tuple[Ranked, tuple[str, ...]]]) -> dict:
+    return {f"recall@{k}": mean([recall_share(ranked, relevant, k) for ranked, relevant in rows]) for k in MADIAL_KS}
+
+
+class Progress:
+    """A counter line on stderr for the long loops."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total, self.done = label, total, 0
+
+    def step(self) -> None:
+        self.done += 1
+        if self.done % PROGRESS_EVERY == 0 or self.done == self.total:
+            end = "\n" if self.done == self.total else ""
+            print(f"\r{self.label}: {self.done}/{self.total}", end=end, file=sys.stderr, flush=True)
+
+
+class BM25Ranking:
+    """The baseline: rank_bm25's BM25Okapi over pre-tokenised documents."""
+
+    def __init__(self, keys: Sequence[str], documents: Sequence[list[str]]) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self._keys = list(keys)
+        self._bm25 = BM25Okapi([tokens or [""] for tokens in documents])
+
+    def rank(self, query: list[str]) -> Ranked:
+        scores = self._bm25.get_scores(query) if query else [0.0] * len(self._keys)
+        order = sorted(range(len(self._keys)), key=lambda i: -scores[i])
+        return [self._keys[i] for i in order[:TOP_N] if scores[i] > 0]
+
+
+def jieba_tokens(text: str) -> list[str]:
+    """Plain jieba words without punctuation or whitespace (the MADial baseline's tokens)."""
+    import jieba
+
+    return [word for word in jieba.lcut(text) if any(ch.isalnum() for ch in word)]
+
+
+def madial_query(user_lines: Sequence[str]) -> str:
+    """One text for the product's retrieval: the user's lines, most recent first (the query keeps
+    only its first terms, and the latest lines say what the user is talking about now)."""
+    return " ".join(reversed(user_lines))
+
+
+def ingest(uow, platform_user_id: str, items: Sequence[tuple[str, str, datetime]]) -> tuple[int, dict[int, str]]:
+    """Stores ``(key, text, time)`` items as one user's stated event memories; returns the user and
+    memory id → key. The ORM listener computes the search tokens with the product's tokenizer."""
+    from shared.db.memory_models import Memory
+    from shared.services.memory_writes import STATED_CONFIDENCE
+    from shared.text import clean_text
+
+    user_id = uow.users.identify("console", platform_user_id).user_id
+    memories = [Memory(user_id=user_id, type="event", source="user_stated", content=clean_text(text),
+                       confidence=STATED_CONFIDENCE, created_at=at, updated_at=at, last_accessed=at)
+                for _, text, at in items]
+    uow.session.add_all(memories)
+    uow.session.flush()
+    keys = {memory.id: key for memory, (key, _, _) in zip(memories, items, strict=True)}
+    uow.commit()
+    return user_id, keys
+
+
+def mnemo_rank(uow, user_id: int, query: str, now: datetime, keys: dict[int, str]) -> Ranked:
+    from shared.retrieval import recall_for_turn
+
+    recall = recall_for_turn(uow, user_id, query, now=now, limit=TOP_N)
+    return [keys[item.memory.id] for item in recall.memories]
+
+
+def run_locomo(new_uow: Callable, conversations: list[Conversation]) -> dict:
+    """Mnemo and BM25 rankings for every question, per conversation (one user each)."""
+    from shared.tokenizer import tokenize
+
+    rows: dict[str, list] = {"mnemo": [], "bm25": []}
+    progress = Progress("LoCoMo questions", sum(len(c.questions) for c in conversations))
+    for index, conversation in enumerate(conversations):
+        turns = conversation.turns
+        now = max(turn.at for turn in turns) + QUERY_DAY_AFTER
+        bm25 = BM25Ranking([t.dia_id for t in turns], [tokenize(t.text) for t in turns])
+        with new_uow() as uow:
+            user_id, keys = ingest(uow, f"locomo-{index}-{conversation.sample_id}",
+                                   [(t.dia_id, t.text, t.at) for t in turns])
+            for question in conversation.questions:
+                ranked = mnemo_rank(uow, user_id, question.question, now, keys)
+                rows["mnemo"].append((question.category, ranked, question.evidence))
+                rows["bm25"].append((question.category, bm25.rank(tokenize(question.question)), question.evidence))
+                progress.step()
+    return {system: locomo_figures(found) for system, found in rows.items()}
+
+
+def run_madial(new_uow: Callable, archive: list, dialogues: list) -> dict:
+    """Mnemo and BM25 rankings of the user's archive for every dialogue."""
+    rows: dict[str, list] = {"mnemo": [], "bm25": []}
+    now = max(memory.at for memory in archive) + QUERY_DAY_AFTER
+    bm25 = BM25Ranking([m.id for m in archive], [jieba_tokens(m.text) for m in archive])
+    progress = Progress("MADial dialogues", len(dialogues))
+    with new_uow() as uow:
+        user_id, keys = ingest(uow, "madial-user", [(m.id, m.text, m.at) for m in archive])
+        for dialogue in dialogues:
+            rows["mnemo"].append((mnemo_rank(uow, user_id, madial_query(dialogue.user_lines), now, keys),
+                                  dialogue.relevant))
+            rows["bm25"].append((bm25.rank(jieba_tokens(" ".join(dialogue.user_lines))), dialogue.relevant))
+            progress.step()
+    return {system: madial_figures(found) for system, found in rows.items()}
+
+
+def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: Path, quick: bool = False) -> dict:
+    """Both benchmarks on a scratch database; writes ``quality.json`` and returns the figures."""
+    from bench.hot_path import scratch_database
+    from shared.db.engine import make_engine, session_factory
+    from shared.db.uow import UnitOfWork
+
+    started = time.perf_counter()
+    conversations = load_locomo(Path(locomo_path), QUICK_CONVERSATIONS if quick else None)
+    archive, dialogues = load_madial(Path(madial_dir), QUICK_DIALOGUES if quick else None)
+    with scratch_database(database_url) as url:
+        engine = make_engine(url)
+        factory = session_factory(engine)
+        try:
+            locomo = run_locomo(lambda: UnitOfWork(factory), conversations)
+            madial = run_madial(lambda: UnitOfWork(factory), archive, dialogues)
+        finally:
+            engine.dispose()
+    figures = {
+        "quick": quick,
+        "mode": "lexical",
+        "locomo": {"conversations": len(conversations), "memories": sum(len(c.turns) for c in conversations),
+                   "questions": sum(len(c.questions) for c in conversations),
+                   "skipped_questions": sum(c.skipped_questions for c in conversations), **locomo},
+        "madial": {"dialogues": len(dialogues), "memories": len(archive), **madial},
+        "headline": _headline(locomo, madial),
+        "elapsed_s": round(time.perf_counter() - started, 1),
+    }
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "quality.json").write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+    return figures
+
+
+def _headline(locomo: dict, madial: dict) -> dict:
+    pairs = {"locomo_recall_any@10": (locomo["mnemo"].get("overall", {}).get("recall_any@10", 0.0),
+                                      locomo["bm25"].get("overall", {}).get("recall_any@10", 0.0)),
+             "madial_recall@5": (madial["mnemo"]["recall@5"], madial["bm25"]["recall@5"])}
+    return {name: {"mnemo": mnemo, "bm25": bm25, "ratio": mnemo / bm25 if bm25 else None,
+                   "target": TARGETS[name], "met": mnemo >= TARGETS[name]}
+            for name, (mnemo, bm25) in pairs.items()}
+
+
+def report(figures: dict) -> str:
+    """The figures as a plain-text table, Mnemo beside BM25."""
+    lo, ma = figures["locomo"], figures["madial"]
+    lines = [f"Retrieval quality{' (quick)' if figures['quick'] else ''}, {figures['mode']} mode, "
+             f"{figures['elapsed_s']} s",
+             f"LoCoMo: {lo['questions']} questions (categories 1-4, {lo['skipped_questions']} without resolvable "
+             f"evidence skipped) over {lo['memories']} turns in {lo['conversations']} conversations"]
+    for metric in ("recall_any", "recall_all", "session_recall"):
+        lines.append(f"  {metric:<{LABEL_WIDTH + 5}}" + "".join(f"{'@' + str(k):>7}" for k in LOCOMO_KS))
+        for group in lo["mnemo"]:
+            for system in ("mnemo", "bm25"):
+                values = lo[system][group]
+                label = f"{group} ({values['questions']})" if system == "mnemo" else ""
+                lines.append(f"    {label:<{LABEL_WIDTH}}{system:<6}" + "".join(f"{values[f'{metric}@{k}']:>7.3f}"
+                                                                   for k in LOCOMO_KS))
+    lines.append(f"MADial-zh: {ma['dialogues']} dialogues, {ma['memories']} memories in the archive")
+    lines.append(f"  {'recall':<{LABEL_WIDTH + 5}}" + "".join(f"{'@' + str(k):>7}" for k in MADIAL_KS))
+    for system in ("mnemo", "bm25"):
+        found = "".join(f"{ma[system][f'recall@{k}']:>7.3f}" for k in MADIAL_KS)
+        lines.append(f"    {'':<{LABEL_WIDTH}}{system:<6}{found}")
+    for name, h in figures["headline"].items():
+        ratio = f"x{h['ratio']:.2f}" if h["ratio"] is not None else "n/a"
+        lines.append(f"{name}: Mnemo {h['mnemo']:.3f} vs BM25 {h['bm25']:.3f} ({ratio}); target >= {h['target']:.2f} "
+                     f"{'met' if h['met'] else 'NOT met'}")
+    return "\n".join(lines)
