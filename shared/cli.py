@@ -146,6 +146,12 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     quality.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     quality.add_argument("--quick", action="store_true", help="one conversation and 20 dialogues")
     quality.add_argument("--out", default="bench/results")
+    scale = suites.add_parser("scale", help="retrieval and hot-path latency at 10k, 100k and 1M memories")
+    scale.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    scale.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated memory counts")
+    scale.add_argument("--users", type=int, default=10_000)
+    scale.add_argument("--queries", type=int, default=1000)
+    scale.add_argument("--out", default="bench/results")
     dedup = suites.add_parser("dedup", help="nightly dedup time at growing sizes (near-linear?)")
     dedup.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     dedup.add_argument("--sizes", default="10000,100000", help="comma-separated memory counts")
@@ -161,6 +167,13 @@ def _run_bench(_settings: Settings, args: argparse.Namespace) -> int:
         figures = quality.run(Path(args.locomo), Path(args.madial), args.database_url, Path(args.out),
                               quick=args.quick)
         print(quality.report(figures))
+        return 0
+    if args.suite == "scale":
+        from bench import scale
+
+        sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
+        print(scale.report(scale.run(args.database_url, sizes=sizes, users=args.users, out_dir=Path(args.out),
+                                     queries=args.queries)))
         return 0
     if args.suite == "dedup":
         from bench import dedup

@@ -51,6 +51,8 @@ class Memory(Base):
         Index("ix_memories_search_tsv", "search_tsv", postgresql_using="gin"),
         Index("ix_memories_user_active", "user_id", "type",
               postgresql_where=text("deleted_at IS NULL AND superseded_by IS NULL")),
+        Index("ix_memories_user_active_id", "user_id", text("id DESC"),
+              postgresql_where=text("deleted_at IS NULL AND superseded_by IS NULL")),
         Index(None, "user_id", "subject", "predicate"),
         Index(None, "user_id", "last_accessed"),
         one_of("type", MEMORY_TYPES),

@@ -1,0 +1,37 @@
+"""The scale benchmark runs end to end at tiny sizes on the system PostgreSQL (figures are not asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import scale
+
+
+def test_scale_bench_writes_latencies_for_every_size_and_explains_the_slowest_query(
+        system_pg_admin_url: str, tmp_path: Path) -> None:
+    figures = scale.run(system_pg_admin_url, sizes=(200, 1000), users=20, out_dir=tmp_path, queries=20)
+
+    written = json.loads((tmp_path / "scale.json").read_text())
+    assert written == figures
+    assert [step["memories"] for step in written["sizes"]] == [200, 1000]
+    for step in written["sizes"]:
+        for part in ("retrieval", "hot_path", "heaviest_user"):
+            assert 0 < step[part]["p50_ms"] <= step[part]["p95_ms"] <= step[part]["p99_ms"] <= step[part]["max_ms"]
+        assert step["retrieval"]["count"] == step["hot_path"]["count"] == 20
+        assert step["load_s"] > 0
+        assert "text_candidates" in step["explain_slowest"]["plans"]
+    assert "target retrieval p99" in scale.report(written)
+
+
+def test_memory_rows_carry_the_product_tokens_of_their_text() -> None:
+    import random
+
+    from shared.tokenizer import search_text
+
+    rng = random.Random(1)
+    rows = scale.memory_rows(scale.sentence_pool(rng, size=50), users=5, rng=rng, now=scale.datetime.now(scale.UTC))
+    for row in (next(rows) for _ in range(200)):
+        assert 1 <= row[0] <= 5
+        assert row[1] in ("preference", "fact", "event", "person")
+        assert set(row[7].split()) == set(search_text([row[2]]).split())
