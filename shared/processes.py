@@ -7,6 +7,7 @@ stopped (TERM, then KILL after a grace period) before the owner stops the databa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -47,5 +48,10 @@ def stop_processes(processes: list[subprocess.Popen], grace: float = STOP_GRACE_
             process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             log.warning("%s did not stop within %ss; killing it", process.args, grace)
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        _kill_group(process.pid)  # also pool children a stopped worker may have left behind
+        process.wait()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
+        os.killpg(pgid, signal.SIGKILL)
