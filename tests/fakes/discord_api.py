@@ -43,9 +43,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 _log = logging.getLogger(__name__)
 API_PREFIX = "/api/v10"
@@ -139,17 +141,8 @@ class _Answer:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False
-    request_queue_size = 128
-
-    def __init__(self, fake: FakeDiscord) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-
-
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackServer
     protocol_version = "HTTP/1.0"
     timeout = 10.0
 
@@ -193,10 +186,14 @@ class _Handler(BaseHTTPRequestHandler):
         _log.debug("fake discord: " + format, *args)
 
 
-class FakeDiscord:
+class FakeDiscord(LoopbackFake):
     """A scriptable Discord REST API on 127.0.0.1; use as a context manager."""
 
+    handler = _Handler
+    api_root = API_PREFIX
+
     def __init__(self, token: str = "discord-token", *, bot_id: str = "1000000000000000001") -> None:
+        super().__init__()
         self.token = token
         self.bot_user = {"id": bot_id, "username": "Mnemo", "discriminator": "0", "global_name": None,
                          "avatar": None, "bot": True}
@@ -216,9 +213,6 @@ class FakeDiscord:
         self._syncs: list[dict[str, Any]] = []
         self._typing: list[str] = []
         self._cdn: dict[str, bytes] = {}
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
         self.application = {"id": bot_id, "name": "Mnemo", "description": "", "icon": None, "bot_public": True,
                             "bot_require_code_grant": False, "verify_key": "0" * 64, "flags": 0,
                             "owner": {"id": "1000000000000000002", "username": "owner", "discriminator": "0",
@@ -236,39 +230,6 @@ class FakeDiscord:
         self.add_route("PUT", r"/applications/(?P<app_id>\d+)/commands", self._sync_commands)
         self.add_route("PUT", r"/applications/(?P<app_id>\d+)/guilds/(?P<guild_id>\d+)/commands",
                        self._sync_commands)
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/api/v10``, as ``DISCORD_API_BASE_URL``."""
-        if self._server is None:
-            raise RuntimeError("FakeDiscord is not running; call start() first")
-        return f"http://127.0.0.1:{self._server.server_address[1]}{API_PREFIX}"
-
-    def start(self) -> FakeDiscord:
-        if self._server is not None:
-            raise RuntimeError("FakeDiscord is already running")
-        self._stopping.clear()
-        self._server = _Server(self)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"FakeDiscord:{self._server.server_address[1]}", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Shut down, cut stalls short, close the socket and join the threads (idempotent)."""
-        server, thread, self._server, self._thread = self._server, self._thread, None, None
-        if server is None or thread is None:
-            return
-        self._stopping.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-    def __enter__(self) -> FakeDiscord:
-        return self.start()
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stop()
 
     def add_route(self, method: str, pattern: str, handler: Callable[[DiscordRequest], Any], *,
                   auth: bool = True) -> None:

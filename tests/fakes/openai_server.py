@@ -30,8 +30,10 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 Content = str | dict[str, Any]
 Responder = Callable[[dict[str, Any]], Content]
@@ -161,17 +163,8 @@ def _failure_response(failure: _Failure) -> _Response:
     return _Response(failure.status, failure.body, headers, failure.delay)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # so server_close() joins the request threads
-    request_queue_size = 128  # bursts of concurrent SDK calls must not overflow the backlog
-
-    def __init__(self, fake: FakeOpenAI) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-
-
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackServer
     protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers at shutdown
     timeout = 10.0
 
@@ -197,8 +190,11 @@ class _Handler(BaseHTTPRequestHandler):
         _log.debug("fake openai: " + format, *args)
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackFake):
     """A scriptable OpenAI-compatible server on 127.0.0.1; use as a context manager."""
+
+    handler = _Handler
+    api_root = "/v1"
 
     def __init__(
         self,
@@ -209,6 +205,7 @@ class FakeOpenAI:
         embedding_dim: int = 384,
         latency: float = 0.0,
     ) -> None:
+        super().__init__()
         self.models = list(models)
         self.api_key = api_key
         self.json_schema_supported = json_schema_supported
@@ -219,45 +216,6 @@ class FakeOpenAI:
         self._chat_script: deque[_Reply | _Failure] = deque()
         self._embedding_failures: deque[_Failure] = deque()
         self._responder: Responder = default_responder
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        """The API root to give the SDK, e.g. ``http://127.0.0.1:PORT/v1``."""
-        if self._server is None:
-            raise RuntimeError("FakeOpenAI is not running; call start() first")
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def start(self) -> FakeOpenAI:
-        """Bind an ephemeral port and serve from a daemon thread."""
-        if self._server is not None:
-            raise RuntimeError("FakeOpenAI is already running")
-        self._stopping.clear()
-        self._server = _Server(self)
-        name = f"FakeOpenAI:{self._server.server_address[1]}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Shut the server down, close its socket and join its threads (idempotent)."""
-        server, thread, self._server, self._thread = self._server, self._thread, None, None
-        if server is None or thread is None:
-            return
-        self._stopping.set()  # cut any pending reply delay short
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stop()
 
     def queue_reply(self, content: Content, *, delay: float = 0.0) -> None:
         """Append a chat reply; a dict is JSON-encoded into the message content."""

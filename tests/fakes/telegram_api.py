@@ -39,9 +39,11 @@ from dataclasses import dataclass
 from email.message import Message as MimeMessage
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -96,17 +98,8 @@ class _StoredFile:
     path: str
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # so server_close() joins the request threads
-    request_queue_size = 128
-
-    def __init__(self, fake: FakeTelegram) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-
-
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackServer
     protocol_version = "HTTP/1.0"
     timeout = 10.0
 
@@ -136,10 +129,14 @@ class _Handler(BaseHTTPRequestHandler):
         _log.debug("fake telegram: " + format, *args)
 
 
-class FakeTelegram:
+class FakeTelegram(LoopbackFake):
     """A scriptable Bot API on 127.0.0.1; use as a context manager."""
 
+    handler = _Handler
+    api_root = "/bot"
+
     def __init__(self, token: str = "123:ABC", *, bot_username: str = "mnemo_test_bot") -> None:
+        super().__init__()
         self.token = token
         self.bot_user = {"id": int(token.split(":")[0]) if token.split(":")[0].isdigit() else 1, "is_bot": True,
                          "first_name": "Mnemo", "username": bot_username, "can_join_groups": True,
@@ -172,49 +169,15 @@ class FakeTelegram:
         self._actions: list[dict[str, Any]] = []
         self._forbidden: dict[int | str, str] = {}
         self._chats: dict[int | str, dict[str, Any]] = {}
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/bot``: the token and ``/method`` are appended to it."""
-        if self._server is None:
-            raise RuntimeError("FakeTelegram is not running; call start() first")
-        return f"http://127.0.0.1:{self._server.server_address[1]}/bot"
 
     @property
     def base_file_url(self) -> str:
         """``http://127.0.0.1:PORT/file/bot``: the token and ``/file_path`` are appended to it."""
         return self.base_url.removesuffix("/bot") + "/file/bot"
 
-    def start(self) -> FakeTelegram:
-        if self._server is not None:
-            raise RuntimeError("FakeTelegram is already running")
-        self._stopping.clear()
-        self._server = _Server(self)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"FakeTelegram:{self._server.server_address[1]}", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Shut down, cut stalls and long polls short, close the socket and join the threads (idempotent)."""
-        server, thread, self._server, self._thread = self._server, self._thread, None, None
-        if server is None or thread is None:
-            return
-        self._stopping.set()
+    def _wake_waiters(self) -> None:
         with self._updates_ready:
             self._updates_ready.notify_all()
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-    def __enter__(self) -> FakeTelegram:
-        return self.start()
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stop()
 
     # -- scripting -------------------------------------------------------------------------------
 
