@@ -8,6 +8,7 @@ from alembic import context
 from shared.db.engine import make_engine, sqlalchemy_url
 from shared.db.memory_models import Base
 from shared.db.token_models import OneTimeToken  # noqa: F401  (puts one_time_tokens in the metadata)
+from shared.db.web_session_models import WebSession  # noqa: F401  (puts web_sessions in the metadata)
 from shared.settings import load_settings
 
 IGNORED_TABLES = frozenset({"kombu_message", "kombu_queue"})

@@ -12,7 +12,7 @@ from itertools import count
 
 from bot.console_commands import ConsoleCommands
 from shared.bootstrap import Runtime
-from shared.services.commands import Caller, MemoryCommands
+from shared.services.commands import Caller
 from shared.services.conversation import ConversationService
 from shared.services.messages import IncomingMessage, Reply
 from shared.services.reminders import console_reminders_sent_since
@@ -144,7 +144,7 @@ def console_locale() -> str:
 def run_chat(settings: Settings, *, user: str | None = None, workers: bool | None = None) -> int:
     """`mnemo chat`: the console on the configured (or embedded) database, with a worker and beat
     beside it on the embedded default (or when ``workers`` is True)."""
-    from shared.bootstrap import conversation_service, runtime
+    from shared.bootstrap import conversation_service, memory_commands, runtime
     from shared.processes import background_processes
 
     user = user or console_user()
@@ -154,9 +154,8 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
             print("No LLM_BASE_URL: offline mode (rule-based replies). See .env.example to connect a model.")
         caller = Caller(platform="console", platform_user_id=user, display_name=user, locale=console_locale(),
                         platform_chat_id=CONSOLE_CHAT_ID)
-        commands = ConsoleCommands(MemoryCommands(rt.uow, default_timezone=settings.default_timezone,
-                                                  embeddings_wanted=service.embedder is not None),
-                                   caller, ask=input, export_dir=settings.data_dir / "exports")
+        commands = ConsoleCommands(memory_commands(rt, embeddings_wanted=service.embedder is not None), caller,
+                                   ask=input, export_dir=settings.data_dir / "exports")
         start_workers = settings.uses_embedded_database if workers is None else workers
         helpers = background_processes(rt.database_url, settings.data_dir / "logs") if start_workers else nullcontext()
         with helpers:

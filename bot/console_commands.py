@@ -3,7 +3,7 @@
 ``/memories [type] [search]`` (then ``/more``), ``/memories why <id>``, ``/forget <id|search|all>``
 (asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>``, ``/cancel|/done <id>``,
 ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
-``/link [code]``, ``/unlink``, ``/help``.
+``/link [code]``, ``/unlink``, ``/panel``, ``/help``.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class ConsoleCommands:
             "/resume": lambda _arg: (c.resume(caller), texts.paused_text(False, locale))[1],
             "/link": self._link,
             "/unlink": lambda _arg: (c.unlink(caller), texts.unlinked_text(locale))[1],
+            "/panel": lambda _arg: texts.panel_link_text(c.panel_link(caller), locale),
         }
 
     def _memories(self, argument: str) -> str:

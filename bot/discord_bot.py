@@ -138,12 +138,12 @@ def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None 
         where = f"guild {guild_id}" if guild_id is not None else "all guilds (global; may take up to an hour)"
         print(f"Synced {len(names)} commands to {where}: {', '.join('/' + name for name in names)}")
         return 0
-    from shared.bootstrap import conversation_service, runtime
+    from shared.bootstrap import conversation_service, memory_commands, runtime
 
     use_api(settings.discord_api_base_url)
     with runtime(settings) as rt:
-        client = MnemoBot(conversation_service(rt),
-                          MemoryCommands(rt.uow, default_timezone=settings.default_timezone))
+        service = conversation_service(rt)
+        client = MnemoBot(service, memory_commands(rt, embeddings_wanted=service.embedder is not None))
         asyncio.run(_serve(client, token))
     return 0
 

@@ -298,6 +298,13 @@ async def unlink(interaction: discord.Interaction) -> None:
     await send_private(interaction, texts.unlinked_text(interaction.locale.value))
 
 
+@app_commands.command(name="panel", description=describe("panel"))
+async def panel(interaction: discord.Interaction) -> None:
+    """A one-time sign-in link to the web panel, shown to the asker only."""
+    made = await deferred(interaction, memory_commands(interaction).panel_link, caller_of(interaction))
+    await send_private(interaction, texts.panel_link_text(made, interaction.locale.value))
+
+
 @app_commands.command(name="help", description=describe("help"))
 async def help_(interaction: discord.Interaction) -> None:
     """What I can do (answered at once: no database)."""
@@ -305,7 +312,7 @@ async def help_(interaction: discord.Interaction) -> None:
 
 
 COMMANDS = (memories, memories_why, forget, remember, reminders, remind, export, import_, pause, resume, link,
-            unlink, help_)
+            unlink, panel, help_)
 
 
 def install_commands(tree: app_commands.CommandTree) -> None:

@@ -220,6 +220,7 @@ def build_application(settings: Settings, service: ConversationService, commands
         CommandHandler("pause", on_command.pause),
         CommandHandler("resume", on_command.resume),
         CommandHandler("link", on_command.link),
+        CommandHandler("panel", on_command.panel),
         CommandHandler("unlink", on_command.unlink),
         CallbackQueryHandler(on_command.memory_page_button, pattern=r"^mp:"),
         CallbackQueryHandler(on_command.confirmation_button, pattern=r"^c[fx]:"),
@@ -233,7 +234,7 @@ def build_application(settings: Settings, service: ConversationService, commands
 def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: str = "127.0.0.1",
                  port: int = 8443, secret_token: str | None = None) -> int:
     """Run the bot until SIGINT/SIGTERM: long polling, or a webhook server when ``webhook_url`` is given."""
-    from shared.bootstrap import conversation_service, runtime
+    from shared.bootstrap import conversation_service, memory_commands, runtime
 
     if settings.telegram_token is None:
         raise ConfigError("TELEGRAM_TOKEN is not set: create a bot with @BotFather and put its token there")
@@ -242,8 +243,9 @@ def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: 
     if webhook_url is not None and importlib.util.find_spec("tornado") is None:
         raise ConfigError("webhook mode needs python-telegram-bot[webhooks] installed (it serves with tornado)")
     with runtime(settings) as rt:
-        commands = MemoryCommands(rt.uow, default_timezone=settings.default_timezone)
-        application = build_application(settings, conversation_service(rt), commands)
+        service = conversation_service(rt)
+        commands = memory_commands(rt, embeddings_wanted=service.embedder is not None)
+        application = build_application(settings, service, commands)
         if webhook_url is None:
             application.run_polling(allowed_updates=ALLOWED_UPDATES, drop_pending_updates=False)
         else:

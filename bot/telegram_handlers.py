@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from telegram import CallbackQuery, InlineKeyboardMarkup, Message, Update
+from telegram import CallbackQuery, InlineKeyboardMarkup, LinkPreviewOptions, Message, Update
 from telegram.constants import ChatType
 from telegram.error import BadRequest, Forbidden
 from telegram.ext import ContextTypes
@@ -50,14 +50,16 @@ def command_argument(message: Message) -> str:
 
 async def answer_privately(update: Update, context: Context, message: str | None = None, *,
                            markup: InlineKeyboardMarkup | None = None, document: ExportFile | None = None,
-                           ) -> Message | None:
+                           no_preview: bool = False) -> Message | None:
     """Send to the user's private chat; in a group that Telegram refuses, only a neutral note goes to the group."""
     user, chat = update.effective_user, update.effective_chat
     assert user is not None and chat is not None
     try:
         if document is not None:
             return await context.bot.send_document(user.id, document=document.data, filename=document.filename)
-        return await context.bot.send_message(user.id, render.fit_message(message or "…"), reply_markup=markup)
+        preview = LinkPreviewOptions(is_disabled=True) if no_preview else None
+        return await context.bot.send_message(user.id, render.fit_message(message or "…"), reply_markup=markup,
+                                              link_preview_options=preview)
     except (Forbidden, BadRequest) as exc:
         unreachable = isinstance(exc, Forbidden) or "chat not found" in exc.message.lower()
         if chat.type == ChatType.PRIVATE or not unreachable or update.effective_message is None:
@@ -230,6 +232,12 @@ class CommandHandlers:
         caller = caller_of(update)
         await self._call(self.commands.resume, caller)
         await answer_privately(update, context, texts.paused_text(False, caller.locale))
+
+    async def panel(self, update: Update, context: Context) -> None:
+        """``/panel``: a one-time sign-in link to the web panel, in the private chat, without a preview."""
+        caller = caller_of(update)
+        link = await self._call(self.commands.panel_link, caller)
+        await answer_privately(update, context, texts.panel_link_text(link, caller.locale), no_preview=True)
 
     async def link(self, update: Update, context: Context) -> None:
         """``/link``: a one-time code for the other platform; ``/link <code>``: use one; ``/link unlink``."""

@@ -19,6 +19,7 @@ from shared.embedded import EmbeddedPostgres
 from shared.settings import Settings
 
 if TYPE_CHECKING:
+    from shared.services.commands import MemoryCommands
     from shared.services.conversation import ConversationService
 
 
@@ -80,6 +81,18 @@ def conversation_service(rt: Runtime) -> ConversationService:
                                chat_model=ChatModel.from_settings(rt.settings),
                                embedder=make_embedder(rt.settings), vectors=VectorIndex(),
                                dispatch=job_dispatcher(rt))
+
+
+def memory_commands(rt: Runtime, *, embeddings_wanted: bool) -> MemoryCommands:
+    """The memory-command service every front-end of this process shares."""
+    from datetime import timedelta
+
+    from shared.services.commands import MemoryCommands
+
+    settings = rt.settings
+    return MemoryCommands(rt.uow, default_timezone=settings.default_timezone, embeddings_wanted=embeddings_wanted,
+                          panel_url=settings.panel_public_url,
+                          panel_link_lifetime=timedelta(minutes=settings.panel_link_minutes))
 
 
 def job_dispatcher(rt: Runtime) -> Callable[[Iterable[int]], int]:

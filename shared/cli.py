@@ -98,6 +98,17 @@ def _run_telegram(settings: Settings, args: argparse.Namespace) -> int:
                         secret_token=secret)
 
 
+def _api_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="address to listen on (default: API_HOST)")
+    parser.add_argument("--port", type=int, help="port to listen on (default: API_PORT)")
+
+
+def _run_api(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.api.server import run_api
+
+    return run_api(settings, host=args.host, port=args.port)
+
+
 def _worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, help="processes or threads (default: WORKER_CONCURRENCY)")
     parser.add_argument("--pool", default="prefork", choices=("prefork", "threads", "solo"))
@@ -190,6 +201,7 @@ def _run_bench(_settings: Settings, args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Command] = {
+    "api": Command("serve the memory API and the web panel", _api_arguments, _run_api),
     "bench": Command("benchmarks run through the product's own code paths", _bench_arguments, _run_bench),
     "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
     "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),

@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("pause", "Stop remembering new things", "暂停记住新内容"),
     ("resume", "Start remembering again", "恢复记忆"),
     ("link", "Join your Discord and Telegram accounts", "关联你的 Discord 和 Telegram 账号"),
+    ("panel", "A sign-in link to your memories on the web", "获取网页记忆面板的登录链接"),
     ("help", "What I can do", "我能做什么"),
 )
 LIST_CONTENT_CHARS = 200
@@ -87,6 +88,16 @@ ERRORS: dict[str, tuple[str, str]] = {
     "unlink_only_identity": ("This account isn't linked to any other.", "这个账号没有关联其他账号。"),
     "confirmation_invalid": ("This confirmation is no longer valid (expired or already used). Please ask again.",
                              "这个确认已失效（过期或已使用），请重新操作。"),
+    "bad_key": ("A key is 1 to {limit} characters without control characters.",
+                "键名须为 1 到 {limit} 个字符，且不含控制字符。"),
+    "bad_confidence": ("Confidence is a number from 0 to 1.", "置信度须为 0 到 1 之间的数字。"),
+    "bad_value": ("The value must be JSON of at most {limit} bytes, without NUL characters.",
+                  "值必须是不超过 {limit} 字节的 JSON，且不含 NUL 字符。"),
+    "too_many_ids": ("Give 1 to {limit} ids at a time.", "一次请给出 1 到 {limit} 个编号。"),
+    "session_not_found": ("There is no such conversation session.", "没有这个会话。"),
+    "user_not_found": ("There is no such user.", "没有这个用户。"),
+    "panel_link_invalid": ("This sign-in link is unknown, used or expired. Send /panel for a new one.",
+                           "这个登录链接无效、已使用或已过期。请发送 /panel 获取新链接。"),
     "not_found": ("I can't find that.", "找不到。"),
     "unexpected": ("Something went wrong. Please try again.", "出了点问题，请重试。"),
 }
@@ -260,6 +271,14 @@ def link_code_text(code: Any, locale: str | None, now: datetime | None = None) -
                          f"{within_en}. It works once.",
                  f"你的关联代码：{text}\n{within_zh}在另一个账号（Discord 或 Telegram）发送 /link {text}。"
                  "代码只能用一次。")
+
+
+def panel_link_text(link: Any, locale: str | None, now: datetime | None = None) -> str:
+    minutes = _minutes_left(link.expires_at, now)
+    return _pick(locale, f"Your memories on the web: {link.url}\nThe link signs you in once, within {minutes} "
+                         f"{_plural(minutes, 'minute')}. Don't share it: it opens your memories.",
+                 f"网页记忆面板：{link.url}\n请在 {minutes} 分钟内打开，链接只能用一次。"
+                 "不要分享给别人：它能打开你的记忆。")
 
 
 def linked_text(locale: str | None) -> str:

@@ -17,7 +17,8 @@ from shared.errors import ConfigError
 
 PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xxx", "todo"})
 SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
-                 "redis_url")
+                 "redis_url", "admin_token")
+MIN_ADMIN_TOKEN_CHARS = 24
 
 
 class Settings(BaseSettings):
@@ -55,6 +56,12 @@ class Settings(BaseSettings):
     reminder_lease_seconds: Annotated[float, Field(ge=5, le=86400)] = 300.0
     outbox_redispatch_seconds: Annotated[float, Field(ge=0, le=86400)] = 120.0
     worker_concurrency: Annotated[int, Field(ge=1, le=64)] = 2
+    api_host: str = "127.0.0.1"
+    api_port: Annotated[int, Field(ge=1, le=65535)] = 8080
+    panel_public_url: str = Field("http://127.0.0.1:8080", description="where browsers reach `mnemo api`")
+    panel_link_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 10
+    panel_session_hours: Annotated[int, Field(ge=1, le=24 * 30)] = 12
+    admin_token: SecretStr | None = Field(None, description="operators' bearer token for the API; unset = none")
     mnemo_data_dir: Path = Path("~/.local/share/mnemo")
     log_level: str = "INFO"
 
@@ -87,20 +94,28 @@ class Settings(BaseSettings):
             raise ValueError("must be a redis://, rediss:// or unix:// URL")
         return value
 
-    @field_validator("llm_base_url", "embedding_base_url", "discord_api_base_url", "telegram_api_base_url")
+    @field_validator("llm_base_url", "embedding_base_url", "discord_api_base_url", "telegram_api_base_url",
+                     "panel_public_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/") if value else value
 
-    @field_validator("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret")
+    @field_validator("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "admin_token")
     @classmethod
     def _no_placeholder(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value().strip():
             return None
         if value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS:
             raise ValueError("is still the placeholder from .env.example; set the real secret or leave it empty")
+        return value
+
+    @field_validator("admin_token")
+    @classmethod
+    def _long_admin_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
+            raise ValueError(f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters (try: openssl rand -hex 32)")
         return value
 
     @field_validator("default_timezone")
@@ -128,6 +143,11 @@ class Settings(BaseSettings):
     @property
     def uses_embedded_database(self) -> bool:
         return self.database_url is None
+
+    @property
+    def embeddings_configured(self) -> bool:
+        """An embedder is named (an endpoint or a local model), so new memories owe an embedding."""
+        return self.embedding_base_url is not None or self.embedding_model is not None
 
     @property
     def llm_configured(self) -> bool:

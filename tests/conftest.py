@@ -21,7 +21,7 @@ from shared.db.uow import UnitOfWork
 from shared.embedded import EmbeddedPostgres
 
 SYSTEM_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-APP_TABLES = ("one_time_tokens", "memory_events", "jobs_outbox", "profiles", "todos", "memories",
+APP_TABLES = ("web_sessions", "one_time_tokens", "memory_events", "jobs_outbox", "profiles", "todos", "memories",
               "conversation_turns", "episodes", "sessions", "chats", "identities", "users")
 
 

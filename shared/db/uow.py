@@ -11,6 +11,7 @@ from types import TracebackType
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db.token_models import OneTimeTokenRepository
+from shared.db.web_session_models import WebSessionRepository
 from shared.repositories.conversation import SessionRepository, TurnRepository
 from shared.repositories.episodes import EpisodeRepository
 from shared.repositories.memories import MemoryEventRepository, MemoryRepository
@@ -41,6 +42,7 @@ class UnitOfWork:
         self.profiles = ProfileRepository(self.session)
         self.outbox = OutboxRepository(self.session)
         self.tokens = OneTimeTokenRepository(self.session)
+        self.web_sessions = WebSessionRepository(self.session)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

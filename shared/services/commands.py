@@ -20,7 +20,7 @@ from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.db.uow import UnitOfWork
 from shared.errors import InvalidCommand, NotFound
-from shared.services import identity_links, memory_commands, user_data
+from shared.services import identity_links, memory_commands, panel_access, user_data
 from shared.services.identity_links import LinkCode
 from shared.services.memory_commands import (
     FORGET_ALL,
@@ -29,11 +29,12 @@ from shared.services.memory_commands import (
     MemoryOrigin,
     MemoryPage,
 )
+from shared.services.panel_access import PanelLink
 from shared.services.user_data import ExportFile, ImportReport
 from shared.timeparse import resolve_when
 
 __all__ = ["Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode", "MemoryCommands", "MemoryItem",
-           "MemoryOrigin", "MemoryPage", "ReminderItem"]
+           "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderItem"]
 
 MAX_TEXT_CHARS = 500
 """/remember and /remind take at most this many characters."""
@@ -42,6 +43,7 @@ MAX_PAGE_SIZE = 50
 MAX_PENDING_REMINDERS = 100
 SNOOZE_MINUTES = range(1, 7 * 24 * 60 + 1)
 MAX_ID = 2**63 - 1
+PANEL_LINK_LIFETIME = timedelta(minutes=10)
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 _ID = re.compile(r"#?\s*-?\d{1,30}")
 _LOCALE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8}){0,2}")
@@ -77,18 +79,23 @@ class MemoryCommands:
     """One instance per process, shared by every front-end."""
 
     def __init__(self, uow_factory: Callable[[], UnitOfWork], *, default_timezone: str = "UTC",
-                 clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False) -> None:
+                 clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
+                 panel_url: str = "http://127.0.0.1:8080", panel_link_lifetime: timedelta = PANEL_LINK_LIFETIME,
+                 ) -> None:
         self.uow_factory = uow_factory
         self.default_timezone = default_timezone
         self.clock = clock or (lambda: datetime.now(UTC))
         self.embeddings_wanted = embeddings_wanted
         """Owe an ``embed_memory`` job for memories added by /remember and /import."""
+        self.panel_url = panel_url
+        """Where browsers reach ``mnemo api`` (``PANEL_PUBLIC_URL``)."""
+        self.panel_link_lifetime = panel_link_lifetime
 
     # Memories
 
     def list_memories(self, caller: Caller, *, type_: str | None = None, search: str | None = None,
                       page: int = 1, page_size: int = 10) -> MemoryPage:
-        kind = _type_filter(type_)
+        kind = type_filter(type_)
         words = None if search is None or (isinstance(search, str) and not search.strip()) else (
             command_text(search, MAX_SEARCH_CHARS, "search_empty"))
         number, size = _positive(page, MAX_ID, "bad_page"), _positive(page_size, MAX_PAGE_SIZE, "bad_page")
@@ -116,7 +123,7 @@ class MemoryCommands:
     # Reminders
 
     def list_reminders(self, caller: Caller) -> tuple[ReminderItem, ...]:
-        return self._run(caller, lambda uow, me: tuple(_reminder(t) for t in uow.todos.for_user(me.user_id)))
+        return self._run(caller, lambda uow, me: tuple(reminder_item(t) for t in uow.todos.for_user(me.user_id)))
 
     def add_reminder(self, caller: Caller, text: str) -> ReminderItem:
         request = command_text(text, MAX_TEXT_CHARS, "reminder_empty")
@@ -172,6 +179,13 @@ class MemoryCommands:
     def unlink(self, caller: Caller) -> None:
         self._run(caller, lambda uow, me: identity_links.unlink_identity(uow, me))
 
+    # The web panel
+
+    def panel_link(self, caller: Caller) -> PanelLink:
+        """A one-time sign-in link to the web panel for the caller (earlier unused links stop working)."""
+        return self._run(caller, lambda uow, me: panel_access.issue_panel_link(
+            uow, me.user_id, self.clock(), base_url=self.panel_url, lifetime=self.panel_link_lifetime))
+
     # Plumbing
 
     def _run(self, caller: Caller, work: Callable[[UnitOfWork, Identity], T]) -> T:
@@ -201,28 +215,13 @@ class MemoryCommands:
         todo = uow.todos.add(Todo(user_id=me.user_id, chat_id=self._chat(uow, caller).id, content=content,
                                   due_at=resolved.due, remind_at=resolved.due, timezone=zone, source="command",
                                   created_at=now, updated_at=now))
-        return _reminder(todo)
+        return reminder_item(todo)
 
     def _change_reminder(self, caller: Caller, reminder_id: int, allowed: tuple[str, ...], *,
                          snooze: timedelta | None = None, **values: object) -> ReminderItem:
         wanted = record_id(reminder_id, "reminder_not_found")
-
-        def change(uow: UnitOfWork, me: Identity) -> ReminderItem:
-            todo = uow.todos.get(me.user_id, wanted)
-            if todo is None:
-                raise NotFound("reminder_not_found")
-            if todo.status not in allowed:
-                raise InvalidCommand("reminder_not_pending", status=todo.status)
-            now = self.clock()
-            for name, value in values.items():
-                setattr(todo, name, value)
-            if snooze is not None:
-                todo.remind_at = now + snooze
-            todo.updated_at = now
-            uow.session.flush()
-            return _reminder(todo)
-
-        return self._run(caller, change)
+        return self._run(caller, lambda uow, me: change_reminder(uow, me.user_id, wanted, allowed, self.clock(),
+                                                                 snooze=snooze, **values))
 
     @staticmethod
     def _chat(uow: UnitOfWork, caller: Caller, *, private: bool = False):
@@ -230,6 +229,23 @@ class MemoryCommands:
         if private or caller.platform_chat_id is None:
             return uow.chats.get_or_create(caller.platform, caller.platform_user_id, "private")
         return uow.chats.get_or_create(caller.platform, caller.platform_chat_id, caller.chat_kind)
+
+
+def change_reminder(uow: UnitOfWork, user_id: int, reminder_id: int, allowed: tuple[str, ...], now: datetime, *,
+                    snooze: timedelta | None = None, **values: object) -> ReminderItem:
+    """Change one of the user's reminders if its status is one of ``allowed``."""
+    todo = uow.todos.get(user_id, reminder_id)
+    if todo is None:
+        raise NotFound("reminder_not_found")
+    if todo.status not in allowed:
+        raise InvalidCommand("reminder_not_pending", status=todo.status)
+    for name, value in values.items():
+        setattr(todo, name, value)
+    if snooze is not None:
+        todo.remind_at = now + snooze
+    todo.updated_at = now
+    uow.session.flush()
+    return reminder_item(todo)
 
 
 def check_caller(caller: object) -> None:
@@ -273,7 +289,7 @@ def forget_target(target: object) -> str | int:
     return text
 
 
-def _type_filter(value: object) -> str | None:
+def type_filter(value: object) -> str | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     kind = memory_commands.memory_type(value) if isinstance(value, str) and len(value) <= 20 else None
@@ -301,7 +317,7 @@ def _timezone(preferred: str | None, default: str) -> str:
     return preferred or default
 
 
-def _reminder(todo: Todo) -> ReminderItem:
+def reminder_item(todo: Todo) -> ReminderItem:
     zone = ZoneInfo(_timezone(todo.timezone, "UTC"))
     return ReminderItem(id=todo.id, content=todo.content, due_at=todo.remind_at.astimezone(zone),
                         timezone=todo.timezone, status=todo.status)

@@ -172,10 +172,20 @@ def confirm_forget(uow: UnitOfWork, user_id: int, token: str, now: datetime) -> 
         raise ConfirmationInvalid()
     if used.payload.get("all"):
         return forget_everything(uow, user_id)
-    shown = [int(i) for i in used.payload.get("memory_ids", [])]
-    with_history = _with_earlier_versions(uow, user_id, shown)
-    deleted = _forget_memories(uow, user_id, with_history)
-    return len(set(shown) & set(deleted))
+    return len(forget_memories(uow, user_id, [int(i) for i in used.payload.get("memory_ids", [])]))
+
+
+def forget_memories(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> list[int]:
+    """Forget these memories with every earlier version of them; which of ``memory_ids`` were deleted."""
+    deleted = _forget_memories(uow, user_id, _with_earlier_versions(uow, user_id, memory_ids))
+    return sorted(set(memory_ids) & set(deleted))
+
+
+def forget_long_term(uow: UnitOfWork, user_id: int) -> int:
+    """Forget every memory of the user (conversations, summaries and profile stay); how many were active."""
+    count = uow.memories.count_active(user_id)
+    _forget_memories(uow, user_id, None)
+    return count
 
 
 def cancel_confirmation(uow: UnitOfWork, user_id: int, token: str, now: datetime) -> None:
@@ -185,8 +195,7 @@ def cancel_confirmation(uow: UnitOfWork, user_id: int, token: str, now: datetime
 
 def forget_everything(uow: UnitOfWork, user_id: int) -> int:
     """Delete every memory and everything else learnt from the user; reminders and identities stay."""
-    count = uow.memories.count_active(user_id)
-    _forget_memories(uow, user_id, None)
+    count = forget_long_term(uow, user_id)
     for model in (ConversationTurn, Episode, ConversationSession, Profile, OutboxJob):
         uow.session.execute(delete(model).where(model.user_id == user_id).execution_options(
             synchronize_session=False))

@@ -343,7 +343,7 @@ _BAD = object()
 
 
 def _text(rule: Field, value: Any) -> Any:
-    ok = isinstance(value, str) and len(value) <= rule.limit and _storable(value)
+    ok = isinstance(value, str) and len(value) <= rule.limit and storable_json(value)
     return value if ok and (value.strip() or not rule.required) else _BAD
 
 
@@ -367,7 +367,7 @@ def _integer(rule: Field, value: Any) -> Any:
 def _json(rule: Field, value: Any) -> Any:
     kinds = {"json": object, "list": list, "object": dict}[rule.kind]
     try:
-        storable = isinstance(value, kinds) and _storable(value)
+        storable = isinstance(value, kinds) and storable_json(value)
         size = len(json.dumps(value, ensure_ascii=False))
     except (ValueError, TypeError, RecursionError):
         return _BAD
@@ -418,14 +418,14 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not allowed")
 
 
-def _storable(value: Any) -> bool:
+def storable_json(value: Any) -> bool:
     """JSON that PostgreSQL's jsonb accepts: no NUL and no lone surrogates in any key or string."""
     if isinstance(value, str):
         return "\x00" not in value and is_utf8_encodable(value)
     if isinstance(value, dict):
-        return all(_storable(key) and _storable(item) for key, item in value.items())
+        return all(storable_json(key) and storable_json(item) for key, item in value.items())
     if isinstance(value, list):
-        return all(_storable(item) for item in value)
+        return all(storable_json(item) for item in value)
     return True
 
 

@@ -1,0 +1,1 @@
+"""The memory API and web panel (``mnemo api``): another front-end of the memory-command service."""

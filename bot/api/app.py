@@ -1,0 +1,68 @@
+"""The ``mnemo api`` application: the memory API, the sign-in pages and the panel's files.
+
+:func:`create_app` takes everything it uses (the panel service, the admin token, cookie policy), so
+tests build it on any database. Every answer carries security headers: a Content-Security-Policy
+that allows only the panel's own files, no referrer (a sign-in link never leaks), no framing, and
+``no-store`` for the API and the sign-in page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from fastapi import FastAPI, Request
+from fastapi.responses import RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy import text
+
+from bot.api import routes_memory, routes_session
+from bot.api.auth import ApiContext, SignInLimiter, context
+from bot.api.errors import install_error_handlers
+from shared.services.panel_service import PanelService
+
+PANEL_DIR = Path(__file__).resolve().parent.parent / "panel"
+SECURITY_HEADERS = {
+    "Content-Security-Policy": ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+NO_STORE_PREFIXES = ("/api/", "/panel/sign-in")
+
+
+def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
+               limiter: SignInLimiter | None = None) -> FastAPI:
+    app = FastAPI(title="Mnemo memory API", version="1", openapi_url="/api/openapi.json", docs_url=None,
+                  redoc_url=None, description="What Mnemo remembers about a user: see, change, forget, export.")
+    parts = urlsplit(public_url)
+    app.state.context = ApiContext(panel=panel, admin_token=admin_token, secure_cookies=parts.scheme == "https",
+                                   public_origin=f"{parts.scheme}://{parts.netloc}",
+                                   limiter=limiter or SignInLimiter())
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next):
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        if request.url.path.startswith(NO_STORE_PREFIXES):
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.get("/api/v1/health", tags=["health"])
+    def health(request: Request) -> dict[str, str]:
+        """200 when the database answers."""
+        with context(request).panel.uow_factory() as uow:
+            uow.session.execute(text("SELECT 1"))
+        return {"status": "ok"}
+
+    @app.get("/", include_in_schema=False)
+    def home() -> RedirectResponse:
+        return RedirectResponse(routes_session.PANEL_PATH)
+
+    app.include_router(routes_session.router)
+    app.include_router(routes_memory.router)
+    app.mount("/panel", StaticFiles(directory=PANEL_DIR, html=True, check_dir=False), name="panel")
+    return app

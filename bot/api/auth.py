@@ -1,0 +1,124 @@
+"""Who a request acts for: a panel session (cookie + CSRF header) or an operator (bearer token).
+
+Every user endpoint depends on :func:`principal`; it yields exactly one user id, and the services
+scope every query by it. Operators name the user with ``X-Mnemo-User``. Sign-in attempts are
+counted per client address by :class:`SignInLimiter`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
+
+from bot.api.errors import ApiError
+from shared.services.panel_service import PanelService
+
+COOKIE = "mnemo_session"
+CSRF_HEADER = "X-CSRF-Token"
+USER_HEADER = "X-Mnemo-User"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SIGN_INS_PER_MINUTE = 10
+SIGN_INS_PER_MINUTE_ALL = 120
+"""All addresses together: a spread-out guessing attempt still hits a ceiling."""
+MAX_USER_ID = 2**63 - 1
+
+session_cookie = APIKeyCookie(name=COOKIE, auto_error=False, description="set by signing in through a /panel link")
+admin_bearer = HTTPBearer(auto_error=False, description="ADMIN_TOKEN, with the X-Mnemo-User header")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The user a request acts for, and how it proved it."""
+
+    user_id: int
+    admin: bool
+    csrf_token: str | None = None
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ApiContext:
+    """What the API's routes use, built once per process."""
+
+    panel: PanelService
+    admin_token: str | None
+    secure_cookies: bool
+    public_origin: str
+    limiter: SignInLimiter
+
+
+def context(request: Request) -> ApiContext:
+    return request.app.state.context
+
+
+def principal(request: Request, cookie: Annotated[str | None, Depends(session_cookie)],
+              bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(admin_bearer)],
+              user: Annotated[str | None, Header(alias=USER_HEADER, description="operators: the user id")] = None,
+              csrf: Annotated[str | None, Header(alias=CSRF_HEADER, description="panel: the session's token")] = None,
+              ) -> Principal:
+    """The signed-in user (or the user an operator names); 401, 403 or 404 otherwise."""
+    ctx = context(request)
+    if bearer is not None:
+        return _operator(ctx, bearer.credentials, user)
+    session = ctx.panel.session(cookie) if cookie else None
+    if session is None:
+        raise ApiError(401, "not_signed_in", "Sign in through the link /panel gives you in the bot.")
+    if request.method not in SAFE_METHODS and not (csrf and hmac.compare_digest(
+            csrf.encode("utf-8", "surrogatepass"), session.csrf_token.encode())):
+        raise ApiError(403, "csrf", f"Send the session's CSRF token in the {CSRF_HEADER} header.")
+    return Principal(session.user_id, admin=False, csrf_token=session.csrf_token, expires_at=session.expires_at)
+
+
+def _operator(ctx: ApiContext, token: str, user: str | None) -> Principal:
+    if ctx.admin_token is None or not hmac.compare_digest(token.encode("utf-8", "surrogatepass"),
+                                                          ctx.admin_token.encode()):
+        raise ApiError(401, "bad_admin_token", "That bearer token is not the operators' token.")
+    if user is None or not user.strip().isascii() or not user.strip().isdigit() or not (
+            1 <= int(user.strip()) <= MAX_USER_ID):
+        raise ApiError(422, "user_required", f"Operators name the user with the {USER_HEADER} header (a user id).")
+    account = ctx.panel.account(int(user.strip()))  # NotFound for an unknown user
+    return Principal(account.user_id, admin=True)
+
+
+class SignInLimiter:
+    """At most ``per_address`` sign-in attempts a minute from one address, ``overall`` from all."""
+
+    WINDOW_SECONDS = 60.0
+
+    def __init__(self, per_address: int = SIGN_INS_PER_MINUTE, overall: int = SIGN_INS_PER_MINUTE_ALL,
+                 clock=time.monotonic) -> None:
+        self.per_address, self.overall, self.clock = per_address, overall, clock
+        self._seen: dict[str, deque[float]] = {}
+        self._all: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def check(self, address: str) -> None:
+        """Count one attempt, or raise 429 with the seconds to wait."""
+        now = self.clock()
+        with self._lock:
+            self._forget_before(now - self.WINDOW_SECONDS)
+            mine = self._seen.setdefault(address, deque())
+            full = mine if len(mine) >= self.per_address else self._all if len(self._all) >= self.overall else None
+            if full is not None:
+                wait = max(1, int(full[0] + self.WINDOW_SECONDS - now) + 1)
+                raise ApiError(429, "rate_limited", "Too many sign-in attempts; wait a minute.",
+                               headers={"Retry-After": str(wait)})
+            mine.append(now)
+            self._all.append(now)
+
+    def _forget_before(self, cutoff: float) -> None:
+        while self._all and self._all[0] < cutoff:
+            self._all.popleft()
+        for address in [a for a, times in self._seen.items() if not times or times[-1] < cutoff]:
+            del self._seen[address]
+        for times in self._seen.values():
+            while times and times[0] < cutoff:
+                times.popleft()

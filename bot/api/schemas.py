@@ -1,0 +1,140 @@
+"""The API's request and response bodies (they are the OpenAPI document's schemas)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.db.models import MEMORY_TYPES
+from shared.services.memory_editing import MAX_BATCH_IDS, MAX_CONTENT_CHARS, MAX_KEY_CHARS, UNSET, MemoryDraft
+
+MemoryType = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
+Id = Field(ge=1, le=2**63 - 1)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryOut(BaseModel):
+    id: int
+    type: str
+    key: str | None
+    subject: str | None
+    content: str
+    value: Any = None
+    confidence: float
+    access_count: int
+    source: str
+    created_at: datetime
+    updated_at: datetime
+    last_accessed: datetime | None
+
+
+class MemoryPageOut(BaseModel):
+    items: list[MemoryOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class MemoryCreate(Strict):
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    type: MemoryType = "fact"
+    key: str | None = Field(None, max_length=MAX_KEY_CHARS)
+    value: Any = None
+    confidence: float = Field(1.0, ge=0, le=1)
+
+    def draft(self) -> MemoryDraft:
+        return MemoryDraft(content=self.content, type=self.type, key=self.key, value=self.value,
+                           confidence=self.confidence)
+
+
+class MemoryUpdate(Strict):
+    """Only the fields sent are changed; ``key: null`` removes the key."""
+
+    content: str | None = Field(None, min_length=1, max_length=MAX_CONTENT_CHARS)
+    type: MemoryType | None = None
+    key: str | None = Field(None, max_length=MAX_KEY_CHARS)
+    value: Any = None
+    confidence: float | None = Field(None, ge=0, le=1)
+
+    def draft(self) -> MemoryDraft:
+        sent = self.model_fields_set
+        values = {name: getattr(self, name) if name in sent else UNSET
+                  for name in ("content", "type", "key", "value", "confidence")}
+        for name in ("content", "type", "confidence"):  # these cannot be emptied
+            if values[name] is None:
+                values[name] = UNSET
+        return MemoryDraft(**values)
+
+
+class BatchDelete(Strict):
+    ids: list[int] = Field(min_length=1, max_length=MAX_BATCH_IDS)
+
+
+class Deleted(BaseModel):
+    deleted: int
+
+
+class BatchDeleted(BaseModel):
+    deleted: list[int]
+    not_found: list[int]
+
+
+class ImportOut(BaseModel):
+    imported: dict[str, int]
+    refused: list[str]
+    duplicates: int
+
+
+class TurnOut(BaseModel):
+    role: str
+    text: str
+    at: datetime
+
+
+class WorkingMemoryOut(BaseModel):
+    session_id: int
+    chat_id: int
+    current_topic: str | None
+    context_variables: dict[str, Any]
+    turn_count: int
+    last_emotion: dict[str, Any] | None
+    next_strategy: dict[str, Any] | None
+    recent_turns: list[TurnOut]
+    created_at: datetime
+    updated_at: datetime
+    closed_at: datetime | None
+
+
+class WorkingMemoryList(BaseModel):
+    items: list[WorkingMemoryOut]
+
+
+class ReminderOut(BaseModel):
+    id: int
+    content: str
+    due_at: datetime
+    timezone: str
+    status: str
+
+
+class ReminderList(BaseModel):
+    items: list[ReminderOut]
+
+
+class SessionOut(BaseModel):
+    user_id: int
+    display_name: str | None
+    locale: str | None
+    csrf_token: str | None
+    expires_at: datetime | None
+    admin: bool
+
+
+class ErrorOut(BaseModel):
+    code: str
+    detail: str

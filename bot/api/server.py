@@ -1,0 +1,24 @@
+"""``mnemo api``: the memory API and panel on the configured database, served by uvicorn."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from shared.settings import Settings
+
+
+def run_api(settings: Settings, host: str | None = None, port: int | None = None) -> int:
+    import uvicorn
+
+    from bot.api.app import create_app
+    from shared.bootstrap import runtime
+    from shared.services.panel_service import PanelService
+
+    with runtime(settings) as rt:
+        panel = PanelService(rt.uow, session_lifetime=timedelta(hours=settings.panel_session_hours),
+                             embeddings_wanted=settings.embeddings_configured)
+        token = settings.admin_token.get_secret_value().strip() if settings.admin_token else None
+        app = create_app(panel, admin_token=token, public_url=settings.panel_public_url)
+        uvicorn.run(app, host=host or settings.api_host, port=port or settings.api_port,
+                    log_level=settings.log_level.lower(), proxy_headers=True, server_header=False)
+    return 0
