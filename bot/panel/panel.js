@@ -1,0 +1,561 @@
+/* Mnemo's web panel: lists, edits and forgets the signed-in user's memories and reminders through
+ * /api/v1 (docs/api.md). Plain JavaScript, no build step. User text only ever reaches the page
+ * through textContent, never innerHTML. */
+'use strict';
+
+const API = '/api/v1';
+const PAGE_SIZE = 20;
+const SEARCH_DELAY_MS = 300;
+const LANG_STORAGE_KEY = 'mnemo.panel.lang';
+const MEMORY_TYPES = ['preference', 'fact', 'event', 'person', 'todo', 'pattern', 'rule'];
+const DEFAULT_CONFIDENCE = 1;
+
+const TEXTS = {
+  en: {
+    title: 'Mnemo', loading: 'Loading…', signOut: 'Sign out', switchLanguage: '中文',
+    signedOutTitle: 'Not signed in',
+    signedOutHelp: 'Send /panel to the bot to get a sign-in link, then open it here.',
+    memoriesHeading: 'Memories', remindersHeading: 'Reminders',
+    typeLabel: 'Type', searchLabel: 'Search', allTypes: 'All types',
+    add: 'Add', deleteSelected: 'Delete selected', export: 'Export', import: 'Import', clearAll: 'Clear all',
+    previous: 'Previous', next: 'Next', select: 'Select', edit: 'Edit', delete: 'Delete', cancel: 'Cancel',
+    save: 'Save', cancelReminder: 'Cancel reminder',
+    confidence: 'Confidence', timesUsed: 'Times used', created: 'Created', lastUsed: 'Last used', never: 'never',
+    contentLabel: 'Content', keyLabel: 'Key (optional)', confidenceLabel: 'Confidence (0–1)',
+    addTitle: 'Add a memory', editTitle: 'Edit memory',
+    noMemories: 'No memories here.', noReminders: 'No reminders.',
+    total: (n) => (n === 1 ? '1 memory' : `${n} memories`),
+    pageInfo: (first, last, total) => `${first}–${last} of ${total}`,
+    confirmDelete: 'Forget this memory? This cannot be undone.',
+    confirmDeleteSelected: (n) => `Forget the ${n} selected memories? This cannot be undone.`,
+    confirmClearAll: 'Forget every long-term memory? Your current conversations stay, everything else is gone.',
+    confirmClearAllCheck: 'Yes, I want to delete all my memories.',
+    forget: 'Forget', forgetAll: 'Forget everything',
+    saved: 'Saved.', added: 'Memory added.',
+    deleted: (n) => (n === 1 ? '1 memory forgotten.' : `${n} memories forgotten.`),
+    notFoundAfterDelete: (n) => `${n} were already gone.`,
+    imported: (counts) => `Imported: ${counts}.`, importedNothing: 'Nothing new was imported.',
+    duplicates: (n) => `${n} already there.`, refused: 'Refused lines:',
+    reminderCancelled: 'Reminder cancelled.',
+    status: { pending: 'pending', sent: 'sent', cancelled: 'cancelled', failed: 'failed', claimed: 'sending' },
+    types: { preference: 'preference', fact: 'fact', event: 'event', person: 'person', todo: 'to-do',
+      pattern: 'pattern', rule: 'rule' },
+    sections: { episodes: 'episodes', turns: 'messages', memories: 'memories', todos: 'to-dos', profile: 'profile' },
+    errors: {
+      memory_not_found: 'That memory is gone (maybe deleted elsewhere).',
+      reminder_not_found: 'That reminder is gone.',
+      reminder_not_pending: 'That reminder is no longer pending.',
+      csrf: 'The page is out of date. Reload it and try again.',
+      not_signed_in: 'You are not signed in any more. Send /panel to the bot for a new link.',
+      bad_import: 'That file is not a Mnemo export.',
+      rate_limited: 'Too many attempts. Wait a minute and try again.',
+      invalid: 'Some of the values are not valid.',
+      validation: (fields) => `Please check: ${fields}.`,
+      network: 'Cannot reach Mnemo. Check the connection and try again.',
+      unknown: 'Something went wrong.',
+    },
+  },
+  zh: {
+    title: 'Mnemo', loading: '加载中…', signOut: '退出登录', switchLanguage: 'English',
+    signedOutTitle: '尚未登录',
+    signedOutHelp: '向机器人发送 /panel 获取登录链接，然后在这里打开。',
+    memoriesHeading: '记忆', remindersHeading: '提醒',
+    typeLabel: '类型', searchLabel: '搜索', allTypes: '全部类型',
+    add: '添加', deleteSelected: '删除所选', export: '导出', import: '导入', clearAll: '全部清除',
+    previous: '上一页', next: '下一页', select: '选择', edit: '编辑', delete: '删除', cancel: '取消',
+    save: '保存', cancelReminder: '取消提醒',
+    confidence: '置信度', timesUsed: '使用次数', created: '创建于', lastUsed: '最近使用', never: '从未',
+    contentLabel: '内容', keyLabel: '键（可选）', confidenceLabel: '置信度（0–1）',
+    addTitle: '添加记忆', editTitle: '编辑记忆',
+    noMemories: '这里还没有记忆。', noReminders: '没有提醒。',
+    total: (n) => `共 ${n} 条记忆`,
+    pageInfo: (first, last, total) => `第 ${first}–${last} 条，共 ${total} 条`,
+    confirmDelete: '忘记这条记忆吗？此操作无法撤销。',
+    confirmDeleteSelected: (n) => `忘记所选的 ${n} 条记忆吗？此操作无法撤销。`,
+    confirmClearAll: '忘记所有长期记忆吗？当前对话会保留，其余全部删除。',
+    confirmClearAllCheck: '是的，我要删除我的全部记忆。',
+    forget: '忘记', forgetAll: '全部忘记',
+    saved: '已保存。', added: '已添加记忆。',
+    deleted: (n) => `已忘记 ${n} 条记忆。`,
+    notFoundAfterDelete: (n) => `${n} 条已不存在。`,
+    imported: (counts) => `已导入：${counts}。`, importedNothing: '没有导入新内容。',
+    duplicates: (n) => `${n} 条已存在。`, refused: '被拒绝的条目：',
+    reminderCancelled: '提醒已取消。',
+    status: { pending: '待发送', sent: '已发送', cancelled: '已取消', failed: '失败', claimed: '发送中' },
+    types: { preference: '偏好', fact: '事实', event: '事件', person: '人物', todo: '待办', pattern: '习惯',
+      rule: '规则' },
+    sections: { episodes: '片段', turns: '消息', memories: '记忆', todos: '待办', profile: '资料' },
+    errors: {
+      memory_not_found: '这条记忆已不存在（可能已在别处删除）。',
+      reminder_not_found: '这条提醒已不存在。',
+      reminder_not_pending: '这条提醒已不在等待中。',
+      csrf: '页面已过期，请刷新后重试。',
+      not_signed_in: '登录已失效。请向机器人发送 /panel 获取新链接。',
+      bad_import: '这个文件不是 Mnemo 的导出文件。',
+      rate_limited: '尝试次数过多，请稍等一分钟再试。',
+      invalid: '有些内容不符合要求。',
+      validation: (fields) => `请检查：${fields}。`,
+      network: '无法连接 Mnemo，请检查网络后重试。',
+      unknown: '出错了。',
+    },
+  },
+};
+
+const FIELD_NAMES = {
+  en: { content: 'content', type: 'type', key: 'key', confidence: 'confidence', value: 'value', file: 'file',
+    ids: 'selection', q: 'search', limit: 'page size', offset: 'page' },
+  zh: { content: '内容', type: '类型', key: '键', confidence: '置信度', value: '值', file: '文件', ids: '所选项',
+    q: '搜索', limit: '每页数量', offset: '页码' },
+};
+
+const state = {
+  lang: chooseLanguage(),
+  csrfToken: null,
+  offset: 0,
+  total: 0,
+  type: '',
+  query: '',
+  editing: null,
+  selected: new Set(),
+  confirmAction: null,
+  searchTimer: null,
+};
+
+const $ = (id) => document.getElementById(id);
+
+function chooseLanguage() {
+  let stored = null;
+  try { stored = window.localStorage.getItem(LANG_STORAGE_KEY); } catch (error) { /* storage off: use the browser's */ }
+  if (stored === 'zh' || stored === 'en') return stored;
+  return (navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh' : 'en';
+}
+
+function t(key, ...args) {
+  const text = TEXTS[state.lang][key];
+  return typeof text === 'function' ? text(...args) : text;
+}
+
+/* ---- talking to the API ---- */
+
+class ApiError extends Error {
+  constructor(status, code, detail) {
+    super(typeof detail === 'string' ? detail : code);
+    this.status = status;
+    this.code = code;
+    this.detail = detail;
+  }
+}
+
+async function api(method, path, { json, form } = {}) {
+  const headers = { Accept: 'application/json' };
+  if (method !== 'GET' && state.csrfToken) headers['X-CSRF-Token'] = state.csrfToken;
+  let body;
+  if (json !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(json);
+  } else if (form !== undefined) {
+    body = form;
+  }
+  let response;
+  try {
+    response = await fetch(API + path, { method, headers, body, credentials: 'same-origin' });
+  } catch (error) {
+    throw new ApiError(0, 'network', null);
+  }
+  if (response.status === 204) return null;
+  const data = await response.json().catch(() => null);
+  if (response.ok) return data;
+  if (response.status === 422 && data && Array.isArray(data.detail)) {
+    throw new ApiError(422, 'validation', data.detail);
+  }
+  throw new ApiError(response.status, (data && data.code) || 'unknown', data && data.detail);
+}
+
+function errorText(error) {
+  const errors = TEXTS[state.lang].errors;
+  if (error.code === 'validation') {
+    const names = FIELD_NAMES[state.lang];
+    const fields = [...new Set(error.detail.map((item) => {
+      const field = Array.isArray(item.loc) ? item.loc[item.loc.length - 1] : '';
+      return names[field] || String(field);
+    }))].filter(Boolean);
+    return fields.length ? errors.validation(fields.join(state.lang === 'zh' ? '、' : ', ')) : errors.invalid;
+  }
+  if (Object.prototype.hasOwnProperty.call(errors, error.code) && error.code !== 'validation') {
+    return errors[error.code];
+  }
+  return typeof error.detail === 'string' && error.detail ? error.detail : errors.unknown;
+}
+
+/* Runs an action; a 401 shows the signed-out screen, any other error is shown in the notice. */
+async function attempt(action) {
+  try {
+    return await action();
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    if (error.status === 401) showSignedOut();
+    else notify(errorText(error), 'error');
+    return undefined;
+  }
+}
+
+/* ---- screens and notices ---- */
+
+function showScreen(name) {
+  $('loading').hidden = name !== 'loading';
+  $('signed-out').hidden = name !== 'signed-out';
+  $('app').hidden = name !== 'app';
+  $('sign-out').hidden = name !== 'app';
+}
+
+function showSignedOut() {
+  state.csrfToken = null;
+  $('user-name').textContent = '';
+  closeDialogs();
+  showScreen('signed-out');
+}
+
+function notify(text, kind = 'info', extraLines = []) {
+  const notice = $('notice');
+  notice.replaceChildren();
+  notice.className = `notice ${kind}`;
+  notice.dataset.kind = kind;
+  notice.append(document.createTextNode(text));
+  if (extraLines.length) {
+    const list = document.createElement('ul');
+    for (const line of extraLines) {
+      const item = document.createElement('li');
+      item.textContent = line;
+      list.append(item);
+    }
+    notice.append(list);
+  }
+  notice.hidden = false;
+}
+
+function clearNotice() {
+  $('notice').hidden = true;
+  $('notice').replaceChildren();
+}
+
+function closeDialogs() {
+  for (const dialog of document.querySelectorAll('dialog[open]')) dialog.close();
+}
+
+/* ---- language ---- */
+
+function dateLocale() {
+  const browser = navigator.language || 'en';
+  return browser.toLowerCase().startsWith(state.lang) ? browser : (state.lang === 'zh' ? 'zh-CN' : 'en');
+}
+
+function formatDate(iso) {
+  if (!iso) return t('never');
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return new Intl.DateTimeFormat(dateLocale(), { dateStyle: 'medium', timeStyle: 'short' }).format(date);
+}
+
+function typeName(type) {
+  return TEXTS[state.lang].types[type] || type;
+}
+
+function fillTypeSelect(select, withAll) {
+  const current = select.value;
+  select.replaceChildren();
+  if (withAll) select.append(new Option(t('allTypes'), ''));
+  for (const type of MEMORY_TYPES) select.append(new Option(typeName(type), type));
+  select.value = current || (withAll ? '' : 'fact');
+}
+
+function applyLanguage() {
+  document.documentElement.lang = state.lang === 'zh' ? 'zh-CN' : 'en';
+  document.title = t('title');
+  for (const element of document.querySelectorAll('[data-i18n]')) {
+    if (element.closest('template')) continue;
+    element.textContent = t(element.dataset.i18n);
+  }
+  const toggle = $('lang-toggle');
+  toggle.textContent = t('switchLanguage');
+  toggle.lang = state.lang === 'zh' ? 'en' : 'zh';
+  fillTypeSelect($('type-filter'), true);
+  fillTypeSelect($('memory-type'), false);
+}
+
+function translateWithin(root) {
+  for (const element of root.querySelectorAll('[data-i18n]')) element.textContent = t(element.dataset.i18n);
+}
+
+async function switchLanguage() {
+  state.lang = state.lang === 'zh' ? 'en' : 'zh';
+  try { window.localStorage.setItem(LANG_STORAGE_KEY, state.lang); } catch (error) { /* not remembered */ }
+  applyLanguage();
+  if (!$('app').hidden) await Promise.all([loadMemories(), loadReminders()]);
+}
+
+/* ---- memories ---- */
+
+function memoryCard(memory) {
+  const card = $('memory-card-template').content.firstElementChild.cloneNode(true);
+  translateWithin(card);
+  card.dataset.memoryId = String(memory.id);
+  card.querySelector('.memory-type').textContent = typeName(memory.type);
+  card.querySelector('.memory-type').dataset.type = memory.type;
+  card.querySelector('.memory-key').textContent = memory.key || '';
+  card.querySelector('.memory-content').textContent = memory.content;
+  card.querySelector('.memory-confidence').textContent = `${Math.round(memory.confidence * 100)}%`;
+  card.querySelector('.memory-uses').textContent = String(memory.access_count);
+  card.querySelector('.memory-created').textContent = formatDate(memory.created_at);
+  card.querySelector('.memory-last-used').textContent = formatDate(memory.last_accessed);
+  const box = card.querySelector('.memory-select');
+  box.checked = state.selected.has(memory.id);
+  box.addEventListener('change', () => {
+    if (box.checked) state.selected.add(memory.id); else state.selected.delete(memory.id);
+    updateSelection();
+  });
+  card.querySelector('.memory-edit').addEventListener('click', () => openMemoryDialog(memory));
+  card.querySelector('.memory-delete').addEventListener('click', () => confirmThen(
+    t('confirmDelete'), t('forget'), null, () => deleteMemory(memory.id)));
+  return card;
+}
+
+async function loadMemories() {
+  const params = new URLSearchParams({ limit: String(PAGE_SIZE), offset: String(state.offset) });
+  if (state.type) params.set('type', state.type);
+  if (state.query) params.set('q', state.query);
+  const page = await attempt(() => api('GET', `/memory/long-term?${params}`));
+  if (!page) return;
+  if (page.items.length === 0 && page.total > 0 && state.offset > 0) {
+    state.offset = Math.max(0, Math.floor((page.total - 1) / PAGE_SIZE) * PAGE_SIZE);
+    await loadMemories();
+    return;
+  }
+  state.total = page.total;
+  const shown = new Set(page.items.map((memory) => memory.id));
+  for (const id of [...state.selected]) if (!shown.has(id)) state.selected.delete(id);
+  $('memory-list').replaceChildren(...page.items.map(memoryCard));
+  $('memory-empty').hidden = page.items.length > 0;
+  $('memory-total').textContent = t('total', page.total);
+  const first = page.items.length ? page.offset + 1 : 0;
+  $('page-info').textContent = t('pageInfo', first, page.offset + page.items.length, page.total);
+  $('prev-page').disabled = page.offset === 0;
+  $('next-page').disabled = page.offset + page.items.length >= page.total;
+  updateSelection();
+}
+
+function updateSelection() {
+  const count = state.selected.size;
+  $('delete-selected').disabled = count === 0;
+  $('delete-selected').textContent = count ? `${t('deleteSelected')} (${count})` : t('deleteSelected');
+}
+
+function openMemoryDialog(memory) {
+  state.editing = memory;
+  $('memory-dialog-title').textContent = memory ? t('editTitle') : t('addTitle');
+  $('memory-content').value = memory ? memory.content : '';
+  $('memory-type').value = memory ? memory.type : 'fact';
+  $('memory-key').value = memory && memory.key ? memory.key : '';
+  $('memory-confidence').value = String(memory ? memory.confidence : DEFAULT_CONFIDENCE);
+  $('memory-form-error').hidden = true;
+  $('memory-dialog').showModal();
+  $('memory-content').focus();
+}
+
+function memoryFormValues() {
+  const values = { content: $('memory-content').value.trim(), type: $('memory-type').value };
+  const key = $('memory-key').value.trim();
+  const confidence = $('memory-confidence').value;
+  if (key || (state.editing && state.editing.key)) values.key = key || null;
+  if (confidence !== '') values.confidence = Number(confidence);
+  return values;
+}
+
+async function saveMemory(event) {
+  event.preventDefault();
+  const values = memoryFormValues();
+  const editing = state.editing;
+  try {
+    if (editing) await api('PUT', `/memory/long-term/${editing.id}`, { json: values });
+    else await api('POST', '/memory/long-term', { json: values });
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    if (error.status === 401) { showSignedOut(); return; }
+    $('memory-form-error').textContent = errorText(error);
+    $('memory-form-error').hidden = false;
+    return;
+  }
+  $('memory-dialog').close();
+  if (!editing) state.offset = 0;
+  notify(editing ? t('saved') : t('added'));
+  await loadMemories();
+}
+
+async function deleteMemory(id) {
+  const result = await attempt(() => api('DELETE', `/memory/long-term/${id}`));
+  if (result === undefined) { await loadMemories(); return; }
+  state.selected.delete(id);
+  notify(t('deleted', result.deleted));
+  await loadMemories();
+}
+
+async function deleteSelected() {
+  const ids = [...state.selected];
+  const result = await attempt(() => api('POST', '/memory/long-term/batch-delete', { json: { ids } }));
+  if (result === undefined) return;
+  state.selected.clear();
+  const deleted = count(result.deleted);
+  const missing = count(result.not_found);
+  notify(missing ? `${t('deleted', deleted)} ${t('notFoundAfterDelete', missing)}` : t('deleted', deleted));
+  await loadMemories();
+}
+
+/* batch-delete answers lists of ids; the other deletes answer a number. */
+function count(value) {
+  return Array.isArray(value) ? value.length : Number(value || 0);
+}
+
+async function clearAll() {
+  const result = await attempt(() => api('DELETE', '/memory/long-term'));
+  if (result === undefined) return;
+  state.selected.clear();
+  state.offset = 0;
+  notify(t('deleted', result.deleted));
+  await loadMemories();
+}
+
+async function importFile() {
+  const input = $('import-file');
+  const file = input.files && input.files[0];
+  if (!file) return;
+  const form = new FormData();
+  form.append('file', file, file.name);
+  const report = await attempt(() => api('POST', '/memory/long-term/import', { form }));
+  input.value = '';
+  if (report === undefined) return;
+  const sections = TEXTS[state.lang].sections;
+  const counts = Object.entries(report.imported || {}).filter(([, n]) => n > 0)
+    .map(([part, n]) => `${sections[part] || part} ${n}`);
+  let text = counts.length ? t('imported', counts.join(state.lang === 'zh' ? '，' : ', ')) : t('importedNothing');
+  if (report.duplicates) text += ` ${t('duplicates', report.duplicates)}`;
+  const refused = report.refused || [];
+  if (refused.length) text += ` ${t('refused')}`;
+  notify(text, refused.length ? 'warning' : 'info', refused);
+  state.offset = 0;
+  await loadMemories();
+}
+
+/* ---- confirmation ---- */
+
+function confirmThen(text, okLabel, checkText, action) {
+  state.confirmAction = action;
+  $('confirm-text').textContent = text;
+  $('confirm-ok').textContent = okLabel;
+  $('confirm-check').checked = false;
+  $('confirm-check-row').hidden = !checkText;
+  $('confirm-check-text').textContent = checkText || '';
+  $('confirm-ok').disabled = Boolean(checkText);
+  $('confirm-dialog').showModal();
+  $('confirm-cancel').focus();
+}
+
+async function confirmed(event) {
+  event.preventDefault();
+  if ($('confirm-ok').disabled) return;
+  const action = state.confirmAction;
+  state.confirmAction = null;
+  $('confirm-dialog').close();
+  if (action) await action();
+}
+
+/* ---- reminders ---- */
+
+function reminderCard(reminder) {
+  const card = $('reminder-card-template').content.firstElementChild.cloneNode(true);
+  translateWithin(card);
+  card.dataset.reminderId = String(reminder.id);
+  card.querySelector('.reminder-content').textContent = reminder.content;
+  card.querySelector('.reminder-due').textContent = formatDate(reminder.due_at);
+  const status = card.querySelector('.reminder-status');
+  status.textContent = TEXTS[state.lang].status[reminder.status] || reminder.status;
+  status.dataset.status = reminder.status;
+  const cancel = card.querySelector('.reminder-cancel');
+  cancel.hidden = reminder.status !== 'pending';
+  cancel.addEventListener('click', () => cancelReminder(reminder.id));
+  return card;
+}
+
+async function loadReminders() {
+  const result = await attempt(() => api('GET', '/reminders'));
+  if (!result) return;
+  $('reminder-list').replaceChildren(...result.items.map(reminderCard));
+  $('reminder-empty').hidden = result.items.length > 0;
+}
+
+async function cancelReminder(id) {
+  const result = await attempt(() => api('POST', `/reminders/${id}/cancel`));
+  if (result !== undefined) notify(t('reminderCancelled'));
+  await loadReminders();
+}
+
+/* ---- session ---- */
+
+async function signOut() {
+  await attempt(() => api('POST', '/session/sign-out'));
+  showSignedOut();
+}
+
+async function start() {
+  applyLanguage();
+  showScreen('loading');
+  let session;
+  try {
+    session = await api('GET', '/session');
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    if (error.status === 401) showSignedOut();
+    else { showScreen('signed-out'); notify(errorText(error), 'error'); }
+    return;
+  }
+  state.csrfToken = session.csrf_token;
+  $('user-name').textContent = session.display_name || '';
+  showScreen('app');
+  await Promise.all([loadMemories(), loadReminders()]);
+}
+
+function wireEvents() {
+  $('lang-toggle').addEventListener('click', switchLanguage);
+  $('sign-out').addEventListener('click', signOut);
+  $('filter-form').addEventListener('submit', (event) => event.preventDefault());
+  $('type-filter').addEventListener('change', () => {
+    state.type = $('type-filter').value;
+    state.offset = 0;
+    loadMemories();
+  });
+  $('search').addEventListener('input', () => {
+    clearTimeout(state.searchTimer);
+    state.searchTimer = setTimeout(() => {
+      state.query = $('search').value.trim();
+      state.offset = 0;
+      loadMemories();
+    }, SEARCH_DELAY_MS);
+  });
+  $('prev-page').addEventListener('click', () => { state.offset = Math.max(0, state.offset - PAGE_SIZE); loadMemories(); });
+  $('next-page').addEventListener('click', () => { state.offset += PAGE_SIZE; loadMemories(); });
+  $('add-memory').addEventListener('click', () => openMemoryDialog(null));
+  $('memory-form').addEventListener('submit', saveMemory);
+  $('memory-cancel').addEventListener('click', () => $('memory-dialog').close());
+  $('delete-selected').addEventListener('click', () => confirmThen(
+    t('confirmDeleteSelected', state.selected.size), t('forget'), null, deleteSelected));
+  $('clear-all').addEventListener('click', () => confirmThen(
+    t('confirmClearAll'), t('forgetAll'), t('confirmClearAllCheck'), clearAll));
+  $('confirm-check').addEventListener('change', () => { $('confirm-ok').disabled = !$('confirm-check').checked; });
+  $('confirm-form').addEventListener('submit', confirmed);
+  $('confirm-cancel').addEventListener('click', () => { state.confirmAction = null; $('confirm-dialog').close(); });
+  $('import-file').addEventListener('change', importFile);
+  $('notice').addEventListener('click', clearNotice);
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  wireEvents();
+  start();
+});
