@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from shared.command_texts import error_text
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 
 log = logging.getLogger(__name__)
+MAX_REPORTED_PROBLEMS = 20
 
 
 class ApiError(Exception):
@@ -33,6 +35,14 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.code, exc.detail, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [{"where": ".".join(str(part) for part in error.get("loc", ())), "problem": str(error.get("msg"))}
+                    for error in exc.errors()[:MAX_REPORTED_PROBLEMS]]
+        first = problems[0] if problems else {"where": "request", "problem": "invalid"}
+        return JSONResponse({"code": "invalid", "detail": f"{first['where']}: {first['problem']}",
+                             "problems": problems}, status_code=422)
 
     @app.exception_handler(NotFound)
     async def not_found(_request: Request, exc: NotFound) -> JSONResponse:

@@ -135,6 +135,12 @@ class SessionOut(BaseModel):
     admin: bool
 
 
+class Problem(BaseModel):
+    where: str
+    problem: str
+
+
 class ErrorOut(BaseModel):
     code: str
     detail: str
+    problems: list[Problem] | None = Field(None, description="what is wrong with a malformed request (422)")
