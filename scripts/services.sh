@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the PostgreSQL and Redis that the tests use are up on 127.0.0.1 (start them, or
-# install them with apt on a machine that lacks them). Idempotent; prints what it did.
+# install them with apt on a machine that lacks them), and that Chromium and ChromeDriver are
+# installed for the panel's browser test. Idempotent; prints what it did.
 set -euo pipefail
 
 pg_up() { pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; }
@@ -37,4 +38,9 @@ if ! redis_up; then
   for _ in $(seq 1 30); do redis_up && break; sleep 0.5; done
 fi
 redis_up || { echo "services: Redis did not come up on 127.0.0.1:6379" >&2; exit 1; }
-echo "services: PostgreSQL and Redis are up"
+
+# The web panel's browser test drives Debian's Chromium with its ChromeDriver (never a download).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  install_packages chromium chromium-driver
+fi
+echo "services: PostgreSQL and Redis are up; Chromium $(chromium --version 2>/dev/null | awk '{print $2}')"

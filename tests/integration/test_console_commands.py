@@ -72,3 +72,9 @@ def test_hostile_arguments_get_a_clear_message_and_change_nothing(uow_factory, t
 def test_command_texts_follow_a_chinese_locale(uow_factory, tmp_path):
     [help_text] = run_console(uow_factory, tmp_path, ["/help"], locale="zh-CN")
     assert "我能做的事" in help_text
+
+
+def test_panel_prints_a_one_time_sign_in_link(uow_factory, tmp_path):
+    [first, second] = run_console(uow_factory, tmp_path, ["/panel", "/panel"])
+    assert "/panel/sign-in?token=" in first and "/panel/sign-in?token=" in second
+    assert first.split("token=")[1].split()[0] != second.split("token=")[1].split()[0]

@@ -319,6 +319,13 @@ def test_link_gives_a_code_and_link_unlink_is_unlink(run, fake_discord):
     assert unlinked["content"] == texts.error_text(InvalidCommand("unlink_only_identity"), EN)
 
 
+def test_panel_gives_a_sign_in_link_only_the_asker_sees(run, fake_discord):
+    run(lambda bot: bot.command("panel", guild=GUILD))
+
+    [answer] = fake_discord.followups
+    assert answer["flags"] & EPHEMERAL and "/panel/sign-in?token=" in answer["content"]
+
+
 def test_an_unexpected_failure_is_logged_with_its_traceback_and_the_user_told(run, fake_discord, uow_factory,
                                                                               caplog):
     class BrokenMemoryCommands(MemoryCommands):

@@ -349,6 +349,20 @@ def test_group_memories_are_answered_in_private_or_not_at_all(telegram, settings
     assert "/start" in note["text"] and "猫" not in note["text"] and "tea" not in note["text"]
 
 
+def test_panel_sends_a_sign_in_link_privately_without_a_link_preview(telegram, settings, commands, uow_factory):
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(GROUP, ALICE, "/panel@mnemo_test_bot")
+        await until(lambda: telegram.messages_to(1001))
+        await settled(telegram)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    [private] = telegram.messages_to(1001)
+    assert f"{commands.panel_url}/panel/sign-in?token=" in private["text"] and not telegram.messages_to(GROUP["id"])
+    [call] = [c for c in telegram.calls_to("sendMessage") if "/panel/sign-in" in str(c.params.get("text"))]
+    assert json.loads(call.params["link_preview_options"])["is_disabled"] is True
+
+
 def test_flood_control_is_waited_out_and_the_message_sent_again(telegram, settings, commands, uow_factory):
     telegram.fail_next(429, retry_after=1, method="sendMessage")
 

@@ -30,7 +30,7 @@ PENDING_COMMANDS: dict[str, int] = {}
 """``mnemo`` subcommands that compose already runs but that are not built yet -> the issue adding them."""
 
 INFRASTRUCTURE = ("postgres", "redis")
-LONG_RUNNING = ("bot-discord", "bot-telegram", "worker", "beat")
+LONG_RUNNING = ("bot-discord", "bot-telegram", "api", "worker", "beat")
 APP_SERVICES = ("migrate", *LONG_RUNNING)
 SINGLETONS = ("beat",)
 
