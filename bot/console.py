@@ -24,6 +24,8 @@ ReminderFeed = Callable[[datetime, datetime], list[str]]
 """Texts of this user's console reminders sent in (since, until]."""
 WHY_COMMAND = "/why"
 CONSOLE_CHAT_ID = "console"
+BACKGROUND_ROLES = ("worker", "beat", "api")
+"""What `mnemo chat` starts beside the console on the embedded default."""
 
 
 def render_why(reply: Reply | None) -> str:
@@ -142,8 +144,8 @@ def console_locale() -> str:
 
 
 def run_chat(settings: Settings, *, user: str | None = None, workers: bool | None = None) -> int:
-    """`mnemo chat`: the console on the configured (or embedded) database, with a worker and beat
-    beside it on the embedded default (or when ``workers`` is True)."""
+    """`mnemo chat`: the console on the configured (or embedded) database, with a worker, beat and the
+    web panel's API beside it on the embedded default (or when ``workers`` is True)."""
     from shared.bootstrap import conversation_service, memory_commands, runtime
     from shared.processes import background_processes
 
@@ -157,7 +159,10 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
         commands = ConsoleCommands(memory_commands(rt, embeddings_wanted=service.embedder is not None), caller,
                                    ask=input, export_dir=settings.data_dir / "exports")
         start_workers = settings.uses_embedded_database if workers is None else workers
-        helpers = background_processes(rt.database_url, settings.data_dir / "logs") if start_workers else nullcontext()
+        helpers = (background_processes(rt.database_url, settings.data_dir / "logs", BACKGROUND_ROLES)
+                   if start_workers else nullcontext())
+        if start_workers:
+            print(f"Web panel: {settings.panel_public_url}/panel/ (type /panel for a sign-in link).")
         with helpers:
             asyncio.run(chat_loop(service, user_id=user, bot_name=settings.bot_name,
                                   reminders=console_reminder_feed(rt, user), commands=commands))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,10 +116,12 @@ def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(tmp_path):
     assert server_pid(tmp_path) is None
 
 
-def test_mnemo_chat_runs_a_real_worker_and_beat_and_stops_them_on_exit(tmp_path, fresh_system_db):
-    """With --workers (the default on the embedded database) the console starts both and stops both."""
+def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_path, fresh_system_db):
+    """With --workers (the default on the embedded database) the console starts all three and stops them."""
     migrate.upgrade(fresh_system_db)
-    env = embedded_env(tmp_path) | {"DATABASE_URL": fresh_system_db, "REMINDER_SCAN_SECONDS": "2"}
+    port = free_port()
+    env = embedded_env(tmp_path) | {"DATABASE_URL": fresh_system_db, "REMINDER_SCAN_SECONDS": "2",
+                                    "API_PORT": str(port), "PANEL_PUBLIC_URL": f"http://127.0.0.1:{port}"}
     chat = subprocess.Popen([sys.executable, "-m", "shared.cli", "chat", "--user", "tester", "--workers"], env=env,
                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -126,11 +130,13 @@ def test_mnemo_chat_runs_a_real_worker_and_beat_and_stops_them_on_exit(tmp_path,
         chat.stdin.write("我住在杭州\n")
         chat.stdin.flush()
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not (owed_jobs_done(fresh_system_db) and len(helpers) == 2):
+        while time.monotonic() < deadline and not (owed_jobs_done(fresh_system_db) and len(helpers) == 3
+                                                   and api_answers(port)):
             helpers = [p for p in psutil.Process(chat.pid).children() if "shared.cli" in " ".join(p.cmdline())]
             time.sleep(0.5)
-        assert sorted(p.cmdline()[-1] for p in helpers) == ["beat", "worker"]
+        assert sorted(p.cmdline()[-1] for p in helpers) == ["api", "beat", "worker"]
         assert owed_jobs_done(fresh_system_db), "the worker beside the console did not do the extraction job"
+        assert api_answers(port), "the web panel's API beside the console does not answer"
         chat.stdin.write("/quit\n")
         chat.stdin.flush()
         chat.wait(timeout=60)
@@ -138,6 +144,20 @@ def test_mnemo_chat_runs_a_real_worker_and_beat_and_stops_them_on_exit(tmp_path,
         chat.kill()
     assert chat.returncode == 0, chat.stdout.read()
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helpers)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def api_answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
 
 
 def owed_jobs_done(database_url: str) -> bool:
