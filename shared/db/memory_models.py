@@ -157,6 +157,7 @@ class MemoryEvent(Base):
     __table_args__ = (
         Index(None, "user_id", "created_at"),
         Index(None, "memory_id"),
+        Index("ix_memory_events_decay_created_at", "created_at", postgresql_where=text("action = 'decay'")),
         one_of("action", EVENT_ACTIONS),
         one_of("actor", EVENT_ACTORS),
     )

@@ -9,6 +9,9 @@
 - Only when an eviction threshold is set: a user keeps at most that many active memories; the
   lowest confidence goes first, then the oldest access (core and system are never evicted).
 - Raw conversation turns are deleted after 30 days; memories made from them stay.
+- The audit keeps the daily ``decay`` events of a memory for 30 days; how a memory was added,
+  changed, superseded or forgotten is kept for good. Expired one-time tokens (confirmations, link
+  codes, panel links) and expired web panel sessions are deleted.
 
 "Once a day" means once per UTC calendar day (``decayed_at`` is the guard), so running twice the
 same day changes nothing the second time. Forgetting is a real deletion, together with the older
@@ -24,9 +27,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import ColumnElement, delete, func, or_, select, update
 
-from shared.db.memory_models import Episode, Memory
+from shared.db.memory_models import Episode, Memory, MemoryEvent
 from shared.db.models import ConversationTurn
+from shared.db.token_models import OneTimeToken
 from shared.db.uow import UnitOfWork
+from shared.db.web_session_models import WebSession
 from shared.repositories.memories import active, snapshot
 
 EPISODE_DECAY_AFTER = timedelta(days=7)
@@ -37,6 +42,7 @@ MEMORY_DECAY_FACTOR = 0.95
 FORGET_BELOW_IMPORTANCE = 0.3
 TRANSIENT_LIFETIME = timedelta(hours=24)
 TURN_LIFETIME = timedelta(days=30)
+DECAY_AUDIT_RETENTION = timedelta(days=30)
 DECAYING_TIERS = ("short", "long")
 PROTECTED_TIERS = ("core", "system")
 BATCH_SIZE = 500
@@ -57,6 +63,8 @@ class DecayReport:
     episodes_decayed: int = 0
     episodes_deleted: int = 0
     turns_deleted: int = 0
+    decay_events_pruned: int = 0
+    expired_sign_ins_deleted: int = 0
 
 
 def run_decay(uow_factory: UowFactory, now: datetime, *, eviction_threshold: int | None) -> DecayReport:
@@ -73,6 +81,9 @@ def run_decay(uow_factory: UowFactory, now: datetime, *, eviction_threshold: int
     report.episodes_decayed = _decay_episodes(uow_factory, now)
     report.turns_deleted = _delete_in_batches(
         uow_factory, ConversationTurn, ConversationTurn.created_at <= now - TURN_LIFETIME)
+    report.decay_events_pruned = _delete_in_batches(uow_factory, MemoryEvent, (MemoryEvent.action == "decay") & (
+        MemoryEvent.created_at <= now - DECAY_AUDIT_RETENTION))
+    report.expired_sign_ins_deleted = _delete_expired_sign_ins(uow_factory, now)
     return report
 
 
@@ -196,7 +207,15 @@ def _decay_episodes(uow_factory: UowFactory, now: datetime) -> int:
     return _each_id(uow_factory, Episode, due, fade)
 
 
-def _delete_in_batches(uow_factory: UowFactory, model: type[Episode] | type[ConversationTurn],
+def _delete_expired_sign_ins(uow_factory: UowFactory, now: datetime) -> int:
+    with uow_factory() as uow:
+        deleted = sum(uow.session.execute(delete(model).where(model.expires_at <= now)).rowcount
+                      for model in (OneTimeToken, WebSession))
+        uow.commit()
+    return deleted
+
+
+def _delete_in_batches(uow_factory: UowFactory, model: type[Episode | ConversationTurn | MemoryEvent],
                        condition: ColumnElement[bool]) -> int:
     def remove(uow: UnitOfWork, ids: list[int]) -> None:
         uow.session.execute(delete(model).where(model.id.in_(ids)), execution_options={"synchronize_session": False})
@@ -204,7 +223,8 @@ def _delete_in_batches(uow_factory: UowFactory, model: type[Episode] | type[Conv
     return _each_id(uow_factory, model, condition, remove)
 
 
-def _each_id(uow_factory: UowFactory, model: type[Episode] | type[ConversationTurn], condition: ColumnElement[bool],
+def _each_id(uow_factory: UowFactory, model: type[Episode | ConversationTurn | MemoryEvent],
+             condition: ColumnElement[bool],
              act: Callable[[UnitOfWork, list[int]], None]) -> int:
     """``act`` on the ids of the rows matching ``condition``, in id order, a batch per transaction."""
     done, after = 0, 0

@@ -198,3 +198,38 @@ def test_more_rows_than_one_batch_are_all_handled(uow_factory, monkeypatch):
     assert (report.memories_decayed, report.turns_deleted) == (10, 5)
     assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_decayed == 0
     assert all(memory(uow_factory, i).importance == pytest.approx(0.95) for i in ids)
+
+
+def test_decay_events_older_than_30_days_are_pruned_and_the_rest_of_the_audit_stays(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        fact = remember(uow, alice, "I live in Berlin", idle=8 * DAY)
+        for age, action in ((45 * DAY, "decay"), (31 * DAY, "decay"), (29 * DAY, "decay"), (60 * DAY, "update")):
+            event = uow.events.record(alice, fact, action, "rule", reason="test")
+            event.created_at = NOW - age
+        uow.commit()
+    report = run_decay(uow_factory, NOW, eviction_threshold=None)
+    assert report.decay_events_pruned == 2
+    with uow_factory() as uow:
+        events = uow.events.for_memory(alice, fact)
+    assert sorted((NOW - e.created_at).days for e in events if e.reason == "test") == [29, 60]
+    assert [e.action for e in events if e.reason != "test"] == ["decay"]  # today's run
+
+
+def test_expired_sign_in_links_confirmations_and_panel_sessions_are_deleted(uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        uow.tokens.issue("old-link-token-000000000000000000000", alice, "panel", {}, now=NOW - DAY,
+                         expires_at=NOW - DAY + timedelta(minutes=10))
+        uow.tokens.issue("live-confirm-token-00000000000000000", alice, "confirm", {}, now=NOW,
+                         expires_at=NOW + timedelta(minutes=5))
+        uow.web_sessions.start("old-session-secret-0000000000000000000", alice, "csrf", now=NOW - 2 * DAY,
+                               expires_at=NOW - DAY)
+        uow.web_sessions.start("live-session-secret-000000000000000000", alice, "csrf", now=NOW,
+                               expires_at=NOW + DAY)
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).expired_sign_ins_deleted == 2
+    with uow_factory() as uow:
+        assert uow.tokens.valid("live-confirm-token-00000000000000000", "confirm", NOW) is not None
+        assert uow.web_sessions.find("live-session-secret-000000000000000000", NOW) is not None
+        assert uow.web_sessions.find("old-session-secret-0000000000000000000", NOW - 2 * DAY) is None
