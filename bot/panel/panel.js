@@ -165,20 +165,24 @@ async function api(method, path, { json, form } = {}) {
   if (response.status === 204) return null;
   const data = await response.json().catch(() => null);
   if (response.ok) return data;
-  if (response.status === 422 && data && Array.isArray(data.detail)) {
-    throw new ApiError(422, 'validation', data.detail);
-  }
+  const fields = response.status === 422 ? invalidFields(data) : null;
+  if (fields) throw new ApiError(422, 'validation', fields);
   throw new ApiError(response.status, (data && data.code) || 'unknown', data && data.detail);
+}
+
+/* The fields a 422 names: the API's {code: "invalid", problems: [{where}]}, or FastAPI's {detail: [{loc}]}. */
+function invalidFields(data) {
+  if (!data) return null;
+  if (Array.isArray(data.problems)) return data.problems.map((item) => String(item.where || '').split('.').pop());
+  if (Array.isArray(data.detail)) return data.detail.map((item) => (Array.isArray(item.loc) ? item.loc.at(-1) : ''));
+  return null;
 }
 
 function errorText(error) {
   const errors = TEXTS[state.lang].errors;
   if (error.code === 'validation') {
     const names = FIELD_NAMES[state.lang];
-    const fields = [...new Set(error.detail.map((item) => {
-      const field = Array.isArray(item.loc) ? item.loc[item.loc.length - 1] : '';
-      return names[field] || String(field);
-    }))].filter(Boolean);
+    const fields = [...new Set(error.detail.map((field) => names[field] || String(field)))].filter(Boolean);
     return fields.length ? errors.validation(fields.join(state.lang === 'zh' ? '、' : ', ')) : errors.invalid;
   }
   if (Object.prototype.hasOwnProperty.call(errors, error.code) && error.code !== 'validation') {
