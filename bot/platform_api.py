@@ -9,7 +9,8 @@ contract of :mod:`shared.services.reminders`:
   ``parameters.retry_after``, Discord's JSON ``retry_after`` or the ``Retry-After`` header);
 - ``SenderMisconfigured`` when the token or the endpoint is rejected (401, Telegram's 404, a redirect);
 - ``DeliveryRefused`` when this chat cannot be reached (403 blocked or kicked, 400 chat not found,
-  404 unknown channel).
+  404 unknown channel);
+- ``ChatMoved`` when Telegram says the group became a supergroup (``parameters.migrate_to_chat_id``).
 
 Console reminders have no platform to call. The ``ConsoleSender`` writes them to the worker's log,
 and the todo is marked sent. The console shows them between prompts
@@ -28,6 +29,7 @@ from typing import Any
 import httpx
 
 from shared.services.reminders import (
+    ChatMoved,
     DeliveryRefused,
     ReminderSender,
     ReminderTarget,
@@ -115,6 +117,9 @@ class TelegramSender:
             raise RetryLater(wait, description)
         if status in (401, 404) or response.is_redirect:
             raise SenderMisconfigured(description)
+        moved_to = parameters.get("migrate_to_chat_id")
+        if status == 400 and isinstance(moved_to, int) and not isinstance(moved_to, bool):
+            raise ChatMoved(str(moved_to), description)
         raise DeliveryRefused(description)
 
     def close(self) -> None:

@@ -222,6 +222,7 @@ def build_application(settings: Settings, service: ConversationService, commands
         CommandHandler("link", on_command.link),
         CommandHandler("panel", on_command.panel),
         CommandHandler("unlink", on_command.unlink),
+        MessageHandler(filters.StatusUpdate.MIGRATE, on_command.chat_migrated),
         CallbackQueryHandler(on_command.memory_page_button, pattern=r"^mp:"),
         CallbackQueryHandler(on_command.confirmation_button, pattern=r"^c[fx]:"),
         CallbackQueryHandler(on_command.reminder_button, pattern=r"^r[dsc]:"),

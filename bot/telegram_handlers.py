@@ -18,6 +18,7 @@ from telegram.ext import ContextTypes
 from bot import telegram_render as render
 from shared import command_texts as texts
 from shared.errors import InvalidCommand
+from shared.services.chats import record_chat_move
 from shared.services.commands import Caller, ExportFile, MemoryCommands
 from shared.services.memory_commands import memory_type
 from shared.services.user_data import MAX_IMPORT_BYTES
@@ -238,6 +239,13 @@ class CommandHandlers:
         caller = caller_of(update)
         link = await self._call(self.commands.panel_link, caller)
         await answer_privately(update, context, texts.panel_link_text(link, caller.locale), no_preview=True)
+
+    async def chat_migrated(self, update: Update, _context: Context) -> None:
+        """A group became a supergroup: record its new id, so its reminders still reach it."""
+        message = update.effective_message
+        if message is not None and message.migrate_to_chat_id is not None:
+            await asyncio.to_thread(record_chat_move, self.commands.uow_factory, "telegram", str(message.chat_id),
+                                    str(message.migrate_to_chat_id))
 
     async def link(self, update: Update, context: Context) -> None:
         """``/link``: a one-time code for the other platform; ``/link <code>``: use one; ``/link unlink``."""

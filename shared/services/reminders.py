@@ -31,6 +31,9 @@ When a send fails:
 - ``DeliveryRefused`` (the bot was blocked or removed, the chat is gone): retrying cannot help, and a
   ``pending`` todo must mean "will be sent". The schema has no ``failed`` status, so the todo becomes
   ``cancelled`` with ``last_error = "refused: <why>"``, which tells it apart from one the user cancelled.
+- ``ChatMoved`` (a Telegram group became a supergroup, with a new chat id): the chat is recorded
+  under its new id (:func:`shared.services.chats.record_chat_move`) and the same claim is retried at
+  once, now to the new id.
 - ``SenderMisconfigured`` (the platform rejected our token), or no sender for the platform: the fault
   is ours, not the recipient's. The todo stays ``pending`` with ``last_error`` set, and the next scan
   after the lease claims it again, so the reminder goes out once the configuration is fixed.
@@ -53,6 +56,7 @@ from shared.db.models import Chat, Identity
 from shared.db.uow import UnitOfWork
 from shared.errors import MnemoError
 from shared.repositories.reminders import CLAIM_LEASE
+from shared.services.chats import record_chat_move
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +91,14 @@ class DeliveryRefused(MnemoError):
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
+        super().__init__(reason)
+
+
+class ChatMoved(MnemoError):
+    """The platform moved the chat to a new id (a Telegram group upgraded to a supergroup)."""
+
+    def __init__(self, new_platform_chat_id: str, reason: str) -> None:
+        self.new_platform_chat_id, self.reason = new_platform_chat_id, reason
         super().__init__(reason)
 
 
@@ -169,6 +181,11 @@ def deliver_reminder(uow_factory: UowFactory, senders: Mapping[str, ReminderSend
                         last_error=f"refused: {exc.reason}"[:1000], updated_at=now)
         log.warning("reminder %s refused and cancelled: %s", todo_id, exc.reason)
         return DeliveryOutcome("refused", exc.reason)
+    except ChatMoved as exc:
+        record_chat_move(uow_factory, delivery.target.platform, delivery.target.platform_chat_id,
+                         exc.new_platform_chat_id)
+        _update_claimed(uow_factory, todo_id, attempt, last_error=exc.reason[:1000], updated_at=now)
+        return DeliveryOutcome("retry", exc.reason, retry_after=0.0)
     except RetryLater as exc:
         hold_until = now + timedelta(seconds=exc.seconds) + SEND_WINDOW
         _update_claimed(uow_factory, todo_id, attempt, last_error=exc.reason[:1000], updated_at=now,

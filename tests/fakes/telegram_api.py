@@ -22,7 +22,8 @@ request's parameters and returns the ``result``, or raises :class:`TelegramApiEr
 trouble applies to the next request: ``fail_next`` answers with an error (a 429 carries
 ``parameters.retry_after``), ``stall_next`` holds the request before it is recorded and then drops the
 connection (a request that never got processed), or processes it late with ``process=True``;
-``forbid_chat`` makes a chat refuse messages (a user who never started the bot). Connections are
+``forbid_chat`` makes a chat refuse messages (a user who never started the bot); ``migrate_chat``
+answers as Telegram does for a group that became a supergroup. Connections are
 HTTP/1.0 (one request each), so nothing lingers once ``stop()`` returns.
 """
 
@@ -168,6 +169,7 @@ class FakeTelegram(LoopbackFake):
         self._open_queries: set[str] = set()
         self._actions: list[dict[str, Any]] = []
         self._forbidden: dict[int | str, str] = {}
+        self._migrated: dict[int | str, int] = {}
         self._chats: dict[int | str, dict[str, Any]] = {}
 
     @property
@@ -202,13 +204,20 @@ class FakeTelegram(LoopbackFake):
         with self._lock:
             self._forbidden[chat_id] = description
 
+    def migrate_chat(self, chat_id: int, to_chat_id: int) -> None:
+        """The group became a supergroup: messages to ``chat_id`` get Telegram's 400 naming the new id."""
+        with self._lock:
+            self._migrated[chat_id] = to_chat_id
+
     def push_message(self, chat: dict[str, Any] | int, from_user: dict[str, Any], text: str | None = None, *,
                      reply_to: dict[str, Any] | None = None, entities: list[dict[str, Any]] | None = None,
-                     document: dict[str, Any] | None = None) -> dict[str, Any]:
+                     document: dict[str, Any] | None = None, service: dict[str, Any] | None = None,
+                     ) -> dict[str, Any]:
         """A user's message, served by the next ``getUpdates``; returns the Message.
 
         A text starting with ``/`` gets its ``bot_command`` entity, as Telegram adds it. With a
         ``document`` (from :meth:`add_file`, or a document the bot sent), ``text`` is its caption.
+        ``service`` fields make it a service message (``{"migrate_to_chat_id": …}``).
         """
         chat = chat if isinstance(chat, dict) else chat_object(chat)
         with self._lock:
@@ -225,6 +234,7 @@ class FakeTelegram(LoopbackFake):
             message["document"] = dict(document)
         if reply_to is not None:
             message["reply_to_message"] = {k: v for k, v in reply_to.items() if k != "reply_to_message"}
+        message.update(service or {})
         with self._lock:
             self._messages[(chat["id"], message["message_id"])] = message  # the bot may reply to it
         self._push_update({"message": message})
@@ -506,6 +516,9 @@ class FakeTelegram(LoopbackFake):
     def _refuse_if_forbidden(self, chat_id: int | str) -> None:
         if chat_id in self._forbidden:
             raise TelegramApiError(403, self._forbidden[chat_id])
+        if chat_id in self._migrated:
+            raise TelegramApiError(400, "Bad Request: group chat was upgraded to a supergroup chat",
+                                   {"migrate_to_chat_id": self._migrated[chat_id]})
 
     def _record_outgoing(self, chat_id: int | str, body: dict[str, Any], params: dict[str, Any],
                          markup: dict[str, Any] | None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.platform_api import ConsoleSender, DiscordSender, TelegramSender, discord_nonce, senders_from_settings
-from shared.services.reminders import DeliveryRefused, ReminderTarget, RetryLater, SenderMisconfigured
+from shared.services.reminders import ChatMoved, DeliveryRefused, ReminderTarget, RetryLater, SenderMisconfigured
 from shared.settings import Settings
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
@@ -197,6 +197,16 @@ def test_a_discord_id_that_is_not_a_snowflake_is_refused_without_a_request(disco
         discord_sender(discord).send(target, "hi", idempotency_key=KEY)
 
     assert discord.requests == []
+
+
+def test_a_telegram_group_that_became_a_supergroup_names_its_new_id(telegram: FakeTelegram) -> None:
+    telegram.migrate_chat(-100500, -1001234567890)
+
+    with pytest.raises(ChatMoved) as moved:
+        telegram_sender(telegram).send(TG_GROUP, "⏰ 提醒：开会（15:00）", idempotency_key=KEY)
+
+    assert moved.value.new_platform_chat_id == "-1001234567890" and "supergroup" in moved.value.reason
+    assert telegram.sent == []
 
 
 def test_a_rejected_token_is_a_misconfiguration_not_the_recipients_fault(telegram: FakeTelegram,

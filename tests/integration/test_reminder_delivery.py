@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from bot.platform_api import ConsoleSender, DiscordSender, TelegramSender
 from shared.db.memory_models import Todo
+from shared.services.chats import record_chat_move
 from shared.services.reminders import (
     DeliveryOutcome,
     ReminderClaim,
@@ -111,6 +112,33 @@ def test_delivering_a_claim_sends_the_reminder_and_marks_it_sent(uow_factory, te
     assert telegram.sent == [{"chat_id": 1001, "text": "⏰ Reminder: drink water (09:30)", "message_id": 1}]
     todo = todo_row(uow_factory, todo_id)
     assert (todo.status, todo.sent_at, todo.claimed_until, todo.attempts) == ("sent", NOW, None, 1)
+
+
+def test_a_reminder_to_a_group_that_became_a_supergroup_follows_it_to_the_new_id(uow_factory, telegram):
+    todo_id = add_todo(uow_factory, "standup", chat="-100500", kind="group")
+    telegram.migrate_chat(-100500, -1009876543210)
+    claim = claim_one(uow_factory)
+
+    moved = deliver(uow_factory, senders_for(telegram), claim)
+    assert (moved.kind, moved.retry_after) == ("retry", 0.0)
+    assert deliver(uow_factory, senders_for(telegram), claim) == DeliveryOutcome("sent")
+
+    assert [m["chat_id"] for m in telegram.sent] == [-1009876543210]
+    with uow_factory() as uow:
+        chat = uow.chats.get(todo_row(uow_factory, todo_id).chat_id)
+        assert (chat.platform_chat_id, chat.kind) == ("-1009876543210", "group")
+
+
+def test_when_the_supergroup_is_already_known_pending_reminders_move_to_it(uow_factory):
+    old_todo = add_todo(uow_factory, "standup", chat="-100500", kind="group")
+    new_todo = add_todo(uow_factory, "retro", chat="-1009876543210", kind="group")
+
+    assert record_chat_move(uow_factory, "telegram", "-100500", "-1009876543210")
+    assert not record_chat_move(uow_factory, "telegram", "-404", "-1009876543210")  # unknown chat
+
+    assert todo_row(uow_factory, old_todo).chat_id == todo_row(uow_factory, new_todo).chat_id
+    with uow_factory() as uow:
+        assert uow.chats.get(todo_row(uow_factory, new_todo).chat_id).platform_chat_id == "-1009876543210"
 
 
 def test_the_reminder_speaks_chinese_to_chinese_users_and_about_chinese_content():

@@ -363,6 +363,21 @@ def test_panel_sends_a_sign_in_link_privately_without_a_link_preview(telegram, s
     assert json.loads(call.params["link_preview_options"])["is_disabled"] is True
 
 
+def test_a_group_upgraded_to_a_supergroup_is_recorded_under_its_new_id(telegram, settings, commands, uow_factory):
+    commands.add_reminder(Caller("telegram", "1001", "Alice", "en", platform_chat_id=str(GROUP["id"]),
+                                 chat_kind="group"), "tomorrow 9am standup")
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(GROUP, ALICE, service={"migrate_to_chat_id": -1001112223334})
+        await settled(telegram)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    with uow_factory() as uow:
+        [todo] = uow.todos.for_user(uow.users.identity("telegram", "1001").user_id)
+        assert uow.chats.get(todo.chat_id).platform_chat_id == "-1001112223334"
+
+
 def test_flood_control_is_waited_out_and_the_message_sent_again(telegram, settings, commands, uow_factory):
     telegram.fail_next(429, retry_after=1, method="sendMessage")
 
