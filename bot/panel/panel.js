@@ -119,6 +119,7 @@ const state = {
   selected: new Set(),
   confirmAction: null,
   searchTimer: null,
+  listRequest: 0,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -327,8 +328,9 @@ async function loadMemories() {
   const params = new URLSearchParams({ limit: String(PAGE_SIZE), offset: String(state.offset) });
   if (state.type) params.set('type', state.type);
   if (state.query) params.set('q', state.query);
+  const request = ++state.listRequest;
   const page = await attempt(() => api('GET', `/memory/long-term?${params}`));
-  if (!page) return;
+  if (!page || request !== state.listRequest) return;  // a newer search or filter has been sent since
   if (page.items.length === 0 && page.total > 0 && state.offset > 0) {
     state.offset = Math.max(0, Math.floor((page.total - 1) / PAGE_SIZE) * PAGE_SIZE);
     await loadMemories();
