@@ -88,6 +88,8 @@ class Memory(Base):
     decayed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     promotion_reviewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     decay_reviewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    dedup_reviewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the model last judged this memory's look-alike cluster; it is asked again only after a change."""
 
     def searchable_parts(self) -> tuple[str | None, ...]:
         """The texts whose tokens go into ``search_tokens``."""

@@ -9,6 +9,8 @@
    negation (不, not, don't …) or in numbers (3pm / 5pm, 三点 / 五点), which the tokens drop.
 3. Clusters: union-find over pairs at or above :data:`DUPLICATE_SIMILARITY`. With a model, pairs
    down to :data:`AMBIGUOUS_SIMILARITY` also link; such a small cluster is confirmed by one call.
+   A cluster whose every member the model has already judged, unchanged since, is not asked again
+   (``dedup_reviewed_at``): a "no" stays a no until one of the memories changes or a new one joins.
 4. Decision inside each cluster: the survivor (core first, then highest confidence, most accessed,
    newest) stays; the others get ``superseded_by`` the survivor ("duplicate of N") and remain as its
    history; the survivor absorbs their access counts, and 0.3 importance per duplicate, like a boost.
@@ -32,7 +34,7 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, func, literal, select, tuple_
+from sqlalchemy import ColumnElement, Row, func, literal, select, tuple_, update
 
 from shared.db.memory_models import Memory
 from shared.db.uow import UnitOfWork
@@ -84,6 +86,8 @@ class DedupItem:
     confidence: float = 0.5
     access_count: int = 0
     created_at: datetime | None = None
+    reviewed: bool = False
+    """The model judged this memory's cluster and the memory has not changed since."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ class DedupReport:
     skipped: int = 0  # clusters left alone because their rows changed meanwhile
     llm_calls: int = 0
     llm_unavailable: bool = False
+    already_judged: int = 0  # unsure clusters the model judged before, unchanged since: not asked again
 
 
 @dataclass(frozen=True)
@@ -113,11 +118,11 @@ class _Merge:
 
 
 def dedup_item(memory_id: int, content: str, search_tokens: str, *, tier: str = "long", confidence: float = 0.5,
-               access_count: int = 0, created_at: datetime | None = None) -> DedupItem:
+               access_count: int = 0, created_at: datetime | None = None, reviewed: bool = False) -> DedupItem:
     folded = unicodedata.normalize("NFKC", content).lower().replace("’", "'")
     guard = (len(_NEGATION.findall(folded)) % 2, tuple(_NUMBER.findall(folded)))
     return DedupItem(memory_id, content, frozenset(search_tokens.split()), _NOT_WORD.sub("", folded), guard,
-                     tier, confidence, access_count, created_at)
+                     tier, confidence, access_count, created_at, reviewed)
 
 
 def blocking_keys(token_sets: Sequence[frozenset[str]], per_item: int = KEYS_PER_MEMORY) -> list[tuple[str, ...]]:
@@ -231,27 +236,36 @@ def run_dedup(uow_factory: UowFactory, now: datetime, *, chat_model: ChatModel |
     for rows in _row_batches(uow_factory):
         report.memories_scanned += len(rows)
         merges: list[_Merge] = []
+        judged: list[int] = []
         for (user_id, _type), group in groupby(rows, key=lambda row: (row.user_id, row.type)):
             items = [dedup_item(r.id, r.content, r.search_tokens, tier=r.tier, confidence=r.confidence,
-                                access_count=r.access_count, created_at=r.created_at) for r in group]
+                                access_count=r.access_count, created_at=r.created_at,
+                                reviewed=r.dedup_reviewed_at is not None and r.dedup_reviewed_at >= r.updated_at)
+                     for r in group]
             for cluster in find_clusters(items, include_unsure=chat_model is not None):
                 report.clusters += 1
-                merges += _decide(chat_model, user_id, items, cluster, report)
+                merges += _decide(chat_model, user_id, items, cluster, report, judged)
         _write(uow_factory, merges, now, report)
+        _mark_judged(uow_factory, judged, now)
     return report
 
 
 def _decide(chat_model: ChatModel | None, user_id: int, items: Sequence[DedupItem], cluster: Cluster,
-            report: DedupReport) -> list[_Merge]:
+            report: DedupReport, judged: list[int]) -> list[_Merge]:
+    """The merges of one cluster; the ids of a cluster the model judged go into ``judged``."""
     members = {items[i].id: items[i] for i in cluster.members}
     groups = None
-    if not cluster.sure and chat_model is not None and not report.llm_unavailable:
+    if not cluster.sure and chat_model is not None and all(m.reviewed for m in members.values()):
+        report.already_judged += 1
+    elif not cluster.sure and chat_model is not None and not report.llm_unavailable:
         try:
             groups = read_groups(chat_model.complete_json(_confirm_prompt(members.values()), CONFIRM_MAX_TOKENS),
                                  set(members))
             report.llm_calls += 1
         except LLMUnavailable:
             report.llm_unavailable = True
+        if groups is not None:
+            judged.extend(members)
     if groups is not None:
         return [_Merge(user_id, tuple(members[i] for i in group), "llm") for group in groups]
     return [_Merge(user_id, tuple(items[i] for i in part), "rule") for part in cluster.sure_parts]
@@ -274,6 +288,15 @@ def _write(uow_factory: UowFactory, merges: list[_Merge], now: datetime, report:
                 select(Memory).where(Memory.id.in_(ids), _dedupable()).order_by(Memory.id).with_for_update())}
             for merge in chunk:
                 _merge(uow, merge, locked, now, report)
+            uow.commit()
+
+
+def _mark_judged(uow_factory: UowFactory, memory_ids: list[int], now: datetime) -> None:
+    """Remember the model's verdict on these memories (merged ones included: they are no longer active)."""
+    for start in range(0, len(memory_ids), BATCH_ROWS):
+        with uow_factory() as uow:
+            uow.session.execute(update(Memory).where(Memory.id.in_(memory_ids[start:start + BATCH_ROWS]))
+                                .values(dedup_reviewed_at=now).execution_options(synchronize_session=False))
             uow.commit()
 
 
@@ -313,7 +336,7 @@ def _dedupable() -> ColumnElement[bool]:
 
 
 _COLUMNS = (Memory.user_id, Memory.type, Memory.id, Memory.tier, Memory.content, Memory.search_tokens,
-            Memory.confidence, Memory.access_count, Memory.created_at)
+            Memory.confidence, Memory.access_count, Memory.created_at, Memory.updated_at, Memory.dedup_reviewed_at)
 
 
 def _row_batches(uow_factory: UowFactory) -> Iterator[list[Row]]:

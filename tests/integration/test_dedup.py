@@ -161,3 +161,23 @@ def test_when_the_model_is_unreachable_only_clear_duplicates_are_merged(uow_fact
         report = run_dedup(uow_factory, NOW, chat_model=model)
     assert (report.llm_unavailable, report.merged) == (True, 1)
     assert all(state(uow_factory)[i].superseded_by is None for i in loose)
+
+
+def test_a_cluster_the_model_declined_is_not_asked_again_until_one_of_its_memories_changes(uow_factory):
+    loose = [remember(uow_factory, "User likes oolong tea", updated_at=NOW - DAY),
+             remember(uow_factory, "User likes oolong tea in winter evenings", updated_at=NOW - DAY)]
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
+        llm.queue_reply({"groups": [], "reason": "winter is a detail worth keeping"})
+        assert run_dedup(uow_factory, NOW, chat_model=model).llm_calls == 1
+        again = run_dedup(uow_factory, NOW + DAY, chat_model=model)
+        assert (again.llm_calls, again.already_judged, again.merged) == (0, 1, 0)
+
+        with uow_factory() as uow:  # the user edits one of them: the cluster is news again
+            memory = uow.session.get(Memory, loose[1])
+            memory.content, memory.updated_at = "User likes oolong tea on winter evenings", NOW + 2 * DAY
+            uow.commit()
+        llm.queue_reply({"groups": [loose], "reason": "same preference"})
+        changed = run_dedup(uow_factory, NOW + 3 * DAY, chat_model=model)
+    assert (changed.llm_calls, changed.merged) == (1, 1)
+    assert len(llm.chat_requests()) == 2
