@@ -39,8 +39,10 @@ if ! redis_up; then
 fi
 redis_up || { echo "services: Redis did not come up on 127.0.0.1:6379" >&2; exit 1; }
 
-# The web panel's browser test drives Debian's Chromium with its ChromeDriver (never a download).
-if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-  install_packages chromium chromium-driver
+# The web panel's browser test drives Debian's Chromium with its ChromeDriver (never a download);
+# a CJK font makes its Chinese screenshots readable.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
+    || ! fc-list 2>/dev/null | grep -qi "wqy\|noto sans cjk"; then
+  install_packages chromium chromium-driver fonts-wqy-microhei
 fi
 echo "services: PostgreSQL and Redis are up; Chromium $(chromium --version 2>/dev/null | awk '{print $2}')"

@@ -2,8 +2,9 @@
 
 :func:`create_app` takes everything it uses (the panel service, the admin token, cookie policy), so
 tests build it on any database. Every answer carries security headers: a Content-Security-Policy
-that allows only the panel's own files, no referrer (a sign-in link never leaks), no framing, and
-``no-store`` for the API and the sign-in page.
+that allows only the panel's own files, a same-origin referrer policy (a sign-in link never leaks to
+another site, and browsers still send the ``Origin`` the sign-in form is checked against), no
+framing, and ``no-store`` for the API and the sign-in page.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ SECURITY_HEADERS = {
                                 "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
 }
 NO_STORE_PREFIXES = ("/api/", "/panel/sign-in")
 

@@ -79,7 +79,7 @@ def test_the_sign_in_page_does_not_use_the_link_up_and_its_button_signs_in_once(
     for _ in range(2):  # a link preview fetching the page leaves the link working
         page = client.get(urlsplit(link).path + "?" + urlsplit(link).query)
         assert page.status_code == 200 and 'method="post"' in page.text and token_of(link) in page.text
-        assert page.headers["cache-control"] == "no-store" and page.headers["referrer-policy"] == "no-referrer"
+        assert page.headers["cache-control"] == "no-store" and page.headers["referrer-policy"] == "same-origin"
 
     signed_in = client.post("/panel/sign-in", data={"token": token_of(link)}, follow_redirects=False)
     assert signed_in.status_code == 303
@@ -124,10 +124,14 @@ def test_sign_in_attempts_are_rate_limited_per_address(uow_factory):
     assert limited.json()["code"] == "rate_limited" and 1 <= int(limited.headers["retry-after"]) <= 61
 
 
-def test_sign_in_from_another_site_is_refused(api):
-    response = api.client().post("/panel/sign-in", data={"token": token_of(api.link(ANN))},
-                                 headers={"Origin": "https://evil.example"})
+@pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://testserver.evil.example"])
+def test_sign_in_from_another_site_is_refused(api, origin):
+    link = api.link(ANN)
+    response = api.client().post("/panel/sign-in", data={"token": token_of(link)}, headers={"Origin": origin})
     assert response.status_code == 403 and response.json()["code"] == "bad_origin"
+    own = api.client().post("/panel/sign-in", data={"token": token_of(link)}, headers={"Origin": BASE},
+                            follow_redirects=False)
+    assert own.status_code == 303  # the refused attempt did not use the link up
 
 
 def test_signing_out_ends_the_session(api):
