@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 
-TOKENIZER_VERSION = 2
+TOKENIZER_VERSION = 3
 
 MAX_TOKEN_CHARS = 64
 """Longer runs are not words a person would search for (and Postgres caps lexemes at 2 KB)."""
@@ -36,6 +36,11 @@ HEAD_NOUN_SKIPPED_WORD_POS = frozenset({"ns", "nt"})
 """Places and organisations (北京, 上海) are names, not compounds."""
 GENERIC_HEADS = frozenset("心码题情子头儿面度性者家员物间样种方法")
 """Last characters too general to mean anything alone."""
+
+SUBWORD_MIN_CHARS = 3
+"""Words this long also yield the dictionary words inside them, as jieba's search mode does
+(篮球比赛 → 篮球, 比赛; 元旦晚会 → 元旦, 晚会), so 比赛 finds 篮球比赛 though it is not a prefix."""
+SUBWORD_LENGTHS = (2, 3)
 
 DROPPED_POS = frozenset({"m", "mq", "q", "x", "uj", "ul", "y"})
 """Numerals with classifiers (一只, 三个), particles and interjections never become tokens."""
@@ -77,7 +82,8 @@ def _posseg():
 def tokenize(text: str, *, expand: bool = True) -> list[str]:
     """Search tokens of ``text`` in order, repeats kept (for storage and term frequency).
 
-    ``expand`` adds the head nouns of Chinese compounds after each compound (see ``HEAD_NOUN_POS``).
+    ``expand`` adds, after each Chinese compound, the dictionary words inside it (see
+    ``SUBWORD_MIN_CHARS``) and its head noun (see ``HEAD_NOUN_POS``).
     """
     tokens: list[str] = []
     position = 0
@@ -126,8 +132,22 @@ def _chinese(run: str, expand: bool) -> Iterable[str]:
         if len(word) == 1 and flag not in SINGLE_CHAR_POS:
             continue
         yield word
-        if expand and _has_head_noun(word, flag, posseg.dt.word_tag_tab):
+        if not expand:
+            continue
+        yield from _subwords(word, posseg.dt.word_tag_tab, stops)
+        if _has_head_noun(word, flag, posseg.dt.word_tag_tab):
             yield word[-1]
+
+
+def _subwords(word: str, dictionary: dict[str, str], stops: frozenset[str]) -> Iterable[str]:
+    """The dictionary words of ``SUBWORD_LENGTHS`` characters inside a longer word, in order."""
+    if len(word) < SUBWORD_MIN_CHARS:
+        return
+    for size in SUBWORD_LENGTHS:
+        for start in range(len(word) - size + 1):
+            part = word[start : start + size]
+            if part != word and part in dictionary and part not in stops:
+                yield part
 
 
 def _has_head_noun(word: str, flag: str, tags: dict[str, str]) -> bool:

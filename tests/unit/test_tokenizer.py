@@ -72,7 +72,7 @@ def test_stop_word_lists_cover_both_languages_and_the_version_is_stored():
 
 
 def test_chinese_compounds_also_yield_their_head_noun_so_related_words_meet():
-    assert tokenize("喜欢喝乌龙茶") == ["喜欢", "乌龙茶", "茶"]
+    assert tokenize("喜欢喝乌龙茶") == ["喜欢", "乌龙茶", "乌龙", "茶"]
     assert "茶" in query_terms("周末想找个地方喝茶")
     assert query_terms("我有一只小猫") == ["小猫", "猫"]
 
@@ -84,3 +84,18 @@ def test_place_names_and_generic_heads_are_not_split():
 
 def test_keywords_stay_unexpanded():
     assert keywords("喜欢喝乌龙茶") == ["喜欢", "乌龙茶"]
+
+
+def test_long_chinese_words_also_yield_the_dictionary_words_inside_them_like_jiebas_search_mode():
+    assert tokenize("篮球比赛") == ["篮球比赛", "篮球", "比赛"]
+    assert {"元旦", "晚会"} <= set(query_terms("元旦晚会我要表演魔术"))
+    assert tokenize("晚会") == ["晚会"]
+
+
+def test_keywords_stay_whole_words_without_search_mode_pieces():
+    assert keywords("篮球比赛") == ["篮球比赛"]
+
+
+def test_search_mode_pieces_skip_stop_words():
+    assert "没有" in stop_words()
+    assert tokenize("有没有") == ["有没有"]
