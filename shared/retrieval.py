@@ -1,9 +1,11 @@
 """Recall for one turn (DESIGN.md §5): the speaker's memories, episodes and profile, scored.
 
-Stages: keywords of the message (and of the session's topic) → up to 50 lexical candidates by
-prefix tsquery, topped up by the LIKE fallback → optionally fused with the vector nearest
-neighbours (reciprocal rank fusion; the user filter sits inside each branch) → the seed's score
-→ top N. Every query here is scoped to the speaking user.
+Stages: weighted terms of the message, the session's topic and the user's previous lines
+(:mod:`shared.recall_query`) → the 50 best prefix matches by BM25 over this user's own memories
+(:mod:`shared.repositories.ranked_search`), topped up by the LIKE fallback → each candidate
+borrows a share of its best neighbour's match (memories noted in the same sitting) → optionally
+mixed with the cosine similarity of the vector nearest neighbours (the user filter sits inside
+each branch) → the seed's score → top N. Every query here is scoped to the speaking user.
 """
 
 from __future__ import annotations
@@ -14,15 +16,22 @@ from datetime import datetime
 
 from shared.db.memory_models import Episode, Memory, Profile
 from shared.db.uow import UnitOfWork
-from shared.scoring import ScoreBreakdown, combine, frequency_score, keyword_score, recency_score, rrf_scores
+from shared.recall_query import RecallQuery, build_recall_query
+from shared.scoring import (
+    ScoreBreakdown,
+    combine,
+    frequency_score,
+    fused_relevance,
+    neighbour_support,
+    recency_score,
+    relative_scores,
+    with_neighbours,
+)
 from shared.scoring import term_coverage as coverage_of
-from shared.tokenizer import query_terms as terms_of
 from shared.vector_search import VectorIndex
 
 CANDIDATE_LIMIT = 50
 EPISODE_LIMIT = 2
-MAX_QUERY_CHARS = 2000
-"""Only the start of a very long message is used to search (the whole message still reaches the LLM)."""
 
 
 @dataclass(frozen=True)
@@ -45,64 +54,63 @@ class Recall:
 
 def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, limit: int,
                     topic: str | None = None, query_vector: Sequence[float] | None = None,
-                    vectors: VectorIndex | None = None) -> Recall:
-    """Everything worth remembering for this message of ``user_id``."""
-    terms = terms_of(text[:MAX_QUERY_CHARS])
-    topic_terms = terms_of(topic or "")
-    query_terms = list(dict.fromkeys(terms + topic_terms))
-    lexical = _lexical_candidates(uow, user_id, query_terms)
+                    vectors: VectorIndex | None = None, context: Sequence[str] = ()) -> Recall:
+    """Everything worth remembering for this message of ``user_id``; ``context`` holds the user's
+    previous lines in this conversation, oldest first (they widen the search at a lower weight)."""
+    query = build_recall_query(text, topic=topic, context=context)
+    lexical = _lexical_candidates(uow, user_id, query)
     nearest: list[tuple[int, float]] = []
     if query_vector is not None and vectors is not None:
         nearest = vectors.nearest_memories(uow.session, user_id, query_vector, CANDIDATE_LIMIT)
-    scored = _score(uow, user_id, lexical, nearest, query_terms, topic_terms, now)
+    scored = _score(uow, user_id, lexical, nearest, query, now)
     return Recall(
         memories=tuple(scored[:limit]),
-        episodes=tuple(_episodes(uow, user_id, query_terms)),
+        episodes=tuple(_episodes(uow, user_id, list(query.message_terms + query.topic_terms))),
         profile=uow.profiles.get(user_id),
-        query_terms=tuple(query_terms),
+        query_terms=query.terms,
         mode="hybrid" if nearest else "lexical",
     )
 
 
-def _lexical_candidates(uow: UnitOfWork, user_id: int, terms: list[str]) -> list[tuple[Memory, float]]:
-    """Prefix-tsquery candidates, then LIKE for what the tokens missed (e.g. 猫 inside 猫咪)."""
-    if not terms:
+def _lexical_candidates(uow: UnitOfWork, user_id: int, query: RecallQuery) -> list[tuple[Memory, float]]:
+    """BM25-ranked prefix matches, then LIKE for what the tokens missed (e.g. 猫 inside 猫咪)."""
+    if not query.weighted_terms:
         return []
-    found = uow.memories.text_candidates(user_id, terms, CANDIDATE_LIMIT)
-    if len(found) < CANDIDATE_LIMIT:
+    found = uow.memories.ranked_candidates(user_id, query.weighted_terms, CANDIDATE_LIMIT)
+    if len(found) < CANDIDATE_LIMIT and query.message_terms:
         seen = {memory.id for memory, _ in found}
-        extra = uow.memories.like_candidates(user_id, terms, CANDIDATE_LIMIT - len(found))
+        extra = uow.memories.like_candidates(user_id, query.message_terms, CANDIDATE_LIMIT - len(found))
         found += [(memory, 0.0) for memory in extra if memory.id not in seen]
     return found
 
 
 def _score(uow: UnitOfWork, user_id: int, lexical: list[tuple[Memory, float]], nearest: list[tuple[int, float]],
-           terms: list[str], topic_terms: list[str], now: datetime) -> list[ScoredMemory]:
+           query: RecallQuery, now: datetime) -> list[ScoredMemory]:
     memories = {memory.id: memory for memory, _ in lexical}
-    ranks = {memory.id: rank for memory, rank in lexical}
+    own = {memory.id: score for memory, score in lexical}
     similarity = dict(nearest)
-    missing = [memory_id for memory_id in similarity if memory_id not in memories]
-    for memory_id in missing:
+    for memory_id in [memory_id for memory_id in similarity if memory_id not in memories]:
         memory = uow.memories.get(user_id, memory_id)
         if memory is not None:
             memories[memory_id] = memory
     if not memories:
         return []
-    fused = rrf_scores([[m.id for m, _ in lexical], [i for i, _ in nearest]]) if nearest else {}
-    best_rank = max(ranks.values(), default=0.0)
+    support = neighbour_support(own, {memory_id: _noted_at(memories[memory_id]) for memory_id in own})
+    lexical_relevance = relative_scores(with_neighbours(own, support))
+    fused = fused_relevance(lexical_relevance, similarity) if nearest else {}
+    keyword, neighbours = relative_scores(own), relative_scores(support)
     max_uses = max(memory.access_count for memory in memories.values())
     results = []
     for memory in memories.values():
-        tokens = memory.search_tokens.split()
-        keyword = keyword_score(coverage_of(terms, tokens), ranks.get(memory.id, 0.0), best_rank)
         breakdown = combine(
-            relevance=fused.get(memory.id, 0.0) if nearest else keyword,
-            keyword=keyword,
+            relevance=fused.get(memory.id, 0.0) if nearest else lexical_relevance.get(memory.id, 0.0),
+            keyword=keyword.get(memory.id, 0.0),
+            neighbours=neighbours.get(memory.id, 0.0),
             memory_type=memory.type,
             recency=recency_score(memory.last_accessed or memory.updated_at or memory.created_at, now),
             frequency=frequency_score(memory.access_count, max_uses),
             confidence=memory.confidence,
-            on_topic=bool(topic_terms) and coverage_of(topic_terms, tokens) > 0,
+            on_topic=bool(query.topic_terms) and coverage_of(query.topic_terms, memory.search_tokens.split()) > 0,
             vector_similarity=similarity.get(memory.id),
         )
         results.append(ScoredMemory(memory, breakdown))
@@ -110,7 +118,10 @@ def _score(uow: UnitOfWork, user_id: int, lexical: list[tuple[Memory, float]], n
     return results
 
 
+def _noted_at(memory: Memory) -> datetime:
+    return memory.created_at or memory.updated_at
+
+
 def _episodes(uow: UnitOfWork, user_id: int, terms: list[str]) -> list[Episode]:
     """The best matching episodes, or the latest one for continuity when none matches."""
-    matched = [episode for episode, _ in uow.episodes.text_candidates(user_id, terms, EPISODE_LIMIT)] if terms else []
-    return matched or uow.episodes.recent(user_id, 1)
+    return uow.episodes.matching_or_latest(user_id, terms, EPISODE_LIMIT)

@@ -1,10 +1,16 @@
 """The retrieval score of a memory (DESIGN.md §5, the seed's formula), as pure functions.
 
-``score = 0.40·relevance + 0.20·category_boost + 0.15·recency + 0.10·frequency + 0.15·confidence``,
-times 1.3 when the memory is related to the session's current topic. ``relevance`` is the keyword
-score (share of query terms the memory matches, blended with the normalised text rank); when
-vectors are in play it is the reciprocal-rank fusion of the lexical and the vector ranking.
-Every result keeps its breakdown, so ``/memories why`` and the tests can explain it.
+``score = 0.40·relevance + 0.20·category_boost + 0.15·confidence
++ relevance·(0.15·recency + 0.10·frequency)``, times 1.3 when the memory is related to the
+session's current topic. Recency and frequency say how a memory has been *used*, not whether it
+fits this message, so they count in proportion to relevance: they decide between memories that
+match about as well, and never lift last week's weak match over an exact one from months ago.
+
+``relevance`` is lexical: the memory's BM25 score (rare words count more) plus a share of the best
+score among its neighbours (memories noted within the same sitting, ``NEIGHBOUR_WINDOW``), relative
+to the best candidate; when vectors are in play it is mixed with the cosine similarity of the
+memory's embedding (``VECTOR_SHARE``). Every result keeps its breakdown, so ``/memories why`` and the
+tests can explain it.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 WEIGHT_RELEVANCE = 0.40
 WEIGHT_CATEGORY = 0.20
@@ -21,10 +27,19 @@ WEIGHT_FREQUENCY = 0.10
 WEIGHT_CONFIDENCE = 0.15
 TOPIC_BOOST = 1.3
 RECENCY_HALF_LIFE_DAYS = 7.0
-RANK_SHARE_OF_KEYWORD_SCORE = 0.3
-"""The keyword score is 70 % term coverage and 30 % the text rank relative to the best candidate."""
-RRF_K = 60
-"""Reciprocal rank fusion constant (Cormack et al.): 1 / (k + rank)."""
+NEIGHBOUR_WINDOW = timedelta(minutes=30)
+"""Memories noted this close together come from one sitting (the idle time that closes a session)."""
+NEIGHBOUR_SHARE = 0.3
+"""How much of its best neighbour's match a memory borrows: things said together belong together."""
+BM25_K1 = 1.2
+"""Okapi BM25 term-frequency saturation (the usual 1.2)."""
+BM25_B = 0.75
+"""Okapi BM25 length normalisation (the usual 0.75): a match in a short memory counts more."""
+VECTOR_SHARE = 0.3
+"""With vectors, relevance is ``0.7·lexical + 0.3·cosine similarity`` (a convex combination, which
+keeps how strong each match is; reciprocal rank fusion over 50-item lists flattens a clear lexical
+winner to the level of a memory both branches ranked mediocre, and lost a third of the hits on LoCoMo
+with a small embedder). Words the user actually said lead; vectors add what is said differently."""
 
 CATEGORY_BOOST = {"preference": 1.5, "fact": 1.2, "person": 1.2, "event": 1.1, "pattern": 1.0,
                   "rule": 1.0, "todo": 1.0}
@@ -40,6 +55,7 @@ class ScoreBreakdown:
     recency: float
     frequency: float
     confidence: float
+    neighbours: float
     topic_boost: float
     vector_similarity: float | None
     total: float
@@ -71,28 +87,49 @@ def term_coverage(query_terms: Sequence[str], memory_tokens: Iterable[str]) -> f
     return matched / len(query_terms)
 
 
-def keyword_score(coverage: float, rank: float, best_rank: float) -> float:
-    relative_rank = rank / best_rank if best_rank > 0 else 0.0
-    return (1 - RANK_SHARE_OF_KEYWORD_SCORE) * coverage + RANK_SHARE_OF_KEYWORD_SCORE * relative_rank
+def relative_scores(scores: dict[int, float]) -> dict[int, float]:
+    """Each score over the best one (the best becomes 1); all 0 when nothing scored."""
+    best = max(scores.values(), default=0.0)
+    return {key: (value / best if best > 0 else 0.0) for key, value in scores.items()}
 
 
-def rrf_scores(rankings: Iterable[Sequence[int]], k: int = RRF_K) -> dict[int, float]:
-    """Reciprocal rank fusion of several best-first id lists, normalised so the best is 1."""
-    fused: dict[int, float] = {}
-    for ranking in rankings:
-        for position, item in enumerate(ranking, start=1):
-            fused[item] = fused.get(item, 0.0) + 1.0 / (k + position)
-    best = max(fused.values(), default=0.0)
-    return {item: value / best for item, value in fused.items()} if best else {}
+def neighbour_support(scores: dict[int, float], noted_at: dict[int, datetime],
+                      window: timedelta = NEIGHBOUR_WINDOW) -> dict[int, float]:
+    """For each item, the best score among the *other* items noted within ``window`` of it."""
+    order = sorted(scores, key=lambda key: noted_at[key])
+    support = dict.fromkeys(scores, 0.0)
+    start = 0
+    for position, key in enumerate(order):
+        while noted_at[key] - noted_at[order[start]] > window:
+            start += 1
+        for other in order[start:position]:
+            support[key] = max(support[key], scores[other])
+            support[other] = max(support[other], scores[key])
+    return support
+
+
+def with_neighbours(scores: dict[int, float], support: dict[int, float],
+                    share: float = NEIGHBOUR_SHARE) -> dict[int, float]:
+    """A memory's own score plus ``share`` of its best neighbour's."""
+    return {key: value + share * support.get(key, 0.0) for key, value in scores.items()}
+
+
+def fused_relevance(lexical: dict[int, float], similarity: dict[int, float],
+                    vector_share: float = VECTOR_SHARE) -> dict[int, float]:
+    """Lexical relevance (0-1) and vector cosine similarity (clipped to 0-1), mixed convexly."""
+    return {key: (1 - vector_share) * lexical.get(key, 0.0) + vector_share * max(similarity.get(key, 0.0), 0.0)
+            for key in lexical.keys() | similarity.keys()}
 
 
 def combine(*, relevance: float, keyword: float, memory_type: str, recency: float, frequency: float,
-            confidence: float, on_topic: bool, vector_similarity: float | None = None) -> ScoreBreakdown:
-    """The seed's weighted sum, with the topic boost applied last."""
+            confidence: float, on_topic: bool, vector_similarity: float | None = None,
+            neighbours: float = 0.0) -> ScoreBreakdown:
+    """The seed's weighted sum (usage signals in proportion to relevance), topic boost applied last."""
     boost = CATEGORY_BOOST.get(memory_type, 1.0)
     topic = TOPIC_BOOST if on_topic else 1.0
-    total = (WEIGHT_RELEVANCE * relevance + WEIGHT_CATEGORY * boost + WEIGHT_RECENCY * recency
-             + WEIGHT_FREQUENCY * frequency + WEIGHT_CONFIDENCE * confidence) * topic
+    usage = WEIGHT_RECENCY * recency + WEIGHT_FREQUENCY * frequency
+    total = (WEIGHT_RELEVANCE * relevance + WEIGHT_CATEGORY * boost + WEIGHT_CONFIDENCE * confidence
+             + relevance * usage) * topic
     return ScoreBreakdown(relevance=relevance, keyword=keyword, category_boost=boost, recency=recency,
-                          frequency=frequency, confidence=confidence, topic_boost=topic,
+                          frequency=frequency, confidence=confidence, neighbours=neighbours, topic_boost=topic,
                           vector_similarity=vector_similarity, total=total)

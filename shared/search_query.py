@@ -34,6 +34,23 @@ def prefix_tsquery(terms: Iterable[str], max_terms: int = MAX_QUERY_TERMS) -> st
     return " | ".join(_quote_lexeme(term) + ":*" for term in unique) or None
 
 
+def weighted_prefix_queries(terms: Iterable[tuple[str, float]],
+                            max_terms: int = MAX_QUERY_TERMS) -> list[tuple[str, float]]:
+    """One ``'lexeme':*`` tsquery per lexeme with its weight, for scoring terms one by one.
+
+    ``terms`` are ``(search token, weight)`` pairs, most important first; a lexeme met twice keeps
+    its highest weight, and only the first ``max_terms`` distinct lexemes are kept. The same rules
+    as :func:`prefix_tsquery` make every piece safe to parse.
+    """
+    weights: dict[str, float] = {}
+    for term, weight in terms:
+        for piece in _LEXEME.findall(clean_text(term)):
+            if len(piece) > MAX_TOKEN_CHARS or (piece not in weights and len(weights) >= max_terms):
+                continue
+            weights[piece] = max(weight, weights.get(piece, weight))
+    return [(_quote_lexeme(piece) + ":*", weight) for piece, weight in weights.items()]
+
+
 def tsquery_for_text(text: str, max_terms: int = MAX_QUERY_TERMS) -> str | None:
     """The prefix tsquery for free text a user typed."""
     return prefix_tsquery(keywords(text), max_terms)

@@ -46,3 +46,20 @@ class EpisodeRepository:
             .limit(limit)
         )
         return [(episode, float(score)) for episode, score in self.session.execute(query)]
+
+    def matching_or_latest(self, user_id: int, terms: Sequence[str], limit: int) -> list[Episode]:
+        """The best ``limit`` episodes matching any term as a prefix or, when none matches, the
+        latest one (for continuity); one round trip either way."""
+        tsquery = prefix_tsquery(terms)
+        if tsquery is None:
+            return self.recent(user_id, 1)
+        query_expr = func.to_tsquery(literal_column("'simple'::regconfig"), tsquery)
+        matches = Episode.search_tsv.op("@@")(query_expr)
+        query = (select(Episode, matches.label("matched"))
+                 .where(Episode.user_id == user_id)
+                 .order_by(matches.desc(), func.ts_rank(Episode.search_tsv, query_expr).desc(),
+                           Episode.ended_at.desc())
+                 .limit(limit))
+        rows = self.session.execute(query).all()
+        matched = [episode for episode, is_match in rows if is_match]
+        return matched or [episode for episode, _ in rows[:1]]

@@ -10,8 +10,15 @@ from sqlalchemy import ColumnElement, Select, delete, func, literal_column, or_,
 from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Memory, MemoryEvent
-from shared.search_query import MAX_QUERY_TERMS, like_pattern, prefix_tsquery
+from shared.repositories.ranked_search import MEMORY_BM25
+from shared.scoring import BM25_B, BM25_K1
+from shared.search_query import MAX_QUERY_TERMS, like_pattern, prefix_tsquery, weighted_prefix_queries
 from shared.text import clean_text
+
+BM25_POOL_LIMIT = 2000
+"""At most this many matching memories (the newest) are scored for one query."""
+BM25_POPULATION_CAP = 20000
+"""The user's memories are counted up to here for IDF; beyond it the figure barely moves."""
 
 SNAPSHOT_FIELDS = ("type", "subject", "predicate", "content", "value", "importance", "confidence",
                    "source", "tier", "verified", "superseded_by", "expires_at", "deleted_at")
@@ -24,6 +31,10 @@ def snapshot(memory: Memory) -> dict[str, Any]:
         value = getattr(memory, name)
         picture[name] = value.isoformat() if isinstance(value, datetime) else value
     return picture
+
+
+_RANKED_MEMORIES = (select(Memory, MEMORY_BM25.c.score).join(MEMORY_BM25, Memory.id == MEMORY_BM25.c.id)
+                    .order_by(MEMORY_BM25.c.score.desc(), Memory.id.desc()))
 
 
 def active() -> ColumnElement[bool]:
@@ -86,6 +97,18 @@ class MemoryRepository:
             .limit(limit)
         )
         return [(memory, float(score)) for memory, score in self.session.execute(query)]
+
+    def ranked_candidates(self, user_id: int, weighted_terms: Sequence[tuple[str, float]],
+                          limit: int = 50) -> list[tuple[Memory, float]]:
+        """Active memories matching any term as a prefix, with their BM25 score over this user's
+        memories (rare words count more; see :mod:`shared.repositories.ranked_search`), best first."""
+        queries = weighted_prefix_queries(weighted_terms)
+        if not queries:
+            return []
+        parameters = {"queries": [query for query, _ in queries], "weights": [weight for _, weight in queries],
+                      "any_query": " | ".join(query for query, _ in queries), "user_id": user_id, "limit": limit,
+                      "pool_limit": BM25_POOL_LIMIT, "population_cap": BM25_POPULATION_CAP, "k1": BM25_K1, "b": BM25_B}
+        return [(memory, float(score)) for memory, score in self.session.execute(_RANKED_MEMORIES, parameters)]
 
     def like_candidates(self, user_id: int, terms: Sequence[str], limit: int = 50) -> list[Memory]:
         """The LIKE fallback: active memories whose content contains any of the terms."""

@@ -67,7 +67,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     session.updated_at = now
     strategy = ResponseStrategy.from_json(session.next_strategy) if config.emotion_enabled else PLAIN_STRATEGY
     recall = recall_for_turn(uow, user_id, text, now=now, limit=config.retrieval_limit,
-                             topic=session.current_topic, query_vector=query_vector, vectors=vectors)
+                             topic=session.current_topic, query_vector=query_vector, vectors=vectors,
+                             context=[said for role, said in history if role == "user"])
     local_now = now.astimezone(ZoneInfo(timezone))
     prompt = build_turn_prompt(PromptInputs(
         bot_name=config.bot_name, personality=config.personality,

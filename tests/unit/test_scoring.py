@@ -7,13 +7,18 @@ import pytest
 
 from shared.scoring import (
     CATEGORY_BOOST,
+    NEIGHBOUR_SHARE,
+    NEIGHBOUR_WINDOW,
     TOPIC_BOOST,
+    VECTOR_SHARE,
     combine,
     frequency_score,
-    keyword_score,
+    fused_relevance,
+    neighbour_support,
     recency_score,
-    rrf_scores,
+    relative_scores,
     term_coverage,
+    with_neighbours,
 )
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
@@ -43,9 +48,31 @@ def test_term_coverage_counts_prefix_matches():
     assert term_coverage([], ["python"]) == 0.0
 
 
-def test_keyword_score_blends_coverage_with_relative_rank():
-    assert keyword_score(1.0, 0.5, 0.5) == pytest.approx(1.0)
-    assert keyword_score(0.5, 0.0, 0.5) == pytest.approx(0.35)
+def test_relative_scores_put_the_best_at_one():
+    assert relative_scores({1: 4.0, 2: 1.0, 3: 0.0}) == {1: 1.0, 2: 0.25, 3: 0.0}
+    assert relative_scores({1: 0.0}) == {1: 0.0}
+    assert relative_scores({}) == {}
+
+
+def test_neighbours_are_memories_noted_within_the_window_and_lend_their_best_score():
+    noted = {1: NOW, 2: NOW + timedelta(minutes=10), 3: NOW + NEIGHBOUR_WINDOW + timedelta(minutes=5),
+             4: NOW + timedelta(days=3)}
+    support = neighbour_support({1: 2.0, 2: 0.5, 3: 1.0, 4: 9.0}, noted)
+    assert support == {1: 0.5, 2: 2.0, 3: 0.5, 4: 0.0}
+
+
+def test_a_memory_borrows_a_share_of_its_best_neighbours_score():
+    assert with_neighbours({1: 1.0, 2: 0.0}, {1: 0.0, 2: 1.0}) == {1: 1.0, 2: NEIGHBOUR_SHARE}
+
+
+def test_recency_and_use_decide_between_equal_matches_but_never_lift_a_weak_match_over_an_exact_one():
+    def total(relevance, recency):
+        return combine(relevance=relevance, keyword=relevance, memory_type="event", recency=recency,
+                       frequency=0.0, confidence=0.9, on_topic=False).total
+
+    assert total(1.0, recency=1.0) > total(1.0, recency=0.0)
+    assert total(1.0, recency=0.0) > total(0.7, recency=1.0)
+    assert total(0.0, recency=1.0) == total(0.0, recency=0.0)
 
 
 def test_the_total_is_the_seed_formula_and_the_topic_multiplies_it():
@@ -56,10 +83,13 @@ def test_the_total_is_the_seed_formula_and_the_topic_multiplies_it():
                       confidence=1.0, on_topic=True)
     assert topical.total == pytest.approx(plain.total * TOPIC_BOOST)
     assert topical.as_dict()["topic_boost"] == 1.3
+    assert plain.as_dict()["neighbours"] == 0.0
 
 
-def test_reciprocal_rank_fusion_rewards_items_found_by_both_branches():
-    fused = rrf_scores([[1, 2, 3], [3, 4]])
-    assert fused[3] == 1.0
-    assert fused[1] > fused[2] > fused[4] * 0.99
-    assert rrf_scores([[], []]) == {}
+def test_vectors_add_a_share_of_cosine_similarity_and_lexical_strength_is_kept():
+    fused = fused_relevance({1: 1.0, 2: 0.4}, {2: 0.9, 3: 0.8, 4: -0.2})
+    assert fused[1] == pytest.approx(1 - VECTOR_SHARE)
+    assert fused[2] == pytest.approx((1 - VECTOR_SHARE) * 0.4 + VECTOR_SHARE * 0.9)
+    assert fused[3] == pytest.approx(VECTOR_SHARE * 0.8) and fused[4] == 0.0
+    assert fused[1] > fused[2] > fused[3]
+    assert fused_relevance({}, {}) == {}

@@ -1,6 +1,13 @@
 """Safe tsquery and LIKE expressions from anything a user types (pure string rules)."""
 
-from shared.search_query import MAX_LIKE_CHARS, MAX_QUERY_TERMS, like_pattern, prefix_tsquery, tsquery_for_text
+from shared.search_query import (
+    MAX_LIKE_CHARS,
+    MAX_QUERY_TERMS,
+    like_pattern,
+    prefix_tsquery,
+    tsquery_for_text,
+    weighted_prefix_queries,
+)
 
 
 def test_each_keyword_becomes_a_quoted_prefix_term_joined_by_or():
@@ -32,3 +39,19 @@ def test_the_number_of_terms_is_capped():
 def test_like_wildcards_are_escaped_and_long_terms_cut():
     assert like_pattern("50%_off\\") == "%50\\%\\_off\\\\%"
     assert like_pattern("x" * 1000) == "%" + "x" * MAX_LIKE_CHARS + "%"
+
+
+def test_weighted_queries_give_one_safe_prefix_query_per_lexeme_with_its_weight():
+    assert weighted_prefix_queries([("it's", 1.0), ("咖啡", 0.5)]) == [("'it':*", 1.0), ("'s':*", 1.0),
+                                                                      ("'咖啡':*", 0.5)]
+
+
+def test_a_lexeme_met_twice_keeps_its_highest_weight_and_its_first_place():
+    assert weighted_prefix_queries([("tea", 0.3), ("cake", 1.0), ("tea", 0.9)]) == [("'tea':*", 0.9),
+                                                                                   ("'cake':*", 1.0)]
+
+
+def test_weighted_queries_are_capped_and_keep_the_first_terms():
+    queries = weighted_prefix_queries([(f"w{i}", 1.0) for i in range(100)])
+    assert len(queries) == MAX_QUERY_TERMS and queries[0] == ("'w0':*", 1.0)
+    assert weighted_prefix_queries([("!!! 🙂", 1.0), ("a" * 65, 1.0)]) == []

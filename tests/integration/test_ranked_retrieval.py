@@ -1,0 +1,98 @@
+"""Ranking on real PostgreSQL: BM25 with each user's own word statistics, conversation context,
+memories of one sitting supporting each other, and the sweep that re-tokenises old rows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import text
+
+from shared.db.memory_models import Memory
+from shared.retrieval import recall_for_turn
+from shared.search_reindex import retokenize_all_stale
+from shared.tokenizer import TOKENIZER_VERSION
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+def remember(uow, user_id, content, at=NOW):
+    return uow.memories.add(Memory(user_id=user_id, type="event", content=content, source="user_stated",
+                                   confidence=0.9, created_at=at, updated_at=at, last_accessed=NOW))
+
+
+def users(uow_factory, *names):
+    with uow_factory() as uow:
+        ids = [uow.users.identify("console", name).user_id for name in names]
+        uow.commit()
+    return ids
+
+
+def ranked(uow, user_id, message, **kwargs):
+    return [item.memory.id for item in recall_for_turn(uow, user_id, message, now=NOW, limit=10, **kwargs).memories]
+
+
+def test_a_rare_word_outranks_a_word_the_user_says_all_the_time(uow_factory):
+    [alice] = users(uow_factory, "alice")
+    with uow_factory() as uow:
+        lisbon = remember(uow, alice, "booked the flight to Lisbon")
+        daily = [remember(uow, alice, f"coffee with the team, day {day}") for day in range(8)]
+        uow.commit()
+        found = ranked(uow, alice, "coffee in Lisbon")
+    assert found[0] == lisbon.id and set(found[1:]) <= {memory.id for memory in daily}
+
+
+def test_word_statistics_are_the_speakers_own_not_everyones(uow_factory):
+    alice, bob = users(uow_factory, "alice", "bob")
+    with uow_factory() as uow:
+        lisbon = remember(uow, alice, "booked the flight to Lisbon")
+        for day in range(5):
+            remember(uow, alice, f"coffee with the team, day {day}")
+        for day in range(40):
+            remember(uow, bob, f"Lisbon tram ride number {day}")
+        uow.commit()
+        found = ranked(uow, alice, "coffee in Lisbon")
+    assert found[0] == lisbon.id and len(found) == 6
+
+
+def test_earlier_lines_of_the_conversation_find_what_a_short_follow_up_cannot(uow_factory):
+    [alice] = users(uow_factory, "alice")
+    with uow_factory() as uow:
+        berlin = remember(uow, alice, "my sister Anna moved to Berlin for her new job")
+        remember(uow, alice, "the new job at the bakery starts in March")
+        uow.commit()
+        alone = ranked(uow, alice, "how is her new job going?")
+        in_context = ranked(uow, alice, "how is her new job going?", context=["I miss Anna so much"])
+    assert alone[0] != berlin.id
+    assert in_context[0] == berlin.id
+
+
+def test_memories_noted_in_the_same_sitting_lend_each_other_support(uow_factory):
+    [alice] = users(uow_factory, "alice")
+    with uow_factory() as uow:
+        remember(uow, alice, "ran my first marathon in Valencia", at=NOW - timedelta(days=20, minutes=5))
+        proud_of_race = remember(uow, alice, "so proud of myself today", at=NOW - timedelta(days=20))
+        proud_of_garden = remember(uow, alice, "so proud of my tomatoes", at=NOW - timedelta(days=2))
+        uow.commit()
+        recall = recall_for_turn(uow, alice, "the marathon, were you proud?", now=NOW, limit=10)
+    scores = {item.memory.id: item.score for item in recall.memories}
+    order = [item.memory.id for item in recall.memories]
+    assert order.index(proud_of_race.id) < order.index(proud_of_garden.id)
+    assert scores[proud_of_race.id].neighbours == 1.0 and scores[proud_of_garden.id].neighbours == 0.0
+    assert scores[proud_of_race.id].keyword == scores[proud_of_garden.id].keyword
+
+
+def test_rows_left_by_an_older_tokenizer_are_re_tokenised_and_found_again(uow_factory):
+    [alice] = users(uow_factory, "alice")
+    with uow_factory() as uow:
+        memory = remember(uow, alice, "我们去看了篮球比赛")
+        uow.commit()
+        uow.session.execute(text("UPDATE memories SET search_tokens = '篮球比赛', tokenizer_version = 2 "
+                                 "WHERE id = :id"), {"id": memory.id})
+        uow.commit()
+        assert uow.memories.ranked_candidates(alice, [("比赛", 1.0)]) == []
+    assert retokenize_all_stale(uow_factory, batch_size=1) >= 1
+    with uow_factory() as uow:
+        stored = uow.memories.get(alice, memory.id)
+        assert stored.tokenizer_version == TOKENIZER_VERSION and "比赛" in stored.search_tokens.split()
+        [(found, score)] = uow.memories.ranked_candidates(alice, [("比赛", 1.0)])
+        assert found.id == memory.id and score > 0
