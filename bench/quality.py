@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bench.datasets import LOCOMO_CATEGORIES, Conversation, load_locomo, load_madial, session_of
+from bench.hybrid import load_hybrid, vectors_enabled
 
 TOP_N = 20
 LOCOMO_KS = (1, 5, 10, 20)
@@ -27,6 +28,8 @@ QUERY_DAY_AFTER = timedelta(days=1)
 TARGETS = {"locomo_recall_any@10": 0.75, "madial_recall@5": 0.60}
 PROGRESS_EVERY = 25
 LABEL_WIDTH = 22
+
+SYSTEM_LABELS = {"mnemo": "mnemo", "mnemo_hybrid": "hybrid", "bm25": "bm25"}
 
 Ranked = list[str]
 """External ids (LoCoMo dia ids, MADial memory ids), best first."""
@@ -109,10 +112,9 @@ def jieba_tokens(text: str) -> list[str]:
     return [word for word in jieba.lcut(text) if any(ch.isalnum() for ch in word)]
 
 
-def madial_query(user_lines: Sequence[str]) -> str:
-    """One text for the product's retrieval: the user's lines, most recent first (the query keeps
-    only its first terms, and the latest lines say what the user is talking about now)."""
-    return " ".join(reversed(user_lines))
+def madial_turn(user_lines: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """The user's latest line (the message) and the earlier ones (the conversation context)."""
+    return user_lines[-1], tuple(user_lines[:-1])
 
 
 def ingest(uow, platform_user_id: str, items: Sequence[tuple[str, str, datetime]]) -> tuple[int, dict[int, str]]:
@@ -133,18 +135,21 @@ def ingest(uow, platform_user_id: str, items: Sequence[tuple[str, str, datetime]
     return user_id, keys
 
 
-def mnemo_rank(uow, user_id: int, query: str, now: datetime, keys: dict[int, str]) -> Ranked:
+def mnemo_rank(uow, user_id: int, query: str, now: datetime, keys: dict[int, str], context: Sequence[str] = (),
+               *, vector: Sequence[float] | None = None, hybrid=None) -> Ranked:
     from shared.retrieval import recall_for_turn
 
-    recall = recall_for_turn(uow, user_id, query, now=now, limit=TOP_N)
+    recall = recall_for_turn(uow, user_id, query, now=now, limit=TOP_N, context=context, query_vector=vector,
+                             vectors=hybrid.vectors if hybrid else None)
     return [keys[item.memory.id] for item in recall.memories]
 
 
-def run_locomo(new_uow: Callable, conversations: list[Conversation]) -> dict:
-    """Mnemo and BM25 rankings for every question, per conversation (one user each)."""
+def run_locomo(new_uow: Callable, conversations: list[Conversation], hybrid=None) -> dict:
+    """Mnemo and BM25 rankings for every question, per conversation (one user each); with ``hybrid``
+    (see :mod:`bench.hybrid`) also Mnemo with the query's vector fused in ("mnemo_hybrid")."""
     from shared.tokenizer import tokenize
 
-    rows: dict[str, list] = {"mnemo": [], "bm25": []}
+    rows: dict[str, list] = {"mnemo": [], "bm25": []} | ({"mnemo_hybrid": []} if hybrid else {})
     progress = Progress("LoCoMo questions", sum(len(c.questions) for c in conversations))
     for index, conversation in enumerate(conversations):
         turns = conversation.turns
@@ -153,32 +158,57 @@ def run_locomo(new_uow: Callable, conversations: list[Conversation]) -> dict:
         with new_uow() as uow:
             user_id, keys = ingest(uow, f"locomo-{index}-{conversation.sample_id}",
                                    [(t.dia_id, t.text, t.at) for t in turns])
-            for question in conversation.questions:
-                ranked = mnemo_rank(uow, user_id, question.question, now, keys)
-                rows["mnemo"].append((question.category, ranked, question.evidence))
-                rows["bm25"].append((question.category, bm25.rank(tokenize(question.question)), question.evidence))
+        texts = [question.question for question in conversation.questions]
+        query_vectors = _embedded(hybrid, new_uow, user_id, keys, texts)
+        with new_uow() as uow:
+            for question, vector in zip(conversation.questions, query_vectors, strict=True):
+                evidence = question.evidence
+                rows["mnemo"].append((question.category, mnemo_rank(uow, user_id, question.question, now, keys),
+                                      evidence))
+                rows["bm25"].append((question.category, bm25.rank(tokenize(question.question)), evidence))
+                if vector is not None:
+                    ranked = mnemo_rank(uow, user_id, question.question, now, keys, vector=vector, hybrid=hybrid)
+                    rows["mnemo_hybrid"].append((question.category, ranked, evidence))
                 progress.step()
     return {system: locomo_figures(found) for system, found in rows.items()}
 
 
-def run_madial(new_uow: Callable, archive: list, dialogues: list) -> dict:
-    """Mnemo and BM25 rankings of the user's archive for every dialogue."""
-    rows: dict[str, list] = {"mnemo": [], "bm25": []}
+def run_madial(new_uow: Callable, archive: list, dialogues: list, hybrid=None) -> dict:
+    """Mnemo and BM25 rankings of the user's archive for every dialogue. Mnemo searches with the
+    user's latest line and the earlier ones as conversation context, as a chat turn does."""
+    rows: dict[str, list] = {"mnemo": [], "bm25": []} | ({"mnemo_hybrid": []} if hybrid else {})
     now = max(memory.at for memory in archive) + QUERY_DAY_AFTER
     bm25 = BM25Ranking([m.id for m in archive], [jieba_tokens(m.text) for m in archive])
     progress = Progress("MADial dialogues", len(dialogues))
     with new_uow() as uow:
         user_id, keys = ingest(uow, "madial-user", [(m.id, m.text, m.at) for m in archive])
-        for dialogue in dialogues:
-            rows["mnemo"].append((mnemo_rank(uow, user_id, madial_query(dialogue.user_lines), now, keys),
-                                  dialogue.relevant))
+    query_vectors = _embedded(hybrid, new_uow, user_id, keys, [d.user_lines[-1] for d in dialogues])
+    with new_uow() as uow:
+        for dialogue, vector in zip(dialogues, query_vectors, strict=True):
+            latest, earlier = madial_turn(dialogue.user_lines)
+            rows["mnemo"].append((mnemo_rank(uow, user_id, latest, now, keys, earlier), dialogue.relevant))
             rows["bm25"].append((bm25.rank(jieba_tokens(" ".join(dialogue.user_lines))), dialogue.relevant))
+            if vector is not None:
+                ranked = mnemo_rank(uow, user_id, latest, now, keys, earlier, vector=vector, hybrid=hybrid)
+                rows["mnemo_hybrid"].append((ranked, dialogue.relevant))
             progress.step()
     return {system: madial_figures(found) for system, found in rows.items()}
 
 
-def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: Path, quick: bool = False) -> dict:
-    """Both benchmarks on a scratch database; writes ``quality.json`` and returns the figures."""
+def _embedded(hybrid, new_uow: Callable, user_id: int, keys: dict[int, str], queries: list[str]) -> list:
+    """Embeds the user's memories (the product's job) and returns the queries' vectors (None each
+    without ``hybrid``)."""
+    if hybrid is None:
+        return [None] * len(queries)
+    hybrid.index(new_uow, user_id, list(keys))
+    return hybrid.query_vectors(queries)
+
+
+def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: Path, quick: bool = False,
+        hybrid: bool | None = None) -> dict:
+    """Both benchmarks on a scratch database; writes ``quality.json`` and ``quality.md`` and returns
+    the figures. ``hybrid``: True insists on the vector pass, False skips it, None (the default)
+    runs it when the local embedder is installed."""
     from bench.hot_path import scratch_database
     from shared.db.engine import make_engine, session_factory
     from shared.db.uow import UnitOfWork
@@ -186,12 +216,18 @@ def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: 
     started = time.perf_counter()
     conversations = load_locomo(Path(locomo_path), QUICK_CONVERSATIONS if quick else None)
     archive, dialogues = load_madial(Path(madial_dir), QUICK_DIALOGUES if quick else None)
+    search, skipped = _hybrid_search(hybrid)
     with scratch_database(database_url) as url:
         engine = make_engine(url)
         factory = session_factory(engine)
+        new_uow = lambda: UnitOfWork(factory)  # noqa: E731
         try:
-            locomo = run_locomo(lambda: UnitOfWork(factory), conversations)
-            madial = run_madial(lambda: UnitOfWork(factory), archive, dialogues)
+            if search is not None and not vectors_enabled(search, new_uow):
+                search, skipped = None, "the database has no pgvector"
+            if hybrid and search is None:
+                raise RuntimeError(f"the hybrid pass cannot run: {skipped}")
+            locomo = run_locomo(new_uow, conversations, search)
+            madial = run_madial(new_uow, archive, dialogues, search)
         finally:
             engine.dispose()
     figures = {
@@ -202,12 +238,20 @@ def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: 
                    "skipped_questions": sum(c.skipped_questions for c in conversations), **locomo},
         "madial": {"dialogues": len(dialogues), "memories": len(archive), **madial},
         "headline": _headline(locomo, madial),
+        "hybrid": {"model": search.model} if search else {"skipped": skipped},
         "elapsed_s": round(time.perf_counter() - started, 1),
     }
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "quality.json").write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+    (out_dir / "quality.md").write_text(f"# Retrieval quality\n\n```\n{report(figures)}\n```\n")
     return figures
+
+
+def _hybrid_search(wanted: bool | None):
+    if wanted is False:
+        return None, "not asked for"
+    return load_hybrid()
 
 
 def _headline(locomo: dict, madial: dict) -> dict:
@@ -229,18 +273,27 @@ def report(figures: dict) -> str:
     for metric in ("recall_any", "recall_all", "session_recall"):
         lines.append(f"  {metric:<{LABEL_WIDTH + 5}}" + "".join(f"{'@' + str(k):>7}" for k in LOCOMO_KS))
         for group in lo["mnemo"]:
-            for system in ("mnemo", "bm25"):
+            for system in _systems(lo):
                 values = lo[system][group]
                 label = f"{group} ({values['questions']})" if system == "mnemo" else ""
-                lines.append(f"    {label:<{LABEL_WIDTH}}{system:<6}" + "".join(f"{values[f'{metric}@{k}']:>7.3f}"
-                                                                   for k in LOCOMO_KS))
+                lines.append(f"    {label:<{LABEL_WIDTH}}{SYSTEM_LABELS[system]:<6}"
+                             + "".join(f"{values[f'{metric}@{k}']:>7.3f}" for k in LOCOMO_KS))
     lines.append(f"MADial-zh: {ma['dialogues']} dialogues, {ma['memories']} memories in the archive")
     lines.append(f"  {'recall':<{LABEL_WIDTH + 5}}" + "".join(f"{'@' + str(k):>7}" for k in MADIAL_KS))
-    for system in ("mnemo", "bm25"):
+    for system in _systems(ma):
         found = "".join(f"{ma[system][f'recall@{k}']:>7.3f}" for k in MADIAL_KS)
-        lines.append(f"    {'':<{LABEL_WIDTH}}{system:<6}{found}")
+        lines.append(f"    {'':<{LABEL_WIDTH}}{SYSTEM_LABELS[system]:<6}{found}")
     for name, h in figures["headline"].items():
         ratio = f"x{h['ratio']:.2f}" if h["ratio"] is not None else "n/a"
         lines.append(f"{name}: Mnemo {h['mnemo']:.3f} vs BM25 {h['bm25']:.3f} ({ratio}); target >= {h['target']:.2f} "
                      f"{'met' if h['met'] else 'NOT met'}")
+    hybrid = figures.get("hybrid", {})
+    lines.append(f"hybrid (lexical + {hybrid['model']} vectors): LoCoMo recall_any@10 "
+                 f"{lo['mnemo_hybrid']['overall']['recall_any@10']:.3f}, MADial recall@5 "
+                 f"{ma['mnemo_hybrid']['recall@5']:.3f}" if "model" in hybrid
+                 else f"hybrid pass skipped: {hybrid.get('skipped', 'not run')}")
     return "\n".join(lines)
+
+
+def _systems(figures: dict) -> list[str]:
+    return [system for system in SYSTEM_LABELS if system in figures]

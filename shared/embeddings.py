@@ -87,7 +87,8 @@ class LocalEmbedder:
         except Exception as exc:  # the loader's errors vary by version; all mean "not here"
             raise EmbeddingError(f"cannot load the local embedding model {model_name!r} offline: {exc}") from exc
         self.name = model_name
-        self.dimensions = int(self._model.get_sentence_embedding_dimension())
+        dimension_of = getattr(self._model, "get_embedding_dimension", None)  # the newer name
+        self.dimensions = int((dimension_of or self._model.get_sentence_embedding_dimension)())
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         prepared = _prepared(texts)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench import quality
 
 TURNS = [
@@ -45,7 +47,7 @@ def test_a_quick_run_finds_the_planted_evidence_and_writes_the_figures(tmp_path,
     write_locomo(tmp_path / "locomo.json")
     write_madial(tmp_path / "madial")
     figures = quality.run(tmp_path / "locomo.json", tmp_path / "madial", system_pg_admin_url, tmp_path / "out",
-                          quick=True)
+                          quick=True, hybrid=False)
     written = json.loads((tmp_path / "out" / "quality.json").read_text())
     assert written == json.loads(json.dumps(figures))
     locomo, madial = written["locomo"], written["madial"]
@@ -57,3 +59,36 @@ def test_a_quick_run_finds_the_planted_evidence_and_writes_the_figures(tmp_path,
                                                                           "recall@10"}
     assert set(written["headline"]) == {"locomo_recall_any@10", "madial_recall@5"}
     assert "locomo_recall_any@10: Mnemo 1.000" in quality.report(figures)
+    assert written["hybrid"] == {"skipped": "not asked for"} and "mnemo_hybrid" not in locomo
+    assert "locomo_recall_any@10: Mnemo 1.000" in (tmp_path / "out" / "quality.md").read_text()
+
+
+def test_the_hybrid_pass_embeds_with_the_local_model_and_ranks_through_pgvector(tmp_path, embedded_admin_url):
+    pytest.importorskip("sentence_transformers", reason="the local-embeddings extra is not installed")
+    write_locomo(tmp_path / "locomo.json")
+    write_madial(tmp_path / "madial")
+    figures = quality.run(tmp_path / "locomo.json", tmp_path / "madial", embedded_admin_url, tmp_path / "out",
+                          quick=True, hybrid=True)
+    assert figures["hybrid"] == {"model": "all-minilm-l6-v2"}
+    assert figures["locomo"]["mnemo_hybrid"]["overall"]["recall_any@1"] == 1.0
+    assert set(figures["madial"]["mnemo_hybrid"]) == {"recall@1", "recall@3", "recall@5", "recall@10"}
+    assert "hybrid (lexical + all-minilm-l6-v2 vectors)" in quality.report(figures)
+
+
+def test_asking_for_the_hybrid_pass_where_there_is_no_pgvector_is_an_error_not_a_silent_lexical_run(
+        tmp_path, system_pg_admin_url):
+    pytest.importorskip("sentence_transformers", reason="the local-embeddings extra is not installed")
+    write_locomo(tmp_path / "locomo.json")
+    write_madial(tmp_path / "madial")
+    from shared.db.engine import make_engine
+    from shared.db.vectors import vector_status
+
+    engine = make_engine(system_pg_admin_url)
+    with engine.connect() as connection:
+        available = vector_status(connection).available
+    engine.dispose()
+    if available:
+        pytest.skip("this PostgreSQL has pgvector")
+    with pytest.raises(RuntimeError, match="pgvector"):
+        quality.run(tmp_path / "locomo.json", tmp_path / "madial", system_pg_admin_url, tmp_path / "out",
+                    quick=True, hybrid=True)

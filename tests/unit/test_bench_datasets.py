@@ -12,7 +12,7 @@ from bench.quality import (
     BM25Ranking,
     locomo_figures,
     madial_figures,
-    madial_query,
+    madial_turn,
     recall_all,
     recall_any,
     recall_share,
@@ -55,7 +55,7 @@ def test_dialogue_lines_lose_their_speaker_prefix_and_quotes():
     assert clean_dialogue_line("<BOD>\n") == ("BOD", "")
 
 
-def test_madial_queries_use_the_user_lines_before_the_test_turn_most_recent_first(tmp_path):
+def test_madial_turns_search_with_the_latest_user_line_and_the_earlier_ones_as_context(tmp_path):
     (tmp_path / "memories-dev.jsonl").write_text(
         json.dumps({"7": {"time": "2023-12-25", "event": "Bart跳舞。", "user-id": 1, "id": "7"}}, ensure_ascii=False))
     dialogue = {"dialogue": ["<BOD>\n", '<Bart>:"一"\n', '<Assistant>:"二"\n', '<Bart>:"三"\n', '<Bart>:"四"\n',
@@ -64,7 +64,7 @@ def test_madial_queries_use_the_user_lines_before_the_test_turn_most_recent_firs
     [memory], [loaded] = load_madial(tmp_path)
     assert (memory.id, memory.at) == ("7", datetime(2023, 12, 25, tzinfo=UTC))
     assert loaded.user_lines == ("一", "三") and loaded.relevant == ("7",)
-    assert madial_query(loaded.user_lines) == "三 一"
+    assert madial_turn(loaded.user_lines) == ("三", ("一",))
 
 
 def test_recall_any_all_and_share_count_relevant_items_in_the_top_k():
