@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import statistics
 import sys
 import tempfile
@@ -21,16 +22,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the fakes live in the checkout's tests/ (the bench runs from a checkout)
     sys.path.insert(0, str(ROOT))
 
+from bench.stats import percentile  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 REPLY = {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
          "response": "Sounds good.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
          "topic": None, "context_variables": []}
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+HTTP_CLIENT_LOGGER = "httpx2"
+"""The OpenAI SDK's HTTP client logs every request at INFO: thousands of lines in a benchmark."""
 
 
 @contextmanager
@@ -53,7 +52,8 @@ def scratch_database(database_url: str | None):
         yield pg.url
 
 
-def build_service(url: str, llm: FakeOpenAI, pool_size: int):
+def build_service(url: str, llm: FakeOpenAI, pool_size: int, *, clock=None, dispatch=None):
+    """The product's conversation service on ``url`` with the fake LLM (and its request log line muted)."""
     from shared.db.engine import make_engine, session_factory
     from shared.db.uow import UnitOfWork
     from shared.llm.client import ChatModel
@@ -64,7 +64,10 @@ def build_service(url: str, llm: FakeOpenAI, pool_size: int):
     sessions = session_factory(engine)
     model = ChatModel(base_url=llm.base_url, api_key="bench", model="fake-chat", timeout_seconds=60)
     config = ConversationConfig.from_settings(load_settings(database_url=url))
-    return ConversationService(lambda: UnitOfWork(sessions), config, chat_model=model), engine
+    logging.getLogger(HTTP_CLIENT_LOGGER).setLevel(logging.WARNING)
+    service = ConversationService(lambda: UnitOfWork(sessions), config, chat_model=model, clock=clock,
+                                  dispatch=dispatch)
+    return service, engine
 
 
 def message(user: int, index: int, text: str):
@@ -72,6 +75,14 @@ def message(user: int, index: int, text: str):
 
     return IncomingMessage(platform="console", chat_id=f"bench-{user}", user_id=f"bench-{user}", text=text,
                            sent_at=datetime.now(UTC), message_id=f"{user}-{index}")
+
+
+def message_at(user: str, message_id: str, text: str, sent_at: datetime):
+    """``user``'s message in their private console chat."""
+    from shared.services.messages import IncomingMessage
+
+    return IncomingMessage(platform="console", chat_id=user, user_id=user, text=text, sent_at=sent_at,
+                           message_id=message_id)
 
 
 async def overhead(service, messages: int) -> dict[str, float]:
