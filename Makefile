@@ -24,18 +24,13 @@ services:  ## make sure PostgreSQL and Redis are up on 127.0.0.1 (tests use both
 test: install services  ## the whole suite: unit, integration (Postgres, Redis, embedded pgvector)
 	$(BIN)/python -m pytest
 
-bench: install  ## every benchmark figure (quality, latency and scale, dedup); results in bench/results/
+bench: install  ## every benchmark (quality, hot path, scale, dedup, worker, prompt cost): bench/results/report.md
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
-	$(BIN)/mnemo bench quality
-	$(BIN)/mnemo bench hot-path
-	$(BIN)/mnemo bench scale
-	$(BIN)/mnemo bench dedup
+	$(BIN)/mnemo bench all
 
-bench-quick: install  ## the same suites on small data, in a few minutes
-	$(BIN)/mnemo bench quality --quick
-	$(BIN)/mnemo bench hot-path --conversations 50 --messages 50
-	$(BIN)/mnemo bench scale --sizes 10000 --users 1000 --queries 200
-	$(BIN)/mnemo bench dedup --sizes 2000,8000
+bench-quick: install  ## the same suites on small data, in under three minutes
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/mnemo bench all --quick
 
 lint: install
 	$(BIN)/ruff check .

@@ -167,11 +167,37 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     dedup.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     dedup.add_argument("--sizes", default="10000,100000", help="comma-separated memory counts")
     dedup.add_argument("--out", default="bench/results")
+    worker = suites.add_parser("worker", help="extraction jobs/s of one worker; background LLM calls per message")
+    prompt = suites.add_parser("prompt", help="memory-context tokens per turn (LoCoMo replayed), LLM calls per message")
+    every = suites.add_parser("all", help="every suite; one latest.json, report.md and plots")
+    for parser_ in (worker, prompt, every):
+        parser_.add_argument("--locomo", default="../shared/data/locomo/locomo-dev.json", help="LoCoMo JSON file")
+        parser_.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+        parser_.add_argument("--quick", action="store_true", help="small sizes (the whole of `all` in minutes)")
+        parser_.add_argument("--out", default="bench/results")
+    for parser_ in (worker, every):
+        parser_.add_argument("--redis-url", help="Redis broker for the worker suite (default: the PostgreSQL)")
+    every.add_argument("--madial", default="../shared/data/madial-zh", help="MADial-Bench directory")
 
 
 def _run_bench(_settings: Settings, args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    if args.suite == "all":
+        from bench import suite
+
+        options = suite.Options(Path(args.locomo), Path(args.madial), args.database_url, args.redis_url,
+                                Path(args.out), args.quick)
+        return 1 if suite.failed(suite.run_all(options)) else 0
+    if args.suite in ("worker", "prompt"):
+        from bench import prompt_cost, worker
+
+        if args.suite == "worker":
+            figures = worker.run(Path(args.locomo), args.database_url, args.redis_url, Path(args.out), args.quick)
+            print(worker.report(figures))
+        else:
+            print(prompt_cost.report(prompt_cost.run(Path(args.locomo), args.database_url, Path(args.out), args.quick)))
+        return 0
     if args.suite == "quality":
         from bench import quality
 

@@ -1,0 +1,58 @@
+"""The worker and prompt-cost benchmarks run end to end at tiny sizes on the system PostgreSQL and
+Redis, with a real worker and the fake LLM (figures are written, never asserted against a speed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import prompt_cost, worker
+from bench.report import prompt_cost_rows, worker_rows
+
+LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+REDIS_URL = "redis://127.0.0.1:6379/13"
+
+pytestmark = pytest.mark.skipif(not LOCOMO.exists(), reason="the LoCoMo data is not next to the checkout")
+
+
+def tiny_locomo(tmp_path: Path, messages: int) -> Path:
+    """The first conversation cut to its first session's ``messages`` lines (a file in the same format)."""
+    sample = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]
+    conversation = {key: value for key, value in sample["conversation"].items()
+                    if key in ("speaker_a", "speaker_b", "session_1", "session_1_date_time")}
+    conversation["session_1"] = conversation["session_1"][:messages]
+    path = tmp_path / "tiny-locomo.json"
+    path.write_text(json.dumps([{"sample_id": "tiny", "conversation": conversation, "qa": []}]))
+    return path
+
+
+def test_prompt_cost_replays_a_conversation_with_one_llm_call_per_message(system_pg_admin_url, tmp_path):
+    figures = prompt_cost.run(tiny_locomo(tmp_path, 30), system_pg_admin_url, tmp_path)
+
+    assert json.loads((tmp_path / "prompt_cost.json").read_text()) == figures
+    assert figures["user_messages"] == figures["stored_memories"] > 5
+    assert figures["llm_calls"] == {"turn": figures["user_messages"]}
+    tokens = figures["memory_context_tokens"]
+    assert tokens["count"] == figures["user_messages"] and 0 <= tokens["p50"] <= tokens["p95"] <= tokens["max"]
+    assert tokens["max"] > 0 and figures["full_conversation_tokens"]["max"] > tokens["max"]
+    assert "memory-context tokens per turn" in prompt_cost.report(figures) and prompt_cost_rows(figures)
+
+
+def test_worker_bench_drains_real_jobs_on_both_brokers_and_counts_background_calls(system_pg_admin_url, tmp_path,
+                                                                                   monkeypatch):
+    monkeypatch.setattr(worker, "CONCURRENCIES", (1,))
+    monkeypatch.setattr(worker, "BACKLOG_JOBS", {("postgresql", True): 3, ("redis", True): 5})
+    monkeypatch.setattr(worker, "MESSAGES_PER_USER", {True: 4})
+    figures = worker.run(LOCOMO, system_pg_admin_url, REDIS_URL, tmp_path, quick=True)
+
+    assert json.loads((tmp_path / "worker.json").read_text()) == figures
+    for broker, jobs in (("postgresql", 3), ("redis", 5)):
+        [drain] = figures["throughput"][broker]
+        assert drain["jobs"] == jobs and drain["llm_calls"] == {"extraction": jobs} and drain["jobs_per_s"] > 0
+    calls = figures["calls_per_message"]
+    assert calls["broker"] == "redis" and calls["user_messages"] == 4
+    assert calls["per_message"]["turn"] == 1.0 and calls["llm_calls"]["episode_summary"] == 1
+    assert 0 < calls["per_message"]["extraction"] <= 1.0
+    assert "jobs/s" in worker.report(figures) and worker_rows(figures)
