@@ -42,6 +42,10 @@ SUBWORD_MIN_CHARS = 3
 (篮球比赛 → 篮球, 比赛; 元旦晚会 → 元旦, 晚会), so 比赛 finds 篮球比赛 though it is not a prefix."""
 SUBWORD_LENGTHS = (2, 3)
 
+STEM_SUFFIXES = ("ies", "ied", "ing", "ed", "es", "s")
+MIN_STEM_CHARS = 4
+"""A query word is cut to a stem only when this much is left (loved stays loved, not lov)."""
+
 DROPPED_POS = frozenset({"m", "mq", "q", "x", "uj", "ul", "y"})
 """Numerals with classifiers (一只, 三个), particles and interjections never become tokens."""
 
@@ -103,7 +107,18 @@ def keywords(text: str) -> list[str]:
 
 def query_terms(text: str) -> list[str]:
     """The keywords plus the same expansions the stored tokens have: what a search looks for."""
-    return list(dict.fromkeys(tokenize(text)))
+    return list(dict.fromkeys(search_stem(token) for token in tokenize(text)))
+
+
+def search_stem(word: str) -> str:
+    """An English word cut to a stem that is a prefix of it (painted → paint, activities → activit),
+    so the prefix query ``stem:*`` finds every form the word ``word:*`` found, and its other forms."""
+    if not (word.isascii() and word.isalpha()):
+        return word
+    for suffix in STEM_SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
+            return word[: -len(suffix)]
+    return word
 
 
 def search_text(parts: Iterable[str | None]) -> str:

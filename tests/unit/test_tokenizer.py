@@ -5,6 +5,7 @@ from shared.tokenizer import (
     TOKENIZER_VERSION,
     keywords,
     query_terms,
+    search_stem,
     search_text,
     stop_words,
     tokenize,
@@ -99,3 +100,19 @@ def test_keywords_stay_whole_words_without_search_mode_pieces():
 def test_search_mode_pieces_skip_stop_words():
     assert "没有" in stop_words()
     assert tokenize("有没有") == ["有没有"]
+
+
+def test_query_words_are_cut_to_a_stem_so_other_forms_of_the_word_match():
+    assert query_terms("She painted sunsets while camping") == ["paint", "sunset", "camp"]
+    assert search_stem("activities") == "activit" and search_stem("studied") == "stud"
+
+
+def test_a_stem_is_always_a_prefix_of_the_word_so_it_finds_everything_the_word_found():
+    for word in ("painting", "classes", "loved", "runs", "dress", "analysis", "python", "2023", "咖啡"):
+        assert word.startswith(search_stem(word))
+
+
+def test_short_words_and_other_scripts_are_not_stemmed_and_stored_tokens_never_are():
+    assert search_stem("loved") == "loved" and search_stem("uses") == "uses"
+    assert search_stem("привет") == "привет"
+    assert tokenize("She painted sunsets") == ["painted", "sunsets"]
