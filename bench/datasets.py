@@ -34,6 +34,7 @@ class Turn:
     session: int
     text: str
     at: datetime
+    speaker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def _turns(conversation: dict) -> tuple[Turn, ...]:
             parts = [turn.get("text"), turn.get("blip_caption")]
             text = " ".join(str(part).strip() for part in parts if part and str(part).strip())
             if text:
-                turns.append(Turn(str(turn["dia_id"]), session, text, at))
+                turns.append(Turn(str(turn["dia_id"]), session, text, at, turn.get("speaker")))
     return tuple(sorted(turns, key=lambda t: (t.session, t.at)))
 
 

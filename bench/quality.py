@@ -17,19 +17,15 @@ from pathlib import Path
 
 from bench.datasets import LOCOMO_CATEGORIES, Conversation, load_locomo, load_madial, session_of
 from bench.hybrid import load_hybrid, vectors_enabled
+from bench.quality_report import LOCOMO_KS, MADIAL_KS, report
 
 TOP_N = 20
-LOCOMO_KS = (1, 5, 10, 20)
-MADIAL_KS = (1, 3, 5, 10)
 QUICK_CONVERSATIONS = 1
 QUICK_DIALOGUES = 20
 QUERY_DAY_AFTER = timedelta(days=1)
 """Questions are asked the day after the last session (LoCoMo) or the latest memory (MADial)."""
 TARGETS = {"locomo_recall_any@10": 0.75, "madial_recall@5": 0.60}
 PROGRESS_EVERY = 25
-LABEL_WIDTH = 22
-
-SYSTEM_LABELS = {"mnemo": "mnemo", "mnemo_hybrid": "hybrid", "bm25": "bm25"}
 
 Ranked = list[str]
 """External ids (LoCoMo dia ids, MADial memory ids), best first."""
@@ -117,20 +113,22 @@ def madial_turn(user_lines: Sequence[str]) -> tuple[str, tuple[str, ...]]:
     return user_lines[-1], tuple(user_lines[:-1])
 
 
-def ingest(uow, platform_user_id: str, items: Sequence[tuple[str, str, datetime]]) -> tuple[int, dict[int, str]]:
-    """Stores ``(key, text, time)`` items as one user's stated event memories; returns the user and
-    memory id → key. The ORM listener computes the search tokens with the product's tokenizer."""
+def ingest(uow, platform_user_id: str, items: Sequence[tuple]) -> tuple[int, dict[int, str]]:
+    """Stores ``(key, text, time[, subject])`` items as one user's stated event memories (the subject
+    is who said it, as the product records who a memory is about); returns the user and memory id →
+    key. The ORM listener computes the search tokens with the product's tokenizer."""
     from shared.db.memory_models import Memory
     from shared.services.memory_writes import STATED_CONFIDENCE
     from shared.text import clean_text
 
     user_id = uow.users.identify("console", platform_user_id).user_id
     memories = [Memory(user_id=user_id, type="event", source="user_stated", content=clean_text(text),
+                       subject=subject[0] if subject else None,
                        confidence=STATED_CONFIDENCE, created_at=at, updated_at=at, last_accessed=at)
-                for _, text, at in items]
+                for _, text, at, *subject in items]
     uow.session.add_all(memories)
     uow.session.flush()
-    keys = {memory.id: key for memory, (key, _, _) in zip(memories, items, strict=True)}
+    keys = {memory.id: item[0] for memory, item in zip(memories, items, strict=True)}
     uow.commit()
     return user_id, keys
 
@@ -149,15 +147,16 @@ def run_locomo(new_uow: Callable, conversations: list[Conversation], hybrid=None
     (see :mod:`bench.hybrid`) also Mnemo with the query's vector fused in ("mnemo_hybrid")."""
     from shared.tokenizer import tokenize
 
-    rows: dict[str, list] = {"mnemo": [], "bm25": []} | ({"mnemo_hybrid": []} if hybrid else {})
+    rows: dict[str, list] = {"mnemo": [], "bm25": [], "bm25_speaker": []} | ({"mnemo_hybrid": []} if hybrid else {})
     progress = Progress("LoCoMo questions", sum(len(c.questions) for c in conversations))
     for index, conversation in enumerate(conversations):
         turns = conversation.turns
         now = max(turn.at for turn in turns) + QUERY_DAY_AFTER
         bm25 = BM25Ranking([t.dia_id for t in turns], [tokenize(t.text) for t in turns])
+        bm25_speaker = BM25Ranking([t.dia_id for t in turns], [tokenize(f"{t.speaker or ''} {t.text}") for t in turns])
         with new_uow() as uow:
             user_id, keys = ingest(uow, f"locomo-{index}-{conversation.sample_id}",
-                                   [(t.dia_id, t.text, t.at) for t in turns])
+                                   [(t.dia_id, t.text, t.at, t.speaker) for t in turns])
         texts = [question.question for question in conversation.questions]
         query_vectors = _embedded(hybrid, new_uow, user_id, keys, texts)
         with new_uow() as uow:
@@ -166,6 +165,8 @@ def run_locomo(new_uow: Callable, conversations: list[Conversation], hybrid=None
                 rows["mnemo"].append((question.category, mnemo_rank(uow, user_id, question.question, now, keys),
                                       evidence))
                 rows["bm25"].append((question.category, bm25.rank(tokenize(question.question)), evidence))
+                rows["bm25_speaker"].append((question.category, bm25_speaker.rank(tokenize(question.question)),
+                                             evidence))
                 if vector is not None:
                     ranked = mnemo_rank(uow, user_id, question.question, now, keys, vector=vector, hybrid=hybrid)
                     rows["mnemo_hybrid"].append((question.category, ranked, evidence))
@@ -258,42 +259,9 @@ def _headline(locomo: dict, madial: dict) -> dict:
     pairs = {"locomo_recall_any@10": (locomo["mnemo"].get("overall", {}).get("recall_any@10", 0.0),
                                       locomo["bm25"].get("overall", {}).get("recall_any@10", 0.0)),
              "madial_recall@5": (madial["mnemo"]["recall@5"], madial["bm25"]["recall@5"])}
-    return {name: {"mnemo": mnemo, "bm25": bm25, "ratio": mnemo / bm25 if bm25 else None,
-                   "target": TARGETS[name], "met": mnemo >= TARGETS[name]}
-            for name, (mnemo, bm25) in pairs.items()}
-
-
-def report(figures: dict) -> str:
-    """The figures as a plain-text table, Mnemo beside BM25."""
-    lo, ma = figures["locomo"], figures["madial"]
-    lines = [f"Retrieval quality{' (quick)' if figures['quick'] else ''}, {figures['mode']} mode, "
-             f"{figures['elapsed_s']} s",
-             f"LoCoMo: {lo['questions']} questions (categories 1-4, {lo['skipped_questions']} without resolvable "
-             f"evidence skipped) over {lo['memories']} turns in {lo['conversations']} conversations"]
-    for metric in ("recall_any", "recall_all", "session_recall"):
-        lines.append(f"  {metric:<{LABEL_WIDTH + 5}}" + "".join(f"{'@' + str(k):>7}" for k in LOCOMO_KS))
-        for group in lo["mnemo"]:
-            for system in _systems(lo):
-                values = lo[system][group]
-                label = f"{group} ({values['questions']})" if system == "mnemo" else ""
-                lines.append(f"    {label:<{LABEL_WIDTH}}{SYSTEM_LABELS[system]:<6}"
-                             + "".join(f"{values[f'{metric}@{k}']:>7.3f}" for k in LOCOMO_KS))
-    lines.append(f"MADial-zh: {ma['dialogues']} dialogues, {ma['memories']} memories in the archive")
-    lines.append(f"  {'recall':<{LABEL_WIDTH + 5}}" + "".join(f"{'@' + str(k):>7}" for k in MADIAL_KS))
-    for system in _systems(ma):
-        found = "".join(f"{ma[system][f'recall@{k}']:>7.3f}" for k in MADIAL_KS)
-        lines.append(f"    {'':<{LABEL_WIDTH}}{SYSTEM_LABELS[system]:<6}{found}")
-    for name, h in figures["headline"].items():
-        ratio = f"x{h['ratio']:.2f}" if h["ratio"] is not None else "n/a"
-        lines.append(f"{name}: Mnemo {h['mnemo']:.3f} vs BM25 {h['bm25']:.3f} ({ratio}); target >= {h['target']:.2f} "
-                     f"{'met' if h['met'] else 'NOT met'}")
-    hybrid = figures.get("hybrid", {})
-    lines.append(f"hybrid (lexical + {hybrid['model']} vectors): LoCoMo recall_any@10 "
-                 f"{lo['mnemo_hybrid']['overall']['recall_any@10']:.3f}, MADial recall@5 "
-                 f"{ma['mnemo_hybrid']['recall@5']:.3f}" if "model" in hybrid
-                 else f"hybrid pass skipped: {hybrid.get('skipped', 'not run')}")
-    return "\n".join(lines)
-
-
-def _systems(figures: dict) -> list[str]:
-    return [system for system in SYSTEM_LABELS if system in figures]
+    headline = {name: {"mnemo": mnemo, "bm25": bm25, "ratio": mnemo / bm25 if bm25 else None,
+                       "target": TARGETS[name], "met": mnemo >= TARGETS[name]}
+                for name, (mnemo, bm25) in pairs.items()}
+    if "bm25_speaker" in locomo:
+        headline["locomo_recall_any@10"]["bm25_speaker"] = locomo["bm25_speaker"]["overall"]["recall_any@10"]
+    return headline

@@ -52,7 +52,8 @@ def test_a_quick_run_finds_the_planted_evidence_and_writes_the_figures(tmp_path,
     assert written == json.loads(json.dumps(figures))
     locomo, madial = written["locomo"], written["madial"]
     assert (locomo["conversations"], locomo["memories"], locomo["questions"]) == (1, 6, 1)
-    assert set(locomo["mnemo"]) == set(locomo["bm25"]) == {"overall", "4 single-hop"}
+    assert set(locomo["mnemo"]) == set(locomo["bm25"]) == set(locomo["bm25_speaker"]) == {"overall", "4 single-hop"}
+    assert locomo["bm25_speaker"]["overall"]["recall_any@1"] == 1.0
     assert locomo["mnemo"]["overall"]["recall_any@1"] == 1.0
     assert locomo["mnemo"]["overall"]["session_recall@1"] == 1.0
     assert madial["mnemo"]["recall@1"] == 1.0 and set(madial["bm25"]) == {"recall@1", "recall@3", "recall@5",

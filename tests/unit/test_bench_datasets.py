@@ -44,6 +44,7 @@ def test_locomo_keeps_categories_1_to_4_and_skips_questions_whose_evidence_resol
     path.write_text(json.dumps([sample]))
     [conversation] = load_locomo(path)
     assert [turn.text for turn in conversation.turns] == ["Look at this a red kite", "Nice!", "I flew it"]
+    assert [turn.speaker for turn in conversation.turns] == ["A", "B", "A"]
     assert conversation.turns[2].at == datetime(2023, 5, 9, 9, 0, tzinfo=UTC)
     assert [(q.question, q.evidence) for q in conversation.questions] == [("q1", ("D1:1", "D2:1"))]
     assert conversation.skipped_questions == 1
