@@ -18,21 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.hot_path import REPLY, ROOT, build_service, message_at, scratch_database
+from bench.hot_path import REPLY, build_service, message_at, scratch_database
 from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, TURN, count_kinds, per_message, request_kind
 from bench.prompt_cost import load_replays
+from bench.worker_process import WORKER_START_SECONDS, running_worker, wait_for
 from tests.fakes.openai_server import FakeOpenAI
 
 CONCURRENCIES = (1, 2)
@@ -41,10 +36,8 @@ BACKLOG_JOBS = {("redis", False): 1000, ("redis", True): 200, ("postgresql", Fal
 CHATTING_USERS = {False: 4, True: 1}
 MESSAGES_PER_USER = {False: 32, True: 16}
 """User messages: 16 make 32 messages (both sides), past the 30 that owe an episode part; closing owes one more."""
-WORKER_START_SECONDS = 90
 SECONDS_PER_JOB_LIMIT = 1.0
 """How long a drain may take per job before the run gives up (a stuck worker, not a slow one)."""
-POLL_SECONDS = 0.25
 CHAT_TAG = "chat"
 AGE_SESSIONS = ("UPDATE sessions SET updated_at = updated_at - interval '1 day' WHERE closed_at IS NULL AND user_id IN "
                 "(SELECT user_id FROM identities WHERE platform_user_id LIKE :pattern)")
@@ -67,46 +60,6 @@ def background_answer(request: dict) -> dict:
         return {"summary": "talked about their week", "entities": [], "importance": 1.0,
                 "scratchpad": {"current_focus": "", "open_threads": [], "next_steps": []}, "core_summary": None}
     return {"operations": [{"op": "SKIP"}]}
-
-
-@contextmanager
-def running_worker(database_url: str, redis_url: str | None, llm: FakeOpenAI, concurrency: int) -> Iterator[None]:
-    """``mnemo worker --concurrency N`` in its own process group, stopped (and its group killed) on exit."""
-    with tempfile.TemporaryDirectory(prefix="mnemo-bench-worker-") as data_dir:
-        env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "LLM_BASE_URL", "EMBEDDING_BASE_URL"}}
-        env.update(DATABASE_URL=database_url, MNEMO_DATA_DIR=data_dir, PYTHONPATH=str(ROOT), LOG_LEVEL="INFO",
-                   LLM_BASE_URL=llm.base_url, LLM_API_KEY="bench", LLM_MODEL="fake-chat", LLM_TIMEOUT_SECONDS="30",
-                   **({"REDIS_URL": redis_url} if redis_url else {}))
-        log = Path(data_dir) / "worker.log"
-        with open(log, "wb") as out:
-            process = subprocess.Popen([sys.executable, "-m", "shared.cli", "worker", "--concurrency", str(concurrency),
-                                        "--name", f"bench-{concurrency}@%h"], env=env, cwd=data_dir, stdout=out,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            wait_for(lambda: "ready." in log.read_text(errors="replace"), WORKER_START_SECONDS, f"the worker ({log})")
-            yield
-        finally:
-            _stop(process)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-    with suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # a pool child that outlived its parent
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(POLL_SECONDS)
 
 
 def owed_jobs(engine, ids: list[int] | None = None) -> int:
