@@ -12,8 +12,8 @@ from shared.recall_query import (
 
 def test_a_message_alone_gives_its_terms_at_full_weight():
     query = build_recall_query("I adopted a puppy")
-    assert query.weighted_terms == (("adopted", MESSAGE_WEIGHT), ("puppy", MESSAGE_WEIGHT))
-    assert query.message_terms == ("adopted", "puppy") and query.topic_terms == ()
+    assert query.weighted_terms == (("adopt", MESSAGE_WEIGHT), ("puppy", MESSAGE_WEIGHT))
+    assert query.message_terms == ("adopt", "puppy") and query.topic_terms == ()
 
 
 def test_earlier_lines_count_less_the_further_back_they_are():
