@@ -12,7 +12,8 @@ from bench import prompt_cost, worker
 from bench.report import prompt_cost_rows, worker_rows
 
 LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo-dev.json"
-REDIS_URL = "redis://127.0.0.1:6379/13"
+REDIS_URL = "redis://127.0.0.1:6379/12"
+"""A Redis database of its own: other tests (and their workers) use 13, 14 and 15."""
 
 pytestmark = pytest.mark.skipif(not LOCOMO.exists(), reason="the LoCoMo data is not next to the checkout")
 
