@@ -21,4 +21,7 @@ def beat_schedule(reminder_scan_seconds: float = 60.0, daily_hour_utc: int = 3) 
                     "options": {"expires": 3600}},
         "dedup": {"task": "mnemo.run_dedup", "schedule": crontab(hour=daily_hour_utc, minute=40),
                   "options": {"expires": 3600}},
+        # After an upgrade that changed the tokenizer, old rows get new search tokens within the hour.
+        "retokenize-search": {"task": "mnemo.retokenize_search", "schedule": 60 * minute,
+                              "options": {"expires": 60 * minute}},
     }

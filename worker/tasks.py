@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from shared import search_reindex
 from shared.services import decay, dedup, embedding, episodes, jobs, knowledge, reminders, reviews
 from worker.celery_app import app
 from worker.context import context
@@ -122,6 +123,12 @@ def run_reviews() -> None:
 def run_dedup() -> None:
     ctx = context()
     dedup.run_dedup(ctx.uow, ctx.now(), chat_model=ctx.chat_model)
+
+
+@app.task(name="mnemo.retokenize_search", **RETRY)
+def retokenize_search() -> int:
+    """Search tokens of rows left by an older tokenizer (after an upgrade); nothing when all are current."""
+    return search_reindex.retokenize_all_stale(context().uow)
 
 
 _senders: dict | None = None

@@ -48,5 +48,5 @@ def test_the_schedule_scans_reminders_every_minute_and_maintains_memory_daily_at
     assert schedule["decay"]["schedule"] == crontab(hour=4, minute=0)
     assert {entry["task"] for entry in schedule.values()} == {
         "mnemo.scan_reminders", "mnemo.sweep_outbox", "mnemo.close_idle_sessions", "mnemo.run_decay",
-        "mnemo.run_reviews", "mnemo.run_dedup"}
+        "mnemo.run_reviews", "mnemo.run_dedup", "mnemo.retokenize_search"}
     assert all("expires" in entry["options"] for entry in schedule.values())

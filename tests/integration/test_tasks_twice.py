@@ -6,7 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
@@ -16,6 +16,7 @@ from shared.services import reminders
 from shared.services.conversation import ConversationConfig, ConversationService
 from shared.services.messages import IncomingMessage
 from shared.settings import Settings
+from shared.tokenizer import TOKENIZER_VERSION
 from tests.fakes.telegram_api import FakeTelegram
 from worker import context as worker_context
 from worker import tasks
@@ -108,12 +109,18 @@ def test_maintenance_tasks_run_twice_change_nothing_the_second_time(uow_factory)
                                     confidence=0.6, importance=0.35, created_at=old, updated_at=old,
                                     last_accessed=old))
         uow.commit()
-    for task in (tasks.run_decay, tasks.run_dedup, tasks.run_reviews):
+        uow.session.execute(update(Memory).values(tokenizer_version=1))  # as if made by an older release
+        uow.commit()
+    maintenance = (tasks.run_decay, tasks.run_dedup, tasks.run_reviews, tasks.retokenize_search)
+    for task in maintenance:
         task.run()
     first = counts(uow_factory)
-    for task in (tasks.run_decay, tasks.run_dedup, tasks.run_reviews):
+    with uow_factory() as uow:
+        assert set(uow.session.scalars(select(Memory.tokenizer_version))) == {TOKENIZER_VERSION}
+    for task in maintenance:
         task.run()
     assert counts(uow_factory) == first
+    assert tasks.retokenize_search.run() == 0
 
 
 def test_turns_waiting_in_the_same_session_are_extracted_in_one_batch(uow_factory):
