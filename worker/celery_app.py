@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import Celery
 
+from worker.database_broker import database_broker_url
 from worker.schedule import beat_schedule
 
 QUEUE = "mnemo"
@@ -15,7 +16,7 @@ def configure(broker_url: str, *, reminder_scan_seconds: float = 60.0, daily_hou
     """Settings for at-least-once work: late acks, redelivery when a worker dies, one task at a time."""
     _forget_broker_connections()
     app.conf.update(
-        broker_url=broker_url,
+        broker_url=database_broker_url(broker_url),
         broker_connection_retry_on_startup=True,
         broker_transport_options=_transport_options(broker_url),
         task_default_queue=QUEUE,

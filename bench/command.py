@@ -1,0 +1,95 @@
+"""``mnemo bench``: the suites, their options, and which module runs each (see ``bench/suite.py``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from shared.settings import Settings
+
+
+def declare_arguments(parser: argparse.ArgumentParser) -> None:
+    """The suites of ``mnemo bench`` and their options."""
+    suites = parser.add_subparsers(dest="suite", required=True, metavar="SUITE")
+    hot = suites.add_parser("hot-path", help="hot-path overhead and conversations in flight (fake LLM)")
+    hot.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    hot.add_argument("--conversations", type=int, default=200)
+    hot.add_argument("--llm-seconds", type=float, default=2.0)
+    hot.add_argument("--messages", type=int, default=200)
+    hot.add_argument("--out", default="bench/results", help="where the JSON figures go")
+    quality = suites.add_parser("quality", help="retrieval quality on LoCoMo (en) and MADial-Bench (zh) vs BM25")
+    quality.add_argument("--locomo", default="../shared/data/locomo/locomo-dev.json", help="LoCoMo JSON file")
+    quality.add_argument("--madial", default="../shared/data/madial-zh", help="MADial-Bench directory")
+    quality.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    quality.add_argument("--quick", action="store_true", help="one conversation and 20 dialogues")
+    quality.add_argument("--out", default="bench/results")
+    quality.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=None,
+                         help="also rank with the local embedder through pgvector (default: when it is installed)")
+    scale = suites.add_parser("scale", help="retrieval and hot-path latency at 10k, 100k and 1M memories")
+    scale.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    scale.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated memory counts")
+    scale.add_argument("--users", type=int, default=10_000)
+    scale.add_argument("--queries", type=int, default=1000)
+    scale.add_argument("--out", default="bench/results")
+    dedup = suites.add_parser("dedup", help="nightly dedup time at growing sizes (near-linear?)")
+    dedup.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    dedup.add_argument("--sizes", default="10000,100000", help="comma-separated memory counts")
+    dedup.add_argument("--out", default="bench/results")
+    worker = suites.add_parser("worker", help="extraction jobs/s of one worker; background LLM calls per message")
+    prompt = suites.add_parser("prompt", help="memory-context tokens per turn (LoCoMo replayed), LLM calls per message")
+    every = suites.add_parser("all", help="every suite; one latest.json, report.md and plots")
+    for parser_ in (worker, prompt, every):
+        parser_.add_argument("--locomo", default="../shared/data/locomo/locomo-dev.json", help="LoCoMo JSON file")
+        parser_.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+        parser_.add_argument("--quick", action="store_true", help="small sizes (the whole of `all` in minutes)")
+        parser_.add_argument("--out", default="bench/results")
+    for parser_ in (worker, every):
+        parser_.add_argument("--redis-url", help="Redis broker for the worker suite (default: the PostgreSQL)")
+    every.add_argument("--madial", default="../shared/data/madial-zh", help="MADial-Bench directory")
+    every.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=None,
+                       help="the quality suite's pass with the local embedder (default: when it is installed)")
+
+
+def run_suite(_settings: Settings, args: argparse.Namespace) -> int:
+    """Run the chosen suite, print its report; 1 when a suite of ``all`` failed."""
+    if args.suite == "all":
+        from bench import suite
+
+        options = suite.Options(Path(args.locomo), Path(args.madial), args.database_url, args.redis_url,
+                                Path(args.out), args.quick, args.hybrid)
+        return 1 if suite.failed(suite.run_all(options)) else 0
+    if args.suite in ("worker", "prompt"):
+        from bench import prompt_cost, worker
+
+        if args.suite == "worker":
+            figures = worker.run(Path(args.locomo), args.database_url, args.redis_url, Path(args.out), args.quick)
+            print(worker.report(figures))
+        else:
+            print(prompt_cost.report(prompt_cost.run(Path(args.locomo), args.database_url, Path(args.out), args.quick)))
+        return 0
+    if args.suite == "quality":
+        from bench import quality
+
+        figures = quality.run(Path(args.locomo), Path(args.madial), args.database_url, Path(args.out),
+                              quick=args.quick, hybrid=args.hybrid)
+        print(quality.report(figures))
+        return 0
+    if args.suite == "scale":
+        from bench import scale
+
+        sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
+        print(scale.report(scale.run(args.database_url, sizes=sizes, users=args.users, out_dir=Path(args.out),
+                                     queries=args.queries)))
+        return 0
+    if args.suite == "dedup":
+        from bench import dedup
+
+        sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
+        print(dedup.report(dedup.run(args.database_url, sizes, Path(args.out))))
+        return 0
+    from bench import hot_path
+
+    figures = hot_path.run(args.database_url, Path(args.out), conversations=args.conversations,
+                           llm_seconds=args.llm_seconds, messages=args.messages)
+    print(hot_path.report(figures))
+    return 0
