@@ -76,12 +76,8 @@ def _lexical_candidates(uow: UnitOfWork, user_id: int, query: RecallQuery) -> li
     """BM25-ranked prefix matches, then LIKE for what the tokens missed (e.g. 猫 inside 猫咪)."""
     if not query.weighted_terms:
         return []
-    found = uow.memories.ranked_candidates(user_id, query.weighted_terms, CANDIDATE_LIMIT)
-    if len(found) < CANDIDATE_LIMIT and query.message_terms:
-        seen = {memory.id for memory, _ in found}
-        extra = uow.memories.like_candidates(user_id, query.message_terms, CANDIDATE_LIMIT - len(found))
-        found += [(memory, 0.0) for memory in extra if memory.id not in seen]
-    return found
+    return uow.memories.ranked_candidates(user_id, query.weighted_terms, CANDIDATE_LIMIT,
+                                          contains=query.message_terms)
 
 
 def _score(uow: UnitOfWork, user_id: int, lexical: list[tuple[Memory, float]], nearest: list[tuple[int, float]],

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, delete, func, literal_column, or_, select, update
+from sqlalchemy import ColumnElement, Select, delete, func, literal_column, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Memory, MemoryEvent
@@ -99,25 +99,19 @@ class MemoryRepository:
         return [(memory, float(score)) for memory, score in self.session.execute(query)]
 
     def ranked_candidates(self, user_id: int, weighted_terms: Sequence[tuple[str, float]],
-                          limit: int = 50) -> list[tuple[Memory, float]]:
+                          limit: int = 50, contains: Sequence[str] = ()) -> list[tuple[Memory, float]]:
         """Active memories matching any term as a prefix, with their BM25 score over this user's
-        memories (rare words count more; see :mod:`shared.repositories.ranked_search`), best first."""
+        memories (rare words count more; see :mod:`shared.repositories.ranked_search`), best first;
+        then, up to ``limit``, the newest whose content ``contains`` one of those words (score 0)."""
         queries = weighted_prefix_queries(weighted_terms)
         if not queries:
             return []
+        patterns = [like_pattern(term) for term in list(dict.fromkeys(contains))[:MAX_QUERY_TERMS] if term]
         parameters = {"queries": [query for query, _ in queries], "weights": [weight for _, weight in queries],
                       "any_query": " | ".join(query for query, _ in queries), "user_id": user_id, "limit": limit,
-                      "pool_limit": BM25_POOL_LIMIT, "population_cap": BM25_POPULATION_CAP, "k1": BM25_K1, "b": BM25_B}
+                      "patterns": patterns, "pool_limit": BM25_POOL_LIMIT, "population_cap": BM25_POPULATION_CAP,
+                      "k1": BM25_K1, "b": BM25_B}
         return [(memory, float(score)) for memory, score in self.session.execute(_RANKED_MEMORIES, parameters)]
-
-    def like_candidates(self, user_id: int, terms: Sequence[str], limit: int = 50) -> list[Memory]:
-        """The LIKE fallback: active memories whose content contains any of the terms."""
-        patterns = [like_pattern(term) for term in list(dict.fromkeys(terms))[:MAX_QUERY_TERMS] if term]
-        if not patterns:
-            return []
-        matches = or_(*(Memory.content.ilike(pattern, escape="\\") for pattern in patterns))
-        query = select(Memory).where(Memory.user_id == user_id, active(), matches)
-        return list(self.session.scalars(query.order_by(Memory.id.desc()).limit(limit)))
 
     def touch(self, user_id: int, memory_ids: Sequence[int], now: datetime) -> None:
         """Access tracking for memories that went into a prompt."""

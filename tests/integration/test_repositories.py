@@ -87,7 +87,8 @@ def test_one_users_queries_never_return_another_users_memories(uow_factory):
     with uow_factory() as uow:
         assert uow.memories.get(bob, secret.id) is None
         assert all(m.user_id == bob for m, _ in uow.memories.text_candidates(bob, ["乌龙茶", "password"]))
-        assert all(m.user_id == bob for m in uow.memories.like_candidates(bob, ["乌龙茶", "secret"]))
+        assert all(m.user_id == bob for m, _ in uow.memories.ranked_candidates(
+            bob, [("乌龙茶", 1.0), ("password", 1.0)], contains=["乌龙茶", "secret"]))
         rows, total = uow.memories.page(bob)
         assert total == 1 and rows[0].user_id == bob
         uow.memories.touch(bob, [secret.id], NOW)

@@ -31,7 +31,7 @@ def _search_everything(uow, user_id: int, text: str) -> None:
     terms = keywords(text)
     uow.memories.text_candidates(user_id, terms)
     uow.memories.text_candidates(user_id, [text])
-    uow.memories.like_candidates(user_id, [text, *terms])
+    uow.memories.ranked_candidates(user_id, [(term, 1.0) for term in [*terms, text]], contains=[text, *terms])
     uow.memories.page(user_id, search=text)
     uow.episodes.text_candidates(user_id, [text])
 
@@ -63,4 +63,8 @@ def test_a_hostile_string_can_be_stored_and_found_again(uow_factory, alice):
         uow.commit()
         found = uow.memories.text_candidates(alice, keywords("o'brien 猫"))
         assert memory.id in [m.id for m, _ in found]
-        assert [m.id for m in uow.memories.like_candidates(alice, ["(100%)"])] == [memory.id]
+        contained = uow.memories.ranked_candidates(alice, [(t, 1.0) for t in keywords("o'brien")],
+                                                   contains=["(100%)"])
+        assert [(m.id, score > 0) for m, score in contained] == [(memory.id, True)]
+        only_contained = uow.memories.ranked_candidates(alice, [("zzz", 1.0)], contains=["(100%)"])
+        assert [(m.id, score) for m, score in only_contained] == [(memory.id, 0.0)]
