@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bench.datasets import LOCOMO_CATEGORIES, Conversation, load_locomo, load_madial, session_of
-from bench.hybrid import load_hybrid, vectors_enabled
+from bench.hybrid import HybridSearch, load_hybrid, vectors_enabled
 from bench.quality_report import LOCOMO_KS, MADIAL_KS, report
 
 TOP_N = 20
@@ -206,10 +206,11 @@ def _embedded(hybrid, new_uow: Callable, user_id: int, keys: dict[int, str], que
 
 
 def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: Path, quick: bool = False,
-        hybrid: bool | None = None) -> dict:
+        hybrid: bool | None = None, embedder=None) -> dict:
     """Both benchmarks on a scratch database; writes ``quality.json`` and ``quality.md`` and returns
     the figures. ``hybrid``: True insists on the vector pass, False skips it, None (the default)
-    runs it when the local embedder is installed."""
+    runs it when the local embedder is installed. ``embedder`` (any of :mod:`shared.embeddings`)
+    replaces the local model in the vector pass."""
     from bench.hot_path import scratch_database
     from shared.db.engine import make_engine, session_factory
     from shared.db.uow import UnitOfWork
@@ -217,7 +218,7 @@ def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: 
     started = time.perf_counter()
     conversations = load_locomo(Path(locomo_path), QUICK_CONVERSATIONS if quick else None)
     archive, dialogues = load_madial(Path(madial_dir), QUICK_DIALOGUES if quick else None)
-    search, skipped = _hybrid_search(hybrid)
+    search, skipped = _hybrid_search(hybrid, embedder)
     with scratch_database(database_url) as url:
         engine = make_engine(url)
         factory = session_factory(engine)
@@ -249,9 +250,13 @@ def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: 
     return figures
 
 
-def _hybrid_search(wanted: bool | None):
+def _hybrid_search(wanted: bool | None, embedder=None):
     if wanted is False:
         return None, "not asked for"
+    if embedder is not None:
+        from shared.vector_search import VectorIndex
+
+        return HybridSearch(embedder, VectorIndex()), None
     return load_hybrid()
 
 

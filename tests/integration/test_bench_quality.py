@@ -7,6 +7,10 @@ import json
 import pytest
 
 from bench import quality
+from shared.db.engine import make_engine
+from shared.db.vectors import vector_status
+from shared.embeddings import OpenAIEmbedder
+from tests.fakes.openai_server import FakeOpenAI
 
 TURNS = [
     ["Hey Mel! How have you been?", "Busy with the kids and work.", "I went hiking on the weekend."],
@@ -64,32 +68,27 @@ def test_a_quick_run_finds_the_planted_evidence_and_writes_the_figures(tmp_path,
     assert "locomo_recall_any@10: Mnemo 1.000" in (tmp_path / "out" / "quality.md").read_text()
 
 
-def test_the_hybrid_pass_embeds_with_the_local_model_and_ranks_through_pgvector(tmp_path, embedded_admin_url):
-    pytest.importorskip("sentence_transformers", reason="the local-embeddings extra is not installed")
+def test_the_hybrid_pass_embeds_through_the_products_job_and_ranks_through_pgvector(tmp_path, embedded_admin_url):
     write_locomo(tmp_path / "locomo.json")
     write_madial(tmp_path / "madial")
-    figures = quality.run(tmp_path / "locomo.json", tmp_path / "madial", embedded_admin_url, tmp_path / "out",
-                          quick=True, hybrid=True)
-    assert figures["hybrid"] == {"model": "all-minilm-l6-v2"}
+    with FakeOpenAI() as server:
+        embedder = OpenAIEmbedder(server.base_url, "test-key", "fake-embed", 384)
+        figures = quality.run(tmp_path / "locomo.json", tmp_path / "madial", embedded_admin_url, tmp_path / "out",
+                              quick=True, hybrid=True, embedder=embedder)
+    assert figures["hybrid"] == {"model": embedder.name}
     assert figures["locomo"]["mnemo_hybrid"]["overall"]["recall_any@1"] == 1.0
     assert set(figures["madial"]["mnemo_hybrid"]) == {"recall@1", "recall@3", "recall@5", "recall@10"}
-    assert "hybrid (lexical + all-minilm-l6-v2 vectors)" in quality.report(figures)
+    assert f"hybrid (lexical + {embedder.name} vectors)" in quality.report(figures)
 
 
 def test_asking_for_the_hybrid_pass_where_there_is_no_pgvector_is_an_error_not_a_silent_lexical_run(
         tmp_path, system_pg_admin_url):
-    pytest.importorskip("sentence_transformers", reason="the local-embeddings extra is not installed")
     write_locomo(tmp_path / "locomo.json")
     write_madial(tmp_path / "madial")
-    from shared.db.engine import make_engine
-    from shared.db.vectors import vector_status
-
     engine = make_engine(system_pg_admin_url)
     with engine.connect() as connection:
-        available = vector_status(connection).available
+        assert not vector_status(connection).available, "the system PostgreSQL is the one without pgvector"
     engine.dispose()
-    if available:
-        pytest.skip("this PostgreSQL has pgvector")
-    with pytest.raises(RuntimeError, match="pgvector"):
+    with FakeOpenAI() as server, pytest.raises(RuntimeError, match="pgvector"):
         quality.run(tmp_path / "locomo.json", tmp_path / "madial", system_pg_admin_url, tmp_path / "out",
-                    quick=True, hybrid=True)
+                    quick=True, hybrid=True, embedder=OpenAIEmbedder(server.base_url, "test-key", "fake-embed", 384))
