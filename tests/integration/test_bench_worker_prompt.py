@@ -6,24 +6,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from bench import prompt_cost, worker
 from bench.report import prompt_cost_rows, worker_rows
 
-LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 REDIS_URL = "redis://127.0.0.1:6379/12"
 """A Redis database of its own: other tests (and their workers) use 13, 14 and 15."""
-
-pytestmark = pytest.mark.skipif(not LOCOMO.exists(), reason="the LoCoMo data is not next to the checkout")
+ACTIVITIES = ("hiking", "painting", "baking bread", "swimming", "reading poetry", "playing chess")
+PLACES = ("Lisbon", "the lake", "my sister's flat", "the old library", "Kyoto", "the community garden")
 
 
 def tiny_locomo(tmp_path: Path, messages: int) -> Path:
-    """The first conversation cut to its first session's ``messages`` lines (a file in the same format)."""
-    sample = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]
-    conversation = {key: value for key, value in sample["conversation"].items()
-                    if key in ("speaker_a", "speaker_b", "session_1", "session_1_date_time")}
-    conversation["session_1"] = conversation["session_1"][:messages]
+    """A LoCoMo-format file: one conversation whose first session has ``messages`` varied lines."""
+    lines = [{"speaker": ("Caroline", "Melanie")[i % 2], "dia_id": f"D1:{i + 1}",
+              "text": f"Last week I went {ACTIVITIES[i % len(ACTIVITIES)]} at {PLACES[i // 2 % len(PLACES)]}, "
+                      f"and it reminded me of day {i + 1} of our trip."} for i in range(messages)]
+    conversation = {"speaker_a": "Caroline", "speaker_b": "Melanie", "session_1": lines,
+                    "session_1_date_time": "1:56 pm on 8 May, 2023"}
     path = tmp_path / "tiny-locomo.json"
     path.write_text(json.dumps([{"sample_id": "tiny", "conversation": conversation, "qa": []}]))
     return path
@@ -46,7 +44,7 @@ def test_worker_bench_drains_real_jobs_on_both_brokers_and_counts_background_cal
     monkeypatch.setattr(worker, "CONCURRENCIES", (1,))
     monkeypatch.setattr(worker, "BACKLOG_JOBS", {("postgresql", True): 3, ("redis", True): 5})
     monkeypatch.setattr(worker, "MESSAGES_PER_USER", {True: 4})
-    figures = worker.run(LOCOMO, system_pg_admin_url, REDIS_URL, tmp_path, quick=True)
+    figures = worker.run(tiny_locomo(tmp_path, 40), system_pg_admin_url, REDIS_URL, tmp_path, quick=True)
 
     assert json.loads((tmp_path / "worker.json").read_text()) == figures
     for broker, jobs in (("postgresql", 3), ("redis", 5)):
