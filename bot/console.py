@@ -6,7 +6,6 @@ import asyncio
 import getpass
 import os
 from collections.abc import Callable
-from contextlib import nullcontext
 from datetime import UTC, datetime
 from itertools import count
 
@@ -24,8 +23,6 @@ ReminderFeed = Callable[[datetime, datetime], list[str]]
 """Texts of this user's console reminders sent in (since, until]."""
 WHY_COMMAND = "/why"
 CONSOLE_CHAT_ID = "console"
-BACKGROUND_ROLES = ("worker", "beat", "api")
-"""What `mnemo chat` starts beside the console on the embedded default."""
 
 
 def render_why(reply: Reply | None) -> str:
@@ -147,7 +144,7 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
     """`mnemo chat`: the console on the configured (or embedded) database, with a worker, beat and the
     web panel's API beside it on the embedded default (or when ``workers`` is True)."""
     from shared.bootstrap import conversation_service, memory_commands, runtime
-    from shared.processes import background_processes
+    from shared.processes import companions
 
     user = user or console_user()
     with runtime(settings) as rt:
@@ -159,8 +156,8 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
         commands = ConsoleCommands(memory_commands(rt, embeddings_wanted=service.embedder is not None), caller,
                                    ask=input, export_dir=settings.data_dir / "exports")
         start_workers = settings.uses_embedded_database if workers is None else workers
-        helpers = (background_processes(rt.database_url, settings.data_dir / "logs", BACKGROUND_ROLES)
-                   if start_workers else nullcontext())
+        helpers = companions(rt.database_url, settings.data_dir / "logs", embedded=settings.uses_embedded_database,
+                             wanted=workers)
         if start_workers:
             print(f"Web panel: {settings.panel_public_url}/panel/ (type /panel for a sign-in link).")
         with helpers:

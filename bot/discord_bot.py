@@ -130,8 +130,10 @@ async def sync_commands(settings: Settings, guild_id: int | None = None) -> list
     return [command.name for command in synced]
 
 
-def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None = None) -> int:
-    """``mnemo discord``: run the bot until SIGTERM or Ctrl-C; with ``sync``, publish the commands and exit."""
+def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None = None,
+                workers: bool | None = None) -> int:
+    """``mnemo discord``: run the bot until SIGTERM or Ctrl-C; with ``sync``, publish the commands and exit.
+    On the embedded database (or with ``workers``) a worker, beat and the panel's API run beside it."""
     token = _token(settings)
     if sync:
         names = asyncio.run(sync_commands(settings, guild_id))
@@ -139,9 +141,11 @@ def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None 
         print(f"Synced {len(names)} commands to {where}: {', '.join('/' + name for name in names)}")
         return 0
     from shared.bootstrap import conversation_service, memory_commands, runtime
+    from shared.processes import companions
 
     use_api(settings.discord_api_base_url)
-    with runtime(settings) as rt:
+    with runtime(settings) as rt, companions(rt.database_url, settings.data_dir / "logs",
+                                             embedded=settings.uses_embedded_database, wanted=workers):
         service = conversation_service(rt)
         client = MnemoBot(service, memory_commands(rt, embeddings_wanted=service.embedder is not None))
         asyncio.run(_serve(client, token))

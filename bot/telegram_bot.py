@@ -233,9 +233,11 @@ def build_application(settings: Settings, service: ConversationService, commands
 
 
 def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: str = "127.0.0.1",
-                 port: int = 8443, secret_token: str | None = None) -> int:
-    """Run the bot until SIGINT/SIGTERM: long polling, or a webhook server when ``webhook_url`` is given."""
+                 port: int = 8443, secret_token: str | None = None, workers: bool | None = None) -> int:
+    """Run the bot until SIGINT/SIGTERM: long polling, or a webhook server when ``webhook_url`` is given.
+    On the embedded database (or with ``workers``) a worker, beat and the panel's API run beside it."""
     from shared.bootstrap import conversation_service, memory_commands, runtime
+    from shared.processes import companions
 
     if settings.telegram_token is None:
         raise ConfigError("TELEGRAM_TOKEN is not set: create a bot with @BotFather and put its token there")
@@ -243,7 +245,8 @@ def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: 
         raise ConfigError("webhook mode needs TELEGRAM_WEBHOOK_SECRET (Telegram sends it with every update)")
     if webhook_url is not None and importlib.util.find_spec("tornado") is None:
         raise ConfigError("webhook mode needs python-telegram-bot[webhooks] installed (it serves with tornado)")
-    with runtime(settings) as rt:
+    with runtime(settings) as rt, companions(rt.database_url, settings.data_dir / "logs",
+                                             embedded=settings.uses_embedded_database, wanted=workers):
         service = conversation_service(rt)
         commands = memory_commands(rt, embeddings_wanted=service.embedder is not None)
         application = build_application(settings, service, commands)

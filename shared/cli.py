@@ -62,8 +62,13 @@ def _run_doctor(settings: Settings, _args: argparse.Namespace) -> int:
 
 def _chat_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--user", help="who you are in the console (default: your login name)")
+    _workers_argument(parser)
+
+
+def _workers_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", action=argparse.BooleanOptionalAction, default=None,
-                        help="start a worker and beat beside the console (default: only on the embedded database)")
+                        help="start a worker, beat and the panel's API beside it (default: only on the embedded "
+                             "database)")
 
 
 def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
@@ -76,18 +81,20 @@ def _discord_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sync", action="store_true",
                         help="publish the slash commands and exit (once per release, not on every start)")
     parser.add_argument("--guild", type=int, help="with --sync: publish to this server only (development)")
+    _workers_argument(parser)
 
 
 def _run_discord(settings: Settings, args: argparse.Namespace) -> int:
     from bot.discord_bot import run_discord
 
-    return run_discord(settings, sync=args.sync, guild_id=args.guild)
+    return run_discord(settings, sync=args.sync, guild_id=args.guild, workers=args.workers)
 
 
 def _telegram_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--webhook-url", help="public HTTPS URL for webhook mode (default: long polling)")
     parser.add_argument("--listen", default="127.0.0.1", help="webhook mode: address to listen on")
     parser.add_argument("--port", type=int, default=8443, help="webhook mode: port to listen on")
+    _workers_argument(parser)
 
 
 def _run_telegram(settings: Settings, args: argparse.Namespace) -> int:
@@ -95,7 +102,7 @@ def _run_telegram(settings: Settings, args: argparse.Namespace) -> int:
 
     secret = settings.telegram_webhook_secret.get_secret_value() if settings.telegram_webhook_secret else None
     return run_telegram(settings, webhook_url=args.webhook_url, listen=args.listen, port=args.port,
-                        secret_token=secret)
+                        secret_token=secret, workers=args.workers)
 
 
 def _api_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,8 +1,10 @@
-"""Running the worker and beat beside a front-end (``mnemo chat`` on the embedded default).
+"""Running the worker, beat and the web panel's API beside a front-end on the embedded default.
 
-They are separate processes started with ``mnemo worker`` / ``mnemo beat`` and given this process's
-database URL, so the one process that owns the embedded PostgreSQL hands it to the others. They are
-stopped (TERM, then KILL after a grace period) before the owner stops the database.
+``mnemo chat``, ``mnemo telegram`` and ``mnemo discord`` on the embedded database start them as
+separate processes (``mnemo worker`` / ``beat`` / ``api``) given this process's database URL, so the
+one process that owns the embedded PostgreSQL hands it to the others. They are stopped (TERM, then
+KILL after a grace period) before the owner stops the database. With ``DATABASE_URL`` set they run
+as their own services (docker compose) and nothing is started here.
 """
 
 from __future__ import annotations
@@ -18,7 +20,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 STOP_GRACE_SECONDS = 15
+COMPANION_ROLES = ("worker", "beat", "api")
+"""What a front-end starts beside itself on the embedded default."""
 log = logging.getLogger(__name__)
+
+
+def companions(database_url: str, log_dir: Path, *, embedded: bool, wanted: bool | None = None,
+               roles: tuple[str, ...] = COMPANION_ROLES) -> contextlib.AbstractContextManager:
+    """:func:`background_processes` for ``roles`` when this process owns the embedded database (or when
+    ``wanted``), otherwise nothing."""
+    start = embedded if wanted is None else wanted
+    return background_processes(database_url, log_dir, roles) if start else contextlib.nullcontext([])
 
 
 @contextmanager

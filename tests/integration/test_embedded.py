@@ -19,6 +19,7 @@ import pytest
 from shared.db import migrate
 from shared.embedded import EmbeddedPostgres, server_pid
 from tests.conftest import server_data_dir
+from tests.fakes.telegram_api import FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLDER = textwrap.dedent("""
@@ -144,6 +145,32 @@ def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_p
         chat.kill()
     assert chat.returncode == 0, chat.stdout.read()
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helpers)
+
+
+def test_mnemo_telegram_on_the_embedded_default_runs_worker_beat_and_api_beside_it(tmp_path):
+    """A bot on a fresh install does its background work and serves /panel links without other commands."""
+    port = free_port()
+    with FakeTelegram() as telegram:
+        env = embedded_env(tmp_path) | {"TELEGRAM_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
+                                        "API_PORT": str(port), "PANEL_PUBLIC_URL": f"http://127.0.0.1:{port}"}
+        bot = subprocess.Popen([sys.executable, "-m", "shared.cli", "telegram"], env=env, cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        helpers: list[psutil.Process] = []
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and not (len(helpers) == 3 and api_answers(port)
+                                                       and telegram.calls_to("getUpdates")):
+                helpers = [p for p in psutil.Process(bot.pid).children() if "shared.cli" in " ".join(p.cmdline())]
+                time.sleep(0.5)
+            assert sorted(p.cmdline()[-1] for p in helpers) == ["api", "beat", "worker"]
+            assert api_answers(port) and telegram.calls_to("getUpdates"), "the bot or its panel API did not start"
+            bot.send_signal(signal.SIGTERM)
+            bot.wait(timeout=60)
+        finally:
+            bot.kill()
+    assert bot.returncode == 0, bot.stdout.read()
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helpers)
+    assert server_pid(tmp_path) is None
 
 
 def free_port() -> int:
