@@ -251,7 +251,7 @@ def explain_recall(engine, sessions, user: int, text: str, now: datetime) -> dic
     for statement, parameters in seen:
         if "FROM memories" not in statement:
             continue
-        name = "text_candidates" if "@@" in statement else "like_candidates" if "LIKE" in statement else None
+        name = "text_candidates" if "@@" in statement else None  # ranking and the LIKE fallback are one statement
         if name:
             with engine.connect() as connection:
                 result = connection.exec_driver_sql("EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters)

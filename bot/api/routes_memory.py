@@ -94,7 +94,7 @@ def update_memory(request: Request, caller: Caller, memory_id: int, body: Memory
 @router.delete("/memory/long-term/{memory_id}", response_model=Deleted, tags=["memories"])
 def delete_memory(request: Request, caller: Caller, memory_id: int) -> Deleted:
     """Forget one memory and its earlier versions."""
-    deleted, _ = context(request).panel.forget(caller.user_id, [_id(memory_id)])
+    deleted, _ = context(request).panel.forget(caller.user_id, [memory_id])
     if not deleted:
         raise NotFound("memory_not_found")
     return Deleted(deleted=1)
@@ -133,10 +133,3 @@ def _working(memory: WorkingMemory) -> WorkingMemoryOut:
     fields = asdict(memory)
     fields["recent_turns"] = [TurnOut(role=role, text=text, at=at) for role, text, at in memory.recent_turns]
     return WorkingMemoryOut(**fields)
-
-
-def _id(value: int) -> int:
-    if not 1 <= value < 2**63:
-        raise NotFound("memory_not_found")
-    return value
-
