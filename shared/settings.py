@@ -6,12 +6,13 @@ Every variable is documented in ``.env.example``. A wrong value stops start-up w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.errors import ConfigError
 
@@ -32,6 +33,10 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_model: str = "gpt-4o-mini"
     llm_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30.0
+    llm_output_mode: Literal["auto", "json_schema", "json_object", "text"] = "auto"
+    llm_max_output_tokens: Annotated[int, Field(ge=64, le=32768)] = 1024
+    llm_extra_body: Annotated[dict[str, Any], NoDecode] = Field(
+        default_factory=dict, description="JSON object added to every LLM request, e.g. {\"enable_thinking\": false}")
     embedding_base_url: str | None = None
     embedding_model: str | None = None
     embedding_dimensions: Annotated[int, Field(ge=1, le=16000)] = 384
@@ -79,6 +84,20 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_means_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("llm_extra_body", mode="before")
+    @classmethod
+    def _json_object(cls, value: object) -> object:
+        if isinstance(value, str):
+            if not value.strip():
+                return {}
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ValueError(f"must be a JSON object ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError("must be a JSON object, e.g. {\"enable_thinking\": false}")
+        return value
 
     @field_validator("database_url")
     @classmethod

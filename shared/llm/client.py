@@ -1,71 +1,72 @@
 """The chat model behind every reply: one OpenAI-compatible endpoint, bounded retries, JSON turns.
 
 What to send and how to react to each answer is written once, as a *plan*: a generator that
-yields :class:`_Call` and :class:`_Sleep` steps and receives the SDK's answer (or has its error
-thrown in). Two small drivers run a plan, one with ``openai.OpenAI`` and one with
-``openai.AsyncOpenAI``, so the sync and async methods cannot drift apart.
+yields :class:`_Call` and :class:`_Sleep` steps and receives the streamed answer (or has its error
+thrown in). One async driver runs a plan; the blocking methods run it on an event loop of their
+own, so the bots and the workers share every rule, and every request has a total deadline.
+
+Per endpoint and process, :class:`EndpointState` remembers which output format the server
+accepted (:mod:`shared.llm.modes`) and which optional parameters it refused. Every request is
+capped (``LLM_MAX_OUTPUT_TOKENS`` for turns) and carries ``LLM_EXTRA_BODY`` unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import math
-import random
 import time
 from collections import Counter
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import openai
-from openai.types.chat import ChatCompletion
 
-from shared.errors import MnemoError
-from shared.llm.turn_schema import (
-    TURN_JSON_SCHEMA,
-    InvalidTurnOutput,
-    TurnOutput,
-    first_json_object,
-    parse_turn_output,
+from shared.llm.answers import strip_reasoning
+from shared.llm.modes import (
+    JSON_LADDER,
+    OutputFormat,
+    ladder_for,
+    refused_parameter,
+    refuses_format,
+    response_format,
 )
+from shared.llm.retries import LLMUnavailable, describe, retry_delay, status_and_body
+from shared.llm.transport import RawAnswer, stream_chat
+from shared.llm.turn_answer import (
+    EXAMPLE_INSTRUCTION,
+    SCHEMA_INSTRUCTION,
+    SCHEMA_NAME,
+    TURN_BOUNDED_SCHEMA,
+    TurnReading,
+    read_turn_answer,
+)
+from shared.llm.turn_schema import TURN_JSON_SCHEMA, InvalidTurnOutput, TurnOutput, first_json_object
 from shared.settings import Settings
 
 MAX_TRANSIENT_RETRIES = 2
-BACKOFF_BASE_SECONDS = 0.5
-MAX_RETRY_AFTER_SECONDS = 10.0
+MAX_PARAMETER_FIXES = 2
 TEXT_MAX_TOKENS = 800
+DEFAULT_MAX_OUTPUT_TOKENS = 1024
 NO_API_KEY = "no-key"  # local servers need none, but the SDK insists on one
-JSON_SCHEMA_FORMAT = {"type": "json_schema",
-                      "json_schema": {"name": "mnemo_turn", "strict": True, "schema": TURN_JSON_SCHEMA}}
-SCHEMA_INSTRUCTION = ("Answer with one JSON object and nothing else. It must match this JSON schema:\n"
-                      + json.dumps(TURN_JSON_SCHEMA, separators=(",", ":")))
-CORRECTION = ("Your previous answer was not valid JSON for the schema: {error}. "
+CORRECTION = ("Your previous answer was not valid JSON: {error}. "
               "Answer again with only the JSON object.")
-REFUSAL_HINTS = {401: "check LLM_API_KEY", 403: "check LLM_API_KEY and the model's access rights",
-                 404: "check LLM_BASE_URL and LLM_MODEL"}
 
-Mode = Literal["json_schema", "json_object"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-class LLMUnavailable(MnemoError):
-    """The LLM endpoint cannot answer now (down, too slow, refusing the key or the model)."""
-
-
 @dataclass(frozen=True)
 class TurnCompletion:
-    """A turn's answer: ``output`` is None when it stayed invalid, and ``raw_text`` is then the reply."""
+    """A turn's answer: ``output`` when valid; otherwise ``reply`` holds what may be shown (maybe empty)."""
 
     output: TurnOutput | None
-    raw_text: str
-    mode: Mode
+    reply: str
+    mode: str  # the output format that answered, e.g. json_schema or json_object+schema
     attempts: int  # chat requests sent, retries included
     usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str | None = None
+    problem: str | None = None  # see TurnReading.problem
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,8 @@ class _Sleep:
 _Plan = Generator[_Call | _Sleep, Any, T]
 
 
-class _JsonSchemaRefused(Exception):
-    """The server does not support ``response_format: json_schema``."""
+class _FormatRefused(Exception):
+    """The server does not produce the requested output format."""
 
 
 @dataclass
@@ -92,17 +93,48 @@ class _Tally:
     usage: Counter[str] = field(default_factory=Counter)
 
 
+@dataclass
+class EndpointState:
+    """What this process has learnt about the endpoint: refused formats and parameters."""
+
+    turn_ladder: tuple[OutputFormat, ...]
+    json_ladder: tuple[OutputFormat, ...] = JSON_LADDER
+    refused: set[str] = field(default_factory=set)
+    token_parameter: str = "max_tokens"
+    stream_usage: bool = True
+    example_instruction: bool = False  # the model wrote the schema back: show it an example instead
+
+    def rung(self, ladder: tuple[OutputFormat, ...]) -> OutputFormat | None:
+        return next((rung for rung in ladder if rung.label not in self.refused), None)
+
+    def refuse(self, rung: OutputFormat, reason: str) -> None:
+        self.refused.add(rung.label)
+        following = self.rung(self.turn_ladder)
+        log.warning("the LLM endpoint refuses %s output (%s); using %s from now on", rung.label, reason,
+                    following.label if following else "nothing")
+
+    def fix(self, parameter: str) -> None:
+        if parameter == "max_tokens":
+            self.token_parameter = "max_completion_tokens"
+        elif parameter == "stream_options":
+            self.stream_usage = False
+
+
 class ChatModel:
     """One OpenAI-compatible chat endpoint and model; build one per process (see :meth:`from_settings`)."""
 
-    def __init__(self, base_url: str, api_key: str | None, model: str, timeout_seconds: float = 30.0) -> None:
+    def __init__(self, base_url: str, api_key: str | None, model: str, timeout_seconds: float = 30.0, *,
+                 output_mode: str = "auto", max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+                 extra_body: Mapping[str, Any] | None = None) -> None:
         self.model = model
         self.timeout_seconds = timeout_seconds
-        self.mode: Mode = "json_schema"  # becomes json_object for good once the server refuses schemas
-        options = {"base_url": base_url, "api_key": api_key or NO_API_KEY, "timeout": timeout_seconds,
-                   "max_retries": 0}
-        self._client = openai.OpenAI(**options)
-        self._async_client = openai.AsyncOpenAI(**options)
+        self.max_output_tokens = max_output_tokens
+        self.extra_body = dict(extra_body or {})
+        json_ladder = JSON_LADDER[1:] if output_mode == "text" else JSON_LADDER
+        self.endpoint = EndpointState(ladder_for(output_mode), json_ladder)
+        self._options = {"base_url": base_url, "api_key": api_key or NO_API_KEY, "timeout": timeout_seconds,
+                         "max_retries": 0}
+        self._async_client = openai.AsyncOpenAI(**self._options)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChatModel | None:
@@ -110,7 +142,15 @@ class ChatModel:
         if settings.llm_base_url is None:
             return None
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        return cls(settings.llm_base_url, key, settings.llm_model, settings.llm_timeout_seconds)
+        return cls(settings.llm_base_url, key, settings.llm_model, settings.llm_timeout_seconds,
+                   output_mode=settings.llm_output_mode, max_output_tokens=settings.llm_max_output_tokens,
+                   extra_body=settings.llm_extra_body)
+
+    @property
+    def mode(self) -> str:
+        """The output format turns are asked in now."""
+        rung = self.endpoint.rung(self.endpoint.turn_ladder)
+        return rung.label if rung else "none"
 
     def complete_turn(self, messages: list[dict[str, Any]]) -> TurnCompletion:
         """The structured answer to one user message; raises :class:`LLMUnavailable`."""
@@ -118,110 +158,152 @@ class ChatModel:
 
     async def acomplete_turn(self, messages: list[dict[str, Any]]) -> TurnCompletion:
         """:meth:`complete_turn` for the bots' event loop."""
-        return await self._arun(self._turn_plan(messages))
+        return await self._drive(self._turn_plan(messages), self._async_client)
 
     def complete_text(self, messages: list[dict[str, Any]], max_tokens: int = TEXT_MAX_TOKENS) -> str:
-        """A plain text answer, for background jobs (summaries, reviews); raises :class:`LLMUnavailable`."""
-        request = {"model": self.model, "messages": messages, "max_tokens": max_tokens}
-        return self._run(self._text_plan(request))
+        """A plain text answer without reasoning, for background jobs; raises :class:`LLMUnavailable`."""
+        return self._run(self._text_plan(messages, max_tokens))
 
     def complete_json(self, messages: list[dict[str, Any]], max_tokens: int = TEXT_MAX_TOKENS) -> dict[str, Any] | None:
-        """One JSON object for background jobs (JSON mode, one corrective retry); None when the model
-        keeps answering something else. The messages must ask for JSON; raises :class:`LLMUnavailable`."""
-        request = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
-                   "response_format": {"type": "json_object"}}
-        return self._run(self._json_plan(request))
+        """One JSON object for background jobs (JSON mode where the server has it, one corrective retry);
+        None when the model keeps answering something else. The messages must ask for JSON (some
+        servers refuse JSON mode otherwise); raises :class:`LLMUnavailable`."""
+        return self._run(self._json_plan(messages, max_tokens))
 
     def close(self) -> None:
-        self._client.close()
+        """Nothing to close for the blocking methods: each runs on a client of its own."""
 
     async def aclose(self) -> None:
         await self._async_client.close()
 
+    # -- plans -------------------------------------------------------------------------------------
+
     def _turn_plan(self, messages: list[dict[str, Any]]) -> _Plan[TurnCompletion]:
         deadline, tally = time.monotonic() + self.timeout_seconds, _Tally()
-        mode, response = yield from self._first_answer(messages, deadline, tally)
-        text = _answer_text(response)
-        try:
-            return TurnCompletion(parse_turn_output(text), text, mode, tally.requests, dict(tally.usage))
-        except InvalidTurnOutput as exc:
-            problem = str(exc)
-        log.info("invalid turn JSON (%s); asking once more", problem)
-        retried = yield from self._corrected_answer(messages, text, problem, mode, deadline, tally)
-        output = _parsed_or_none(retried)
-        raw_text = retried if retried.strip() else text
-        if output is None and not raw_text.strip():
-            raise LLMUnavailable("the LLM gave no usable answer, twice")
-        return TurnCompletion(output, raw_text, mode, tally.requests, dict(tally.usage))
+        rung, answer = yield from self._turn_answer(messages, deadline, tally, example=False)
+        reading = read_turn_answer(answer.text, answer.finish_reason)
+        if reading.problem == "schema_echo":
+            self.endpoint.example_instruction = True
+        if reading.worth_asking_again and deadline - time.monotonic() > 1:
+            log.info("the model's answer was %s; asking once more with an example", reading.problem)
+            rung, answer = yield from self._turn_answer(messages, deadline, tally, example=True)
+            reading = read_turn_answer(answer.text, answer.finish_reason)
+        if reading.problem:
+            log.warning("the model's turn answer was %s (finish_reason %s, %s)", reading.problem,
+                        answer.finish_reason, rung.label)
+        return _completion(reading, rung, tally, answer.finish_reason)
 
-    def _first_answer(self, messages: list[dict[str, Any]], deadline: float,
-                      tally: _Tally) -> _Plan[tuple[Mode, ChatCompletion]]:
-        mode = self.mode
-        try:
-            response = yield from _send(self._turn_request(messages, mode), deadline, tally)
-        except _JsonSchemaRefused:
-            log.warning("%s refuses json_schema output: using JSON mode from now on", self.model)
-            self.mode = mode = "json_object"
-            response = yield from _send(self._turn_request(messages, mode), deadline, tally)
-        return mode, response
+    def _turn_answer(self, messages: list[dict[str, Any]], deadline: float, tally: _Tally,
+                     example: bool) -> _Plan[tuple[OutputFormat, RawAnswer]]:
+        """The answer in the best format the server accepts, walking down the ladder on refusals."""
+        while (rung := self.endpoint.rung(self.endpoint.turn_ladder)) is not None:
+            try:
+                answer = yield from self._send(
+                    lambda rung=rung: self._turn_request(messages, rung, example), rung, deadline, tally)
+            except _FormatRefused as refusal:
+                self.endpoint.refuse(rung, str(refusal))
+                continue
+            return rung, answer
+        raise LLMUnavailable("the LLM endpoint refuses every output format allowed by LLM_OUTPUT_MODE "
+                             f"({', '.join(sorted(self.endpoint.refused))}); try LLM_OUTPUT_MODE=auto")
 
-    def _corrected_answer(self, messages: list[dict[str, Any]], text: str, problem: str, mode: Mode,
-                          deadline: float, tally: _Tally) -> _Plan[str]:
-        """The answer to one corrective message; empty when that request failed."""
-        correction = [*messages, {"role": "assistant", "content": text},
-                      {"role": "user", "content": CORRECTION.format(error=problem)}]
-        try:
-            response = yield from _send(self._turn_request(correction, mode), deadline, tally)
-        except (LLMUnavailable, _JsonSchemaRefused) as exc:
-            log.warning("the corrective LLM request failed: %s", exc)
-            return ""
-        return _answer_text(response)
-
-    def _turn_request(self, messages: list[dict[str, Any]], mode: Mode) -> dict[str, Any]:
-        if mode == "json_schema":
-            return {"model": self.model, "messages": messages, "response_format": JSON_SCHEMA_FORMAT}
-        leading = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
-        instructed = [*messages[:leading], {"role": "system", "content": SCHEMA_INSTRUCTION}, *messages[leading:]]
-        return {"model": self.model, "messages": instructed, "response_format": {"type": "json_object"}}
-
-    def _json_plan(self, request: dict[str, Any]) -> _Plan[dict[str, Any] | None]:
+    def _json_plan(self, messages: list[dict[str, Any]], max_tokens: int) -> _Plan[dict[str, Any] | None]:
         deadline, tally = time.monotonic() + self.timeout_seconds, _Tally()
-        text = _answer_text((yield from _send(request, deadline, tally)))
+        text = yield from self._json_answer(messages, max_tokens, deadline, tally)
         try:
             return first_json_object(text)
         except InvalidTurnOutput as exc:
             problem = str(exc)
-        retry = {**request, "messages": [*request["messages"], {"role": "assistant", "content": text},
-                                         {"role": "user", "content": CORRECTION.format(error=problem)}]}
+        corrected = [*messages, {"role": "assistant", "content": text[:2000] or "(empty)"},
+                     {"role": "user", "content": CORRECTION.format(error=problem)}]
         try:
-            return first_json_object(_answer_text((yield from _send(retry, deadline, tally))))
-        except (InvalidTurnOutput, _JsonSchemaRefused):
+            return first_json_object((yield from self._json_answer(corrected, max_tokens, deadline, tally)))
+        except (InvalidTurnOutput, LLMUnavailable):
             return None
 
-    def _text_plan(self, request: dict[str, Any]) -> _Plan[str]:
-        response = yield from _send(request, time.monotonic() + self.timeout_seconds, _Tally())
-        return _answer_text(response)
+    def _json_answer(self, messages: list[dict[str, Any]], max_tokens: int, deadline: float,
+                     tally: _Tally) -> _Plan[str]:
+        while (rung := self.endpoint.rung(self.endpoint.json_ladder)) is not None:
+            try:
+                answer = yield from self._send(
+                    lambda rung=rung: self._request(messages, rung, max_tokens), rung, deadline, tally)
+            except _FormatRefused as refusal:
+                self.endpoint.refuse(rung, str(refusal))
+                continue
+            return strip_reasoning(answer.text)
+        raise LLMUnavailable("the LLM endpoint refuses JSON output and plain text alike")
+
+    def _text_plan(self, messages: list[dict[str, Any]], max_tokens: int) -> _Plan[str]:
+        rung = OutputFormat("text")
+        deadline = time.monotonic() + self.timeout_seconds
+        answer = yield from self._send(lambda: self._request(messages, rung, max_tokens), rung, deadline, _Tally())
+        return strip_reasoning(answer.text)
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def _turn_request(self, messages: list[dict[str, Any]], rung: OutputFormat, example: bool) -> dict[str, Any]:
+        if example or rung.mode == "text" or self.endpoint.example_instruction:
+            messages = _with_instruction(messages, EXAMPLE_INSTRUCTION)
+        elif rung.mode == "json_object" and not rung.with_schema:
+            messages = _with_instruction(messages, SCHEMA_INSTRUCTION)
+        return self._request(messages, rung, self.max_output_tokens)
+
+    def _request(self, messages: list[dict[str, Any]], rung: OutputFormat, max_tokens: int) -> dict[str, Any]:
+        request: dict[str, Any] = {**self.extra_body, "model": self.model, "messages": alternating(messages),
+                                   self.endpoint.token_parameter: max_tokens}
+        request.pop("response_format", None)
+        fmt = response_format(rung, SCHEMA_NAME, TURN_JSON_SCHEMA, TURN_BOUNDED_SCHEMA)
+        if fmt is not None:
+            request["response_format"] = fmt
+        if self.endpoint.stream_usage:
+            request["stream_options"] = {"include_usage": True}
+        return request
+
+    def _send(self, build, rung: OutputFormat, deadline: float, tally: _Tally) -> _Plan[RawAnswer]:
+        """One chat request, retried on transient errors with backoff, never past ``deadline``; a
+        refused optional parameter is fixed and the request sent again."""
+        retry = fixes = 0
+        while (remaining := deadline - time.monotonic()) > 0:
+            request = build()
+            tally.requests += 1
+            try:
+                answer = yield _Call(request, remaining)
+            except openai.OpenAIError as exc:
+                status, body = status_and_body(exc)
+                if status is not None and refuses_format(status, body, rung):
+                    raise _FormatRefused(describe(exc)) from exc
+                parameter = refused_parameter(status, body, request) if status is not None else None
+                if parameter is not None and fixes < MAX_PARAMETER_FIXES:
+                    log.warning("the LLM endpoint refuses %s; adapting (%s)", parameter, describe(exc))
+                    self.endpoint.fix(parameter)
+                    fixes += 1
+                    continue
+                delay = retry_delay(exc, retry)
+                if retry == MAX_TRANSIENT_RETRIES or time.monotonic() + delay >= deadline:
+                    raise LLMUnavailable(f"the LLM did not answer ({describe(exc)}); "
+                                         f"gave up after {retry + 1} attempts") from exc
+                log.warning("LLM request failed (%s); retrying in %.1f s", describe(exc), delay)
+                retry += 1
+                yield _Sleep(delay)
+            else:
+                tally.usage.update(answer.usage)
+                return answer
+        raise LLMUnavailable("the LLM did not answer within LLM_TIMEOUT_SECONDS")
+
+    # -- drivers -----------------------------------------------------------------------------------
 
     def _run(self, plan: _Plan[T]) -> T:
-        """Drive ``plan`` with the blocking client."""
-        answer: Any = None
-        failure: openai.OpenAIError | None = None
-        while True:
+        """Drive ``plan`` from blocking code (a worker), on an event loop and client of its own."""
+        async def drive() -> T:
+            client = openai.AsyncOpenAI(**self._options)
             try:
-                step = plan.throw(failure) if failure else plan.send(answer)
-            except StopIteration as done:
-                return done.value
-            answer, failure = None, None
-            if isinstance(step, _Sleep):
-                time.sleep(step.seconds)
-                continue
-            try:
-                answer = self._client.chat.completions.create(**_sdk_arguments(step.request), timeout=step.timeout)
-            except openai.OpenAIError as exc:
-                failure = exc
+                return await self._drive(plan, client)
+            finally:
+                await client.close()
+        return asyncio.run(drive())
 
-    async def _arun(self, plan: _Plan[T]) -> T:
-        """Drive ``plan`` with the async client."""
+    @staticmethod
+    async def _drive(plan: _Plan[T], client: openai.AsyncOpenAI) -> T:
         answer: Any = None
         failure: openai.OpenAIError | None = None
         while True:
@@ -234,111 +316,36 @@ class ChatModel:
                 await asyncio.sleep(step.seconds)
                 continue
             try:
-                answer = await self._async_client.chat.completions.create(
-                    **_sdk_arguments(step.request), timeout=step.timeout)
+                answer = await stream_chat(client, step.request, step.timeout)
             except openai.OpenAIError as exc:
                 failure = exc
 
 
-def _sdk_arguments(request: dict[str, Any]) -> dict[str, Any]:
-    """The request as SDK arguments, with ``response_format`` passed through untouched.
-
-    The SDK walks typed parameters recursively before sending; for the turn's JSON schema that
-    costs several milliseconds of event-loop time per call, so the schema goes in ``extra_body``.
-    """
-    arguments = dict(request)
-    response_format = arguments.pop("response_format", None)
-    if response_format is not None:
-        arguments["extra_body"] = {"response_format": response_format}
-    return arguments
-
-
-def _send(request: dict[str, Any], deadline: float, tally: _Tally) -> _Plan[ChatCompletion]:
-    """One chat request, retried on transient errors with backoff, never past ``deadline``."""
-    for retry in range(MAX_TRANSIENT_RETRIES + 1):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        tally.requests += 1
-        try:
-            response = yield _Call(request, remaining)
-        except openai.OpenAIError as exc:
-            delay = _retry_delay(exc, retry, request)
-            if retry == MAX_TRANSIENT_RETRIES or time.monotonic() + delay >= deadline:
-                raise LLMUnavailable(f"the LLM did not answer ({_describe(exc)}); "
-                                     f"gave up after {retry + 1} attempts") from exc
-            log.warning("LLM request failed (%s); retrying in %.1f s", _describe(exc), delay)
-            yield _Sleep(delay)
-        else:
-            if response.usage is not None:
-                tally.usage.update({name: int(getattr(response.usage, name) or 0)
-                                    for name in ("prompt_tokens", "completion_tokens", "total_tokens")})
-            return response
-    raise LLMUnavailable("the LLM did not answer within LLM_TIMEOUT_SECONDS")
-
-
-def _retry_delay(exc: openai.OpenAIError, retry: int, request: Mapping[str, Any]) -> float:
-    """Seconds to wait before trying again; raises when trying again cannot help."""
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        if _refuses_json_schema(exc, request):
-            raise _JsonSchemaRefused(_describe(exc))
-        if status < 500 and status not in (408, 409, 429):
-            hint = REFUSAL_HINTS.get(status, "check LLM_MODEL and what the endpoint supports")
-            raise LLMUnavailable(f"the LLM endpoint refused the request ({_describe(exc)}); {hint}") from exc
-        retry_after = _retry_after_seconds(exc.response.headers)
-        if retry_after is not None:
-            return retry_after
-    elif not isinstance(exc, openai.APIConnectionError):  # e.g. an answer the SDK could not read
-        raise LLMUnavailable(f"the LLM endpoint answered unexpectedly ({_describe(exc)})") from exc
-    return BACKOFF_BASE_SECONDS * 2**retry + random.uniform(0, BACKOFF_BASE_SECONDS)
-
-
-def _refuses_json_schema(exc: openai.APIStatusError, request: Mapping[str, Any]) -> bool:
-    if exc.status_code not in (400, 422) or request.get("response_format", {}).get("type") != "json_schema":
-        return False
-    text = f"{exc} {exc.body}".lower()
-    return "response_format" in text or "json_schema" in text
-
-
-def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """The server's Retry-After (milliseconds, seconds or an HTTP date), capped; None when absent."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if not raw:
+def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """System messages first (merged into one), then user and assistant turns strictly alternating,
+    starting with the user: several chat templates (Gemma, Mistral) refuse anything else."""
+    system = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "system":
             continue
-        try:
-            seconds: float | None = float(raw) * scale
-        except ValueError:
-            seconds = _seconds_until(raw)
-        if seconds is not None and math.isfinite(seconds):
-            return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
-    return None
+        if not turns and role != "user":
+            continue  # a conversation opened by the assistant: its first words add nothing
+        if turns and turns[-1]["role"] == role:
+            turns[-1] = {"role": role, "content": f"{turns[-1]['content']}\n\n{message.get('content') or ''}"}
+        else:
+            turns.append({"role": role, "content": message.get("content") or ""})
+    return ([{"role": "system", "content": system}] if system else []) + turns
 
 
-def _seconds_until(http_date: str) -> float | None:
-    try:
-        return (parsedate_to_datetime(http_date) - datetime.now(UTC)).total_seconds()
-    except (TypeError, ValueError):
-        return None
+def _with_instruction(messages: list[dict[str, Any]], instruction: str) -> list[dict[str, Any]]:
+    """``messages`` with ``instruction`` after the system messages (:func:`alternating` joins them into one,
+    which suits every chat template)."""
+    leading = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
+    return [*messages[:leading], {"role": "system", "content": instruction}, *messages[leading:]]
 
 
-def _answer_text(response: ChatCompletion) -> str:
-    return (response.choices[0].message.content or "") if response.choices else ""
-
-
-def _parsed_or_none(text: str) -> TurnOutput | None:
-    try:
-        return parse_turn_output(text)
-    except InvalidTurnOutput:
-        return None
-
-
-def _describe(exc: openai.OpenAIError) -> str:
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else exc.body
-        message = body.get("message") if isinstance(body, dict) else body
-        return f"HTTP {exc.status_code}: {str(message or exc.message)[:200]}"
-    if isinstance(exc, openai.APITimeoutError):
-        return "timed out"
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
+def _completion(reading: TurnReading, rung: OutputFormat, tally: _Tally, finish_reason: str | None) -> TurnCompletion:
+    return TurnCompletion(output=reading.output, reply=reading.reply, mode=rung.label, attempts=tally.requests,
+                          usage=dict(tally.usage), finish_reason=finish_reason, problem=reading.problem)

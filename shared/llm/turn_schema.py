@@ -49,13 +49,14 @@ def _string(description: str | None = None, enum: tuple[str, ...] | None = None)
 
 
 TURN_JSON_SCHEMA: dict[str, Any] = _strict_object(
+    # the reply comes first: a model cut short by max_tokens has written it already (salvage)
+    response=_string("The reply to send to the user"),
     emotion=_strict_object(
         primary=_string("The user's main emotion in their last message", EMOTIONS),
         category=_string(enum=EMOTION_CATEGORIES),
         confidence={"type": "number", "description": "0 to 1"},
         indicators={"type": "array", "items": _string(), "description": "Words or cues that show it"},
     ),
-    response=_string("The reply to send to the user"),
     memory_update=_strict_object(
         should_store={"type": "boolean"},
         entries={"type": "array", "items": _strict_object(
@@ -106,7 +107,11 @@ class TurnOutput:
 
 def parse_turn_output(text: str) -> TurnOutput:
     """The validated turn in ``text``; raises :class:`InvalidTurnOutput` and nothing else."""
-    data = first_json_object(text)
+    return parse_turn_data(first_json_object(text))
+
+
+def parse_turn_data(data: Mapping[str, Any]) -> TurnOutput:
+    """The validated turn in an object the model wrote; raises :class:`InvalidTurnOutput`."""
     response = _text(data.get("response"), MAX_RESPONSE_CHARS)
     if not response:
         raise InvalidTurnOutput("'response' must be a non-empty string")

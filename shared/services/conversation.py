@@ -108,7 +108,7 @@ class ConversationService:
         return applied
 
     async def _complete(self, prepared: PreparedTurn) -> TurnResult:
-        """The one LLM call; offline when there is no LLM, it fails, or it returns no usable JSON."""
+        """The one LLM call; offline when there is no LLM, it fails, or its answer holds nothing to show."""
         if self.chat_model is None:
             return self._offline(prepared, warning=None)
         try:
@@ -116,15 +116,17 @@ class ConversationService:
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, answering offline: %s", exc)
             return self._offline(prepared, warning="The language model is unavailable; this is an offline reply.")
-        if completion.output is None:
-            text = completion.raw_text.strip() or "…"
-            return TurnResult(output=TurnOutput(response=text[:4000], emotion=None, memory_update=(), todos=(),
-                                                topic=None, context_variables={}),
-                              emotion=UNKNOWN, offline=False, warnings=("The reply was not valid JSON; "
-                                                                       "nothing was remembered from it.",),
-                              trusted=False)
-        emotion = Emotion.from_json(completion.output.emotion)
-        return TurnResult(output=completion.output, emotion=emotion, offline=False)
+        if completion.output is not None:
+            return TurnResult(output=completion.output, emotion=Emotion.from_json(completion.output.emotion),
+                              offline=False)
+        if not completion.reply:
+            return self._offline(prepared, warning="The language model gave no usable answer; this is an "
+                                                   "offline reply.")
+        reply = TurnOutput(response=completion.reply, emotion=None, memory_update=(), todos=(), topic=None,
+                           context_variables={})
+        return TurnResult(output=reply, emotion=UNKNOWN, offline=False, trusted=False,
+                          warnings=(f"The model's answer was {completion.problem}: its reply was kept, "
+                                    "nothing was remembered from it (the worker still reads the message).",))
 
     def _offline(self, prepared: PreparedTurn, warning: str | None) -> TurnResult:
         output = self.offline.respond(prepared.offline_view)

@@ -24,6 +24,7 @@ from sqlalchemy import select, update
 from shared.db.memory_models import Episode
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.db.uow import UnitOfWork
+from shared.llm.answers import is_machine_text
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.services.turn_apply import MESSAGES_PER_SUMMARY
 from shared.text import clean_text
@@ -49,6 +50,8 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 _LEADING_STAMP = re.compile(r"^\s*\[[0-9: \-T]{10,19}\]\s*")
 
+SUMMARY_FIELDS = ("summary", "entities", "importance", "scratchpad", "core_summary", "current_focus", "open_threads",
+                  "next_steps")
 SUMMARY_RULES = """You summarise a stretch of conversation between a user and their companion chat bot, for the \
 bot's long-term memory. Answer with one JSON object:
 {"summary": "...", "entities": ["..."], "importance": 1.0, "scratchpad": {"current_focus": "...", \
@@ -177,7 +180,7 @@ def parse_summary(answer: object) -> EpisodeDraft | None:
     if not isinstance(answer, Mapping):
         return None
     summary = _LEADING_STAMP.sub("", _text(answer.get("summary"), MAX_SUMMARY_CHARS))
-    if not summary:
+    if not summary or is_machine_text(summary, SUMMARY_FIELDS):
         return None
     entities = answer.get("entities") if isinstance(answer.get("entities"), list) else []
     cleaned = dict.fromkeys(e for e in (_text(raw, MAX_ENTITY_CHARS) for raw in entities) if e)
@@ -189,7 +192,13 @@ def parse_summary(answer: object) -> EpisodeDraft | None:
     importance = min(max(importance, low), high) if importance == importance else 1.0  # NaN → 1.0
     return EpisodeDraft(summary=summary, entities=tuple(cleaned)[:MAX_ENTITIES], importance=importance,
                         scratchpad=_scratchpad(answer.get("scratchpad")),
-                        core_summary=_text(answer.get("core_summary"), MAX_CORE_SUMMARY_CHARS) or None)
+                        core_summary=_words(answer.get("core_summary"), MAX_CORE_SUMMARY_CHARS) or None)
+
+
+def _words(value: object, limit: int) -> str:
+    """``value`` as text a person may read, else empty (the model wrote JSON or field names into it)."""
+    text = _text(value, limit)
+    return "" if is_machine_text(text, SUMMARY_FIELDS) else text
 
 
 def offline_draft(work: SessionWork) -> EpisodeDraft:

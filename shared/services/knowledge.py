@@ -297,8 +297,8 @@ def _ask_model(chat_model: ChatModel, batch: _Batch, part: ExtractionReport) -> 
         log.warning("knowledge monitor: LLM unavailable, using rule extraction (%s)", exc)
         return None
     part.llm_calls += 1
-    if answer is None:
-        log.warning("knowledge monitor: no JSON from the LLM, using rule extraction")
+    if answer is None or not isinstance(answer.get("operations"), list):
+        log.warning("knowledge monitor: no operations from the LLM, using rule extraction")
         return None
     ops, part.ignored = parse_operations(answer, short_ids(batch.memories))
     user_texts = [turn.text for turn in batch.turns]

@@ -11,8 +11,12 @@ ephemeral port and serves from a daemon thread::
         client.chat.completions.create(model="fake-chat", messages=[...])
 
 Chat replies come from a script: queued replies/errors first (in order), then
-the responder. Connections are HTTP/1.0 (one request each), so nothing lingers
-once ``stop()`` returns.
+the responder; a :class:`~tests.fakes.llm_personalities.Personality` then shapes
+them the way a real server and model would (refusals, reasoning, fences, cuts).
+``max_tokens`` is honoured (``finish_reason: "length"``), and ``stream: true``
+answers as server-sent events, chunk by chunk, noticing a client that leaves
+(:attr:`FakeOpenAI.abandoned_streams`). Connections are HTTP/1.0 (one request
+each), so nothing lingers once ``stop()`` returns.
 """
 
 from __future__ import annotations
@@ -33,12 +37,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.fakes.llm_personalities import PERSONALITIES, Personality
 from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 Content = str | dict[str, Any]
 Responder = Callable[[dict[str, Any]], Content]
 
 _log = logging.getLogger(__name__)
+STREAM_PIECE_CHARS = 16
+CHARS_PER_TOKEN = 4
 _WORD = re.compile(r"\w+")
 _ERROR_KINDS: dict[int, tuple[str, str | None, str]] = {
     400: ("invalid_request_error", None, "Bad request."),
@@ -79,6 +86,8 @@ class _Response:
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    events: Iterable[dict[str, Any]] | None = None  # a stream of server-sent events instead of ``body``
+    event_delay: float = 0.0
 
 
 def error_body(status: int, message: str | None = None, *, param: str | None = None) -> dict[str, Any]:
@@ -139,23 +148,48 @@ def _encode_vector(vector: list[float], encoding_format: str) -> list[float] | s
     return vector
 
 
-def _completion(request: dict[str, Any], content: str) -> dict[str, Any]:
+def _usage(request: dict[str, Any], content: str) -> dict[str, int]:
     prompt = max(1, estimate_tokens(_messages_text(request["messages"])))
     completion = estimate_tokens(content)
-    message = {"role": "assistant", "content": content, "refusal": None}
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _completion(request: dict[str, Any], content: str, finish_reason: str = "stop",
+                reasoning: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request["model"],
         "system_fingerprint": "fp_fake",
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
+        "usage": _usage(request, content),
     }
+
+
+def _chunk(request: dict[str, Any], delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": request["model"], "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+
+def _events(request: dict[str, Any], content: str, finish_reason: str, reasoning: str | None,
+            reasoning_field: str, endless: bool) -> Iterator[dict[str, Any]]:
+    """The answer as streamed chunks: reasoning first, the content in small pieces, the finish reason,
+    then the usage when the client asked for it (``stream_options.include_usage``)."""
+    if reasoning:
+        yield _chunk(request, {"role": "assistant", reasoning_field: reasoning, "content": None})
+    for start in range(0, len(content), STREAM_PIECE_CHARS):
+        yield _chunk(request, {"content": content[start:start + STREAM_PIECE_CHARS]})
+    while endless:  # a server generating with no cap: only the client leaving stops it
+        yield _chunk(request, {"content": " and so on"})
+    yield _chunk(request, {}, finish_reason)
+    options = request.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        yield {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+               "model": request["model"], "choices": [], "usage": _usage(request, content)}
 
 
 def _failure_response(failure: _Failure) -> _Response:
@@ -174,6 +208,9 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         headers = {name.lower(): value for name, value in self.headers.items()}
         response = self.server.fake._dispatch(self.command, self.path, headers, raw)
+        if response.events is not None:
+            self._stream(response)
+            return
         payload = json.dumps(response.body).encode()
         self.send_response(response.status)
         self.send_header("Content-Type", "application/json")
@@ -184,6 +221,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     do_GET = do_POST
+
+    def _stream(self, response: _Response) -> None:
+        """Send server-sent events one by one; a client that closes the connection ends the stream."""
+        self.send_response(response.status)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        try:
+            for event in response.events:
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+                if self.server.fake._stopping.wait(response.event_delay):
+                    return
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.server.fake._note_abandoned()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Route access logs to ``logging`` instead of stderr."""
@@ -204,8 +257,14 @@ class FakeOpenAI(LoopbackFake):
         json_schema_supported: bool = True,
         embedding_dim: int = 384,
         latency: float = 0.0,
+        personality: str | Personality = "openai",
+        stream_chunk_delay: float = 0.0,
     ) -> None:
         super().__init__()
+        self.personality = PERSONALITIES[personality] if isinstance(personality, str) else personality
+        self.stream_chunk_delay = stream_chunk_delay  # seconds between streamed chunks
+        self.abandoned_streams = 0  # streams the client closed before the end
+        self._chat_count = 0
         self.models = list(models)
         self.api_key = api_key
         self.json_schema_supported = json_schema_supported
@@ -272,6 +331,10 @@ class FakeOpenAI(LoopbackFake):
         """The ``response_format`` of each chat call (None where absent)."""
         return [body.get("response_format") for body in self.chat_requests()]
 
+    def _note_abandoned(self) -> None:
+        with self._lock:
+            self.abandoned_streams += 1
+
     def _dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> _Response:
         try:
             body: Any = json.loads(raw) if raw else None
@@ -303,9 +366,15 @@ class FakeOpenAI(LoopbackFake):
         problem = self._validate_chat(body)
         if problem is not None:
             return problem
+        prompt = _messages_text(body["messages"])
+        refusal = self.personality.refusal(body, prompt)
+        if refusal is not None:
+            return _fail(refusal.status, refusal.message, param=refusal.param)
         with self._lock:
             step = self._chat_script.popleft() if self._chat_script else None
             responder = self._responder
+            self._chat_count += 1
+            number = self._chat_count
         if isinstance(step, _Failure):
             return _failure_response(step)
         if step is None:
@@ -314,14 +383,26 @@ class FakeOpenAI(LoopbackFake):
             except Exception as exc:
                 _log.exception("fake openai responder failed")
                 return _fail(500, f"Fake responder raised {exc!r}")
-        content = step.content if isinstance(step.content, str) else json.dumps(step.content)
-        return _Response(200, _completion(body, content), delay=step.delay)
+        ideal = step.content if isinstance(step.content, str) else json.dumps(step.content, ensure_ascii=False)
+        content, reasoning = self.personality.shape(body, prompt, ideal, number)
+        return self._answer(body, content, reasoning, step.delay)
+
+    def _answer(self, body: dict[str, Any], content: str, reasoning: str | None, delay: float) -> _Response:
+        """The answer within ``max_tokens`` (cut with ``finish_reason: "length"``), streamed when asked."""
+        cap = body.get("max_tokens") or body.get("max_completion_tokens")
+        finish = "stop"
+        if isinstance(cap, int) and cap > 0 and len(content) > cap * CHARS_PER_TOKEN:
+            content, finish = content[: cap * CHARS_PER_TOKEN], "length"
+        endless = self.personality.ramble and cap is None
+        if not body.get("stream"):
+            return _Response(200, _completion(body, content, finish, reasoning), delay=delay)
+        field_name = "reasoning" if self.personality.thinking == "reasoning" else "reasoning_content"
+        events = _events(body, content, finish, reasoning, field_name, endless)
+        return _Response(200, {}, delay=delay, events=events, event_delay=self.stream_chunk_delay)
 
     def _validate_chat(self, body: dict[str, Any]) -> _Response | None:
         if not isinstance(body.get("messages"), list) or not body.get("model"):
             return _fail(400, "'model' and 'messages' are required properties.", param="messages")
-        if body.get("stream"):
-            return _fail(400, "Streaming (stream=true) is not supported by this server.", param="stream")
         fmt = body.get("response_format")
         if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and not self.json_schema_supported:
             message = (

@@ -116,7 +116,8 @@ def test_only_the_last_15_turns_of_the_session_go_into_the_prompt(service, llm):
     say(service, "message 10")
     messages = llm.chat_requests()[-1]["messages"]
     history = messages[1:-1]
-    assert len(history) == 15
+    # the last 15 turns, less the assistant's line that opens them: chat templates want the user first
+    assert len(history) == 14 and history[0] == {"role": "user", "content": "message 3"}
     assert history[-1]["content"] == "reply 9" and messages[-1]["content"] == "message 10"
 
 
@@ -173,13 +174,24 @@ def test_plain_mode_has_no_emotion_strategy(uow_factory, llm):
     assert "Style for this reply" not in system_prompt(llm)
 
 
-def test_invalid_json_becomes_the_reply_with_unknown_emotion_and_nothing_stored(service, llm, uow_factory):
-    llm.queue_reply("Sure! I live in JSON-free land.")
-    llm.queue_reply("Still not JSON, sorry.")
+def test_plain_words_instead_of_json_become_the_reply_with_unknown_emotion_and_nothing_stored(service, llm,
+                                                                                              uow_factory):
+    llm.queue_reply("Sure! Paris is a lovely place to live.")
     reply = say(service, "I live in Paris")
-    assert reply.text == "Still not JSON, sorry." and reply.emotion.primary == "unknown"
+    assert reply.text == "Sure! Paris is a lovely place to live." and reply.emotion.primary == "unknown"
+    assert not reply.offline and len(llm.chat_requests()) == 1
     with uow_factory() as uow:
         assert uow.session.scalars(select(Memory)).all() == []
+        assert [job.task for job in uow.session.scalars(select(OutboxJob))] == ["extract_turn"]
+
+
+@pytest.mark.parametrize("answer", ["{}", '{"emotion": {"primary": "happy"}}', "```json\n{\"topic\": 1}\n```", ""])
+def test_an_answer_with_nothing_to_show_is_answered_offline_and_never_shown_raw(service, llm, answer):
+    llm.queue_reply(answer)
+    llm.queue_reply(answer)
+    reply = say(service, "我养了一只猫")
+    assert reply.offline and reply.text and not reply.text.lstrip().startswith(("{", "`"))
+    assert any("no usable answer" in warning for warning in reply.warnings)
 
 
 def test_when_the_llm_fails_the_offline_responder_answers_and_the_turn_is_kept(service, llm, uow_factory):

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from shared.llm import client
-from shared.llm.client import CORRECTION, MAX_TRANSIENT_RETRIES, ChatModel, LLMUnavailable
+from shared.llm import retries
+from shared.llm.client import MAX_TRANSIENT_RETRIES, ChatModel, LLMUnavailable
 from shared.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -42,21 +43,24 @@ def format_types(server: FakeOpenAI) -> list[str | None]:
     return [fmt.get("type") if fmt else None for fmt in server.response_formats()]
 
 
-def test_a_turn_is_asked_with_the_strict_json_schema(llm: FakeOpenAI) -> None:
+def test_a_turn_is_asked_with_the_strict_json_schema_streamed_and_capped(llm: FakeOpenAI) -> None:
     llm.queue_reply(TURN)
 
     completion = chat_model(llm).complete_turn(MESSAGES)
 
     assert completion.output is not None and completion.output.response == "Miso is a lovely name!"
     assert completion.output.memory_update[0].predicate == "pet_name"
-    assert (completion.mode, completion.attempts) == ("json_schema", 1)
+    assert (completion.mode, completion.attempts, completion.finish_reason) == ("json_schema", 1, "stop")
     assert completion.usage["total_tokens"] > 0
     [fmt] = llm.response_formats()
     assert fmt is not None and fmt["json_schema"]["name"] == "mnemo_turn" and fmt["json_schema"]["strict"] is True
-    assert llm.chat_requests()[0]["messages"] == MESSAGES
+    [request] = llm.chat_requests()
+    assert request["messages"] == MESSAGES
+    assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
+    assert request["max_tokens"] == client.DEFAULT_MAX_OUTPUT_TOKENS
 
 
-def test_a_server_without_json_schema_gets_json_mode_and_keeps_it() -> None:
+def test_a_server_without_json_schema_gets_json_mode_with_the_schema_and_keeps_it() -> None:
     with FakeOpenAI(json_schema_supported=False) as llm:
         llm.queue_reply(TURN)
         llm.queue_reply(TURN)
@@ -66,35 +70,29 @@ def test_a_server_without_json_schema_gets_json_mode_and_keeps_it() -> None:
         second = model.complete_turn(MESSAGES)
 
         assert format_types(llm) == ["json_schema", "json_object", "json_object"]
-        assert (first.mode, first.attempts, second.mode, second.attempts) == ("json_object", 2, "json_object", 1)
+        assert llm.response_formats()[1]["schema"]["required"][0] == "response"
+        assert llm.response_formats()[1]["schema"]["properties"]["todos"]["maxItems"] == 5
+        assert (first.mode, first.attempts, second.mode, second.attempts) == (
+            "json_object+schema", 2, "json_object+schema", 1)
         assert first.output is not None and second.output is not None
-        sent = llm.chat_requests()[1]["messages"]
-        assert sent[0] == MESSAGES[0] and sent[1]["role"] == "system" and '"memory_update"' in sent[1]["content"]
-        assert sent[2:] == MESSAGES[1:]
 
 
-def test_an_invalid_answer_is_corrected_once(llm: FakeOpenAI) -> None:
+def test_prose_without_json_is_a_reply_to_show_and_nothing_to_store(llm: FakeOpenAI) -> None:
     llm.queue_reply("Sure! Miso is a lovely name.")
-    llm.queue_reply(TURN)
 
     completion = chat_model(llm).complete_turn(MESSAGES)
 
-    assert completion.output is not None and completion.output.response == TURN["response"]
-    assert completion.attempts == 2
-    retry = llm.chat_requests()[1]["messages"]
-    assert retry[:2] == MESSAGES
-    assert retry[2] == {"role": "assistant", "content": "Sure! Miso is a lovely name."}
-    assert retry[3]["role"] == "user" and retry[3]["content"].startswith(CORRECTION.split("{error}")[0])
+    assert completion.output is None and completion.reply == "Sure! Miso is a lovely name."
+    assert (completion.attempts, completion.problem) == (1, "invalid")
 
 
-def test_an_answer_invalid_twice_comes_back_as_raw_text(llm: FakeOpenAI) -> None:
-    llm.queue_reply("Miso is a lovely name.")
-    llm.queue_reply("Really, a lovely name.")
-
+def test_an_empty_object_or_a_blank_answer_leaves_nothing_to_show(llm: FakeOpenAI) -> None:
+    llm.queue_reply("{}")
+    assert chat_model(llm).complete_turn(MESSAGES).reply == ""
+    llm.queue_reply("")
+    llm.queue_reply("   ")
     completion = chat_model(llm).complete_turn(MESSAGES)
-
-    assert completion.output is None and completion.raw_text == "Really, a lovely name."
-    assert completion.attempts == 2 and len(llm.chat_requests()) == 2
+    assert (completion.reply, completion.problem, completion.attempts) == ("", "blank", 2)
 
 
 def test_rate_limit_is_retried_after_the_servers_retry_after(llm: FakeOpenAI) -> None:
@@ -125,7 +123,7 @@ def test_a_wrong_api_key_is_refused_by_a_server_that_checks_it() -> None:
 
 @pytest.fixture
 def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(client, "BACKOFF_BASE_SECONDS", 0.05)
+    monkeypatch.setattr(retries, "BACKOFF_BASE_SECONDS", 0.05)
 
 
 @pytest.mark.usefixtures("quick_backoff")
@@ -161,7 +159,7 @@ def test_a_slow_server_times_out_within_the_timeout_setting(llm: FakeOpenAI) -> 
     assert time.monotonic() - started < 1.5
 
 
-def test_the_async_variant_shares_fallback_and_correction() -> None:
+def test_the_async_variant_shares_the_ladder_and_the_retries() -> None:
     async def two_turns(model: ChatModel) -> list[Any]:
         try:
             return [await model.acomplete_turn(MESSAGES), await model.acomplete_turn(MESSAGES)]
@@ -169,7 +167,6 @@ def test_the_async_variant_shares_fallback_and_correction() -> None:
             await model.aclose()
 
     with FakeOpenAI(json_schema_supported=False) as llm:
-        llm.queue_reply("not json")
         llm.queue_reply(TURN)
         llm.queue_error(429, retry_after=0)
         llm.queue_reply(TURN)
@@ -177,8 +174,9 @@ def test_the_async_variant_shares_fallback_and_correction() -> None:
         first, second = asyncio.run(two_turns(chat_model(llm)))
 
         assert first.output is not None and first.output.response == TURN["response"]
-        assert (first.mode, first.attempts, second.mode, second.attempts) == ("json_object", 3, "json_object", 2)
-        assert format_types(llm) == ["json_schema", "json_object", "json_object", "json_object", "json_object"]
+        assert (first.mode, first.attempts, second.mode, second.attempts) == (
+            "json_object+schema", 2, "json_object+schema", 2)
+        assert format_types(llm) == ["json_schema", "json_object", "json_object", "json_object"]
 
 
 def test_plain_text_completion_sends_no_response_format(llm: FakeOpenAI) -> None:

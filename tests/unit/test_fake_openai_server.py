@@ -103,9 +103,16 @@ def test_queued_429_surfaces_as_rate_limit_error_with_retry_after(
     assert recovered.choices[0].message.content == '{"response": "ok"}'
 
 
-def test_streaming_is_rejected(client: openai.OpenAI) -> None:
-    with pytest.raises(openai.BadRequestError, match="stream"):
-        client.chat.completions.create(model="fake-chat", messages=MESSAGES, stream=True)
+def test_streaming_answers_in_chunks_with_the_finish_reason_and_usage(llm: FakeOpenAI, client: openai.OpenAI) -> None:
+    llm.queue_reply("a" * 100)
+
+    chunks = list(client.chat.completions.create(model="fake-chat", messages=MESSAGES, stream=True, max_tokens=10,
+                                                 stream_options={"include_usage": True}))
+
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "a" * 40 and len(chunks) > 3
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 10
 
 
 def test_embeddings_are_deterministic_and_rank_shared_words_higher(client: openai.OpenAI) -> None:

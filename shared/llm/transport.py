@@ -1,0 +1,77 @@
+"""One chat request on the wire: streamed, within a total deadline, and closed when nobody waits.
+
+Every request is streamed (``stream: true``), because that is what lets a server notice that the
+client went away: llama-cpp-python, vLLM and llama.cpp stop generating when the stream's
+connection closes. The whole request — headers, every chunk — must finish within its time; when
+it does not, or when the answer grows past :data:`MAX_ANSWER_CHARS`, the stream is closed there
+and then. Only ``content`` is kept: ``reasoning_content`` (DeepSeek-R1, Qwen3) and ``reasoning``
+(vLLM) are never read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import openai
+
+MAX_ANSWER_CHARS = 64_000
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """What the server streamed: the content, why it stopped, and the token counts it reported."""
+
+    text: str
+    finish_reason: str | None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+async def stream_chat(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float) -> RawAnswer:
+    """Send ``request`` and collect the streamed answer, all within ``seconds``.
+
+    Raises ``openai`` errors as the SDK does, and :class:`openai.APITimeoutError` when the deadline
+    passes; in every case the connection is closed before this returns."""
+    try:
+        return await asyncio.wait_for(_collect(client, request, seconds), timeout=seconds)
+    except TimeoutError:
+        raise openai.APITimeoutError(request=httpx.Request("POST", f"{client.base_url}chat/completions")) from None
+
+
+async def _collect(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float) -> RawAnswer:
+    stream = await client.chat.completions.create(**sdk_arguments(request), stream=True, timeout=seconds)
+    parts: list[str] = []
+    size, finish, usage = 0, None, {}
+    try:
+        async for chunk in stream:
+            if chunk.usage is not None:
+                usage = {name: int(getattr(chunk.usage, name, 0) or 0) for name in USAGE_FIELDS}
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            piece = choice.delta.content if choice.delta is not None else None
+            if piece:
+                parts.append(piece)
+                size += len(piece)
+            finish = choice.finish_reason or finish
+            if size > MAX_ANSWER_CHARS:
+                finish = "length"
+                break
+    finally:
+        await stream.close()  # also on timeout and cancellation: the server can stop generating
+    return RawAnswer("".join(parts), finish, usage)
+
+
+def sdk_arguments(request: dict[str, Any]) -> dict[str, Any]:
+    """The request as SDK arguments: everything but model, messages and the token cap travels in
+    ``extra_body`` untouched (the SDK would otherwise walk the turn's schema for milliseconds, and it
+    does not know the servers' own fields such as ``enable_thinking`` or ``cache_prompt``)."""
+    typed = ("model", "messages", "max_tokens", "max_completion_tokens")
+    arguments = {name: request[name] for name in typed if name in request}
+    extra = {name: value for name, value in request.items() if name not in typed}
+    if extra:
+        arguments["extra_body"] = extra
+    return arguments

@@ -1,0 +1,129 @@
+"""How real OpenAI-compatible servers and models differ, reproduced for the fake OpenAI server.
+
+Each :class:`Personality` is a documented behaviour, not a wish: which ``response_format`` types a
+server refuses and with what status and words, whether JSON mode needs the word "json" in the
+prompt, how reasoning comes back, and what a small or chatty model does to the JSON. The fake
+first computes the ideal answer (queue or responder), then lets the personality shape it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+REASONING = "The user wrote to me. I should think about it and then answer with the JSON object."
+RAMBLE = " And there is one more thing I wanted to add about that,"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    message: str
+    param: str | None = "response_format"
+
+
+@dataclass(frozen=True)
+class Personality:
+    name: str
+    json_schema: Refusal | None = None  # None: accepted
+    json_object_with_schema: Refusal | None = None
+    json_object: Refusal | None = None
+    needs_json_word: bool = False
+    thinking: str | None = None  # "tags", "reasoning_content" or "reasoning" (vLLM's newer name)
+    thinking_refuses_json_mode: bool = False  # Qwen on DashScope while enable_thinking is on
+    wrap: str | None = None  # "prose" or "fence"
+    echo_schema: bool = False  # answers a schema *definition* in the prompt by writing it back
+    blank_first: bool = False  # the first answer has empty content
+    empty_object: bool = False  # answers "{}"
+    ramble: bool = False  # never closes the reply string; only max_tokens stops it
+
+    def refusal(self, body: dict[str, Any], prompt: str) -> Refusal | None:
+        """Why this server refuses ``body`` (None: it accepts it)."""
+        fmt = body.get("response_format") if isinstance(body.get("response_format"), dict) else {}
+        kind = fmt.get("type")
+        if kind in ("json_schema", "json_object") and self.thinking_refuses_json_mode \
+                and body.get("enable_thinking", True) is not False:
+            return Refusal(400, "Json mode response is not supported when enable_thinking is true", None)
+        if kind == "json_schema":
+            return self.json_schema
+        if kind == "json_object" and "schema" in fmt and self.json_object_with_schema is not None:
+            return self.json_object_with_schema
+        if kind == "json_object":
+            if self.json_object is not None:
+                return self.json_object
+            if self.needs_json_word and "json" not in prompt.lower():
+                return Refusal(400, "Prompt must contain the word 'json' in some form to use 'response_format' "
+                                    "of type 'json_object'.", "messages")
+        return None
+
+    def shape(self, body: dict[str, Any], prompt: str, content: str, request_number: int) -> tuple[str, str | None]:
+        """(content, reasoning) as this model would write them for the ideal ``content``."""
+        fmt = body.get("response_format") if isinstance(body.get("response_format"), dict) else {}
+        if self.blank_first and request_number == 1:
+            return "", None
+        if self.empty_object:
+            return "{}", None
+        if self.echo_schema and fmt.get("type") == "json_object" and '"properties"' in prompt:
+            content = _first_schema(prompt) or content
+        if self.ramble:
+            content = _unclosed(content) + RAMBLE * 2000
+        if self.wrap == "prose":
+            content = f"Sure! Here is my answer:\n{content}\nI hope this helps."
+        elif self.wrap == "fence":
+            content = f"```json\n{content}\n```"
+        if self.thinking == "tags":
+            return f"<think>{REASONING}</think>\n{content}", None
+        return content, REASONING if self.thinking else None
+
+
+def _first_schema(prompt: str) -> str | None:
+    start = prompt.find('{"type":"object","properties"')
+    if start < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(prompt, start)
+    except ValueError:
+        return None
+    return json.dumps(value)
+
+
+def _unclosed(content: str) -> str:
+    """The answer cut open inside its ``response`` string, so only the token cap ends it."""
+    marker = content.find('"response"')
+    if marker < 0:
+        return content
+    quote = content.find('"', content.find(":", marker) + 1)
+    end = content.find('"', quote + 1)
+    while end > 0 and content[end - 1] == "\\":
+        end = content.find('"', end + 1)
+    return content[:end] if end > 0 else content
+
+
+_LLAMA_CPP_SCHEMA_500 = Refusal(
+    500, 'response_format type must be one of "text" or "json_object", but got: json_schema', None)
+_LLAMA_CPP_PYTHON_500 = Refusal(
+    500, "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be 'text' or "
+         "'json_object' [type=literal_error, input_value='json_schema', input_type=str]")
+
+PERSONALITIES: dict[str, Personality] = {p.name: p for p in (
+    Personality("openai"),
+    Personality("deepseek", json_schema=Refusal(400, "This response_format type is unavailable now"),
+                needs_json_word=True, blank_first=True),
+    Personality("qwen-thinking", thinking="reasoning_content", thinking_refuses_json_mode=True,
+                needs_json_word=True, wrap="fence"),
+    Personality("qwen", needs_json_word=True,
+                json_schema=Refusal(400, "<400> InternalError.Algo.InvalidParameter: 'response_format.type' "
+                                         "json_schema is not supported")),
+    Personality("llama.cpp", json_schema=_LLAMA_CPP_SCHEMA_500),
+    Personality("llama-cpp-python", json_schema=_LLAMA_CPP_PYTHON_500),
+    Personality("ollama", json_schema=Refusal(400, "invalid response_format: json_schema"),
+                json_object_with_schema=Refusal(400, "invalid response_format: unknown field \"schema\""),
+                echo_schema=True),
+    Personality("vllm", thinking="reasoning"),
+    Personality("reasoning-tags", thinking="tags"),
+    Personality("rambler", ramble=True),
+    Personality("prose", wrap="prose"),
+    Personality("fenced", wrap="fence"),
+    Personality("empty-object", empty_object=True),
+)}

@@ -1,0 +1,127 @@
+"""The chat client's protocol rules through the real ``openai`` SDK: deadlines that hold against a slow
+stream, a stream closed when nobody waits, operator settings passed through, refused parameters."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from shared.llm.client import ChatModel, LLMUnavailable, alternating
+from shared.settings import Settings
+from tests.fakes.openai_server import FakeOpenAI, error_body
+
+MESSAGES = [{"role": "system", "content": "You are Mnemo. Answer in JSON."},
+            {"role": "user", "content": "My dog is called Pepper."}]
+TURN = {"response": "Pepper is a great name.", "emotion": None, "memory_update": None, "todos": [],
+        "topic": None, "context_variables": []}
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def model_for(server: FakeOpenAI, timeout: float = 10.0, **options) -> ChatModel:
+    return ChatModel(server.base_url, "k", "fake-chat", timeout, **options)
+
+
+def test_a_stream_that_drips_is_cut_at_the_deadline_and_the_server_sees_the_client_leave() -> None:
+    with FakeOpenAI(personality="rambler", stream_chunk_delay=0.2) as llm:
+        llm.set_responder(lambda _body: TURN)
+        started = time.monotonic()
+
+        with pytest.raises(LLMUnavailable, match="timed out|LLM_TIMEOUT_SECONDS"):
+            model_for(llm, timeout=1.2).complete_turn(MESSAGES)
+
+        assert time.monotonic() - started < 2.5  # one deadline for the turn, retries included
+        deadline = time.monotonic() + 3
+        while llm.abandoned_streams == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert llm.abandoned_streams >= 1
+
+
+def test_a_rambling_model_is_capped_and_its_reply_salvaged() -> None:
+    with FakeOpenAI(personality="rambler") as llm:
+        llm.set_responder(lambda _body: TURN)
+
+        completion = model_for(llm, max_output_tokens=200).complete_turn(MESSAGES)
+
+        assert completion.finish_reason == "length" and completion.output is None
+        assert completion.reply.startswith("Pepper is a great name.") and "{" not in completion.reply
+        assert llm.chat_requests()[0]["max_tokens"] == 200
+
+
+def test_extra_body_is_sent_unchanged_on_every_request(llm: FakeOpenAI) -> None:
+    extra = {"enable_thinking": False, "cache_prompt": True, "chat_template_kwargs": {"enable_thinking": False}}
+    model = model_for(llm, extra_body=extra)
+    llm.queue_reply(TURN)
+    model.complete_turn(MESSAGES)
+    llm.queue_reply({"decision": "keep"})
+    model.complete_json(MESSAGES, 50)
+    for request in llm.chat_requests():
+        assert {key: request[key] for key in extra} == extra
+
+
+def test_a_model_that_wants_max_completion_tokens_gets_it_from_then_on(llm: FakeOpenAI) -> None:
+    message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'."
+    llm.queue_error(400, error_body(400, message, param="max_tokens"))
+    llm.queue_reply(TURN)
+    llm.queue_reply(TURN)
+    model = model_for(llm)
+
+    assert model.complete_turn(MESSAGES).output is not None
+    assert model.complete_turn(MESSAGES).output is not None
+
+    first, second, third = llm.chat_requests()
+    assert "max_tokens" in first and "max_completion_tokens" not in first
+    assert second["max_completion_tokens"] == third["max_completion_tokens"] == 1024 and "max_tokens" not in third
+
+
+def test_a_server_that_refuses_stream_options_is_asked_without_them(llm: FakeOpenAI) -> None:
+    llm.queue_error(400, error_body(400, "Unrecognized request argument supplied: stream_options"))
+    llm.queue_reply(TURN)
+
+    assert model_for(llm).complete_turn(MESSAGES).output is not None
+    assert "stream_options" in llm.chat_requests()[0] and "stream_options" not in llm.chat_requests()[1]
+
+
+def test_a_pinned_text_mode_sends_no_response_format_and_shows_an_example(llm: FakeOpenAI) -> None:
+    llm.queue_reply(TURN)
+    llm.queue_reply({"decision": "keep"})
+    model = model_for(llm, output_mode="text")
+
+    assert model.complete_turn(MESSAGES).mode == "text"
+    assert model.complete_json(MESSAGES, 50) == {"decision": "keep"}
+    assert llm.response_formats() == [None, None]
+    system = llm.chat_requests()[0]["messages"][0]["content"]
+    assert system.startswith("You are Mnemo.") and "Fill in this example" in system
+
+
+def test_a_pinned_json_schema_mode_on_a_server_without_it_fails_with_a_hint() -> None:
+    with FakeOpenAI(personality="deepseek") as llm:
+        with pytest.raises(LLMUnavailable, match="LLM_OUTPUT_MODE=auto"):
+            model_for(llm, output_mode="json_schema").complete_turn(MESSAGES)
+        assert len(llm.chat_requests()) == 1
+
+
+def test_settings_reach_the_model(llm: FakeOpenAI) -> None:
+    settings = Settings(_env_file=None, llm_base_url=llm.base_url, llm_output_mode="json_object",
+                        llm_max_output_tokens=300, llm_extra_body='{"top_k": 20}')
+    model = ChatModel.from_settings(settings)
+    llm.queue_reply(TURN)
+
+    assert model is not None and model.complete_turn(MESSAGES).mode == "json_object+schema"
+    [request] = llm.chat_requests()
+    assert (request["max_tokens"], request["top_k"], request["response_format"]["type"]) == (300, 20, "json_object")
+
+
+def test_messages_are_sent_as_one_system_message_and_alternating_turns() -> None:
+    messages = [{"role": "system", "content": "A"}, {"role": "assistant", "content": "hello"},
+                {"role": "user", "content": "1"}, {"role": "user", "content": "2"},
+                {"role": "system", "content": "B"}, {"role": "assistant", "content": "x"}]
+
+    assert alternating(messages) == [{"role": "system", "content": "A\n\nB"},
+                                     {"role": "user", "content": "1\n\n2"}, {"role": "assistant", "content": "x"}]
