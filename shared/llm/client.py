@@ -32,7 +32,7 @@ from shared.llm.modes import (
     response_format,
 )
 from shared.llm.retries import LLMUnavailable, describe, retry_delay, status_and_body
-from shared.llm.transport import RawAnswer, stream_chat
+from shared.llm.transport import RawAnswer, send_chat
 from shared.llm.turn_answer import (
     EXAMPLE_INSTRUCTION,
     SCHEMA_INSTRUCTION,
@@ -102,6 +102,7 @@ class EndpointState:
     refused: set[str] = field(default_factory=set)
     token_parameter: str = "max_tokens"
     stream_usage: bool = True
+    streaming: bool = True  # False once the server cut a streamed answer short for another request
     example_instruction: bool = False  # the model wrote the schema back: show it an example instead
 
     def rung(self, ladder: tuple[OutputFormat, ...]) -> OutputFormat | None:
@@ -255,7 +256,8 @@ class ChatModel:
         fmt = response_format(rung, SCHEMA_NAME, TURN_JSON_SCHEMA, TURN_BOUNDED_SCHEMA)
         if fmt is not None:
             request["response_format"] = fmt
-        if self.endpoint.stream_usage:
+        request["stream"] = self.endpoint.streaming
+        if self.endpoint.streaming and self.endpoint.stream_usage:
             request["stream_options"] = {"include_usage": True}
         return request
 
@@ -287,7 +289,11 @@ class ChatModel:
                 yield _Sleep(delay)
             else:
                 tally.usage.update(answer.usage)
-                return answer
+                if answer.finish_reason is not None or not request.get("stream"):
+                    return answer
+                log.warning("the LLM server cut a streamed answer short (another request arrived?); "
+                            "sending whole requests to this endpoint from now on")
+                self.endpoint.streaming = False
         raise LLMUnavailable("the LLM did not answer within LLM_TIMEOUT_SECONDS")
 
     # -- drivers -----------------------------------------------------------------------------------
@@ -316,9 +322,14 @@ class ChatModel:
                 await asyncio.sleep(step.seconds)
                 continue
             try:
-                answer = await stream_chat(client, step.request, step.timeout)
+                answer = await send_chat(client, _without_stream(step.request), step.timeout,
+                                         stream=bool(step.request.get("stream")))
             except openai.OpenAIError as exc:
                 failure = exc
+
+
+def _without_stream(request: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in request.items() if name != "stream"}
 
 
 def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

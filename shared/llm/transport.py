@@ -1,11 +1,13 @@
 """One chat request on the wire: streamed, within a total deadline, and closed when nobody waits.
 
-Every request is streamed (``stream: true``), because that is what lets a server notice that the
+Requests are streamed (``stream: true``), because that is what lets a server notice that the
 client went away: llama-cpp-python, vLLM and llama.cpp stop generating when the stream's
-connection closes. The whole request — headers, every chunk — must finish within its time; when
-it does not, or when the answer grows past :data:`MAX_ANSWER_CHARS`, the stream is closed there
-and then. Only ``content`` is kept: ``reasoning_content`` (DeepSeek-R1, Qwen3) and ``reasoning``
-(vLLM) are never read.
+connection closes. A server that cuts a stream short when another request arrives
+(llama-cpp-python's default ``interrupt_requests``) is sent whole requests instead, which it
+queues. The whole request — headers, every chunk — must finish within its time; when it does not,
+or when the answer grows past :data:`MAX_ANSWER_CHARS`, the stream is closed there and then. Only
+``content`` is kept: ``reasoning_content`` (DeepSeek-R1, Qwen3) and ``reasoning`` (vLLM) are never
+read.
 """
 
 from __future__ import annotations
@@ -30,15 +32,30 @@ class RawAnswer:
     usage: dict[str, int] = field(default_factory=dict)
 
 
-async def stream_chat(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float) -> RawAnswer:
-    """Send ``request`` and collect the streamed answer, all within ``seconds``.
+async def send_chat(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float, *,
+                    stream: bool = True) -> RawAnswer:
+    """Send ``request`` and collect the answer (streamed, or whole when ``stream`` is False), all within
+    ``seconds``. A streamed answer that ends without a finish reason was interrupted by the server
+    (``finish_reason`` None).
 
     Raises ``openai`` errors as the SDK does, and :class:`openai.APITimeoutError` when the deadline
     passes; in every case the connection is closed before this returns."""
+    collect = _collect(client, request, seconds) if stream else _whole(client, request, seconds)
     try:
-        return await asyncio.wait_for(_collect(client, request, seconds), timeout=seconds)
+        return await asyncio.wait_for(collect, timeout=seconds)
     except TimeoutError:
         raise openai.APITimeoutError(request=httpx.Request("POST", f"{client.base_url}chat/completions")) from None
+
+
+async def _whole(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float) -> RawAnswer:
+    """One answer in one piece (for servers that interrupt streams); a timeout still closes the connection,
+    and the token cap bounds what the server goes on generating."""
+    response = await client.chat.completions.create(**sdk_arguments(request), timeout=seconds)
+    usage = {name: int(getattr(response.usage, name, 0) or 0) for name in USAGE_FIELDS} if response.usage else {}
+    if not response.choices:
+        return RawAnswer("", None, usage)
+    choice = response.choices[0]
+    return RawAnswer(choice.message.content or "", choice.finish_reason or "stop", usage)
 
 
 async def _collect(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float) -> RawAnswer:

@@ -37,6 +37,7 @@ class Personality:
     blank_first: bool = False  # the first answer has empty content
     empty_object: bool = False  # answers "{}"
     ramble: bool = False  # never closes the reply string; only max_tokens stops it
+    interrupts_streams: bool = False  # a new request cuts a running stream short (no finish reason)
 
     def refusal(self, body: dict[str, Any], prompt: str) -> Refusal | None:
         """Why this server refuses ``body`` (None: it accepts it)."""
@@ -116,7 +117,7 @@ PERSONALITIES: dict[str, Personality] = {p.name: p for p in (
                 json_schema=Refusal(400, "<400> InternalError.Algo.InvalidParameter: 'response_format.type' "
                                          "json_schema is not supported")),
     Personality("llama.cpp", json_schema=_LLAMA_CPP_SCHEMA_500),
-    Personality("llama-cpp-python", json_schema=_LLAMA_CPP_PYTHON_500),
+    Personality("llama-cpp-python", json_schema=_LLAMA_CPP_PYTHON_500, interrupts_streams=True),
     Personality("ollama", json_schema=Refusal(400, "invalid response_format: json_schema"),
                 json_object_with_schema=Refusal(400, "invalid response_format: unknown field \"schema\""),
                 echo_schema=True),

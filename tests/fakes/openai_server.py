@@ -88,6 +88,7 @@ class _Response:
     delay: float = 0.0
     events: Iterable[dict[str, Any]] | None = None  # a stream of server-sent events instead of ``body``
     event_delay: float = 0.0
+    interrupted: threading.Event | None = None  # set: the stream ends at once, "[DONE]" without a finish
 
 
 def error_body(status: int, message: str | None = None, *, param: str | None = None) -> dict[str, Any]:
@@ -229,6 +230,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for event in response.events:
+                if response.interrupted is not None and response.interrupted.is_set():
+                    break  # llama-cpp-python: "[DONE]" and the end, the answer left unfinished
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
                 if self.server.fake._stopping.wait(response.event_delay):
@@ -237,6 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.server.fake._note_abandoned()
+        finally:
+            self.server.fake._streams.discard(response.interrupted)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Route access logs to ``logging`` instead of stderr."""
@@ -264,6 +269,7 @@ class FakeOpenAI(LoopbackFake):
         self.personality = PERSONALITIES[personality] if isinstance(personality, str) else personality
         self.stream_chunk_delay = stream_chunk_delay  # seconds between streamed chunks
         self.abandoned_streams = 0  # streams the client closed before the end
+        self._streams: set[threading.Event] = set()  # running streams a new request may interrupt
         self._chat_count = 0
         self.models = list(models)
         self.api_key = api_key
@@ -367,6 +373,9 @@ class FakeOpenAI(LoopbackFake):
         if problem is not None:
             return problem
         prompt = _messages_text(body["messages"])
+        if self.personality.interrupts_streams:
+            for running in list(self._streams):
+                running.set()
         refusal = self.personality.refusal(body, prompt)
         if refusal is not None:
             return _fail(refusal.status, refusal.message, param=refusal.param)
@@ -398,7 +407,10 @@ class FakeOpenAI(LoopbackFake):
             return _Response(200, _completion(body, content, finish, reasoning), delay=delay)
         field_name = "reasoning" if self.personality.thinking == "reasoning" else "reasoning_content"
         events = _events(body, content, finish, reasoning, field_name, endless)
-        return _Response(200, {}, delay=delay, events=events, event_delay=self.stream_chunk_delay)
+        interrupted = threading.Event()
+        self._streams.add(interrupted)
+        return _Response(200, {}, delay=delay, events=events, event_delay=self.stream_chunk_delay,
+                         interrupted=interrupted)
 
     def _validate_chat(self, body: dict[str, Any]) -> _Response | None:
         if not isinstance(body.get("messages"), list) or not body.get("model"):

@@ -86,3 +86,25 @@ def test_an_unmigrated_database_fails_with_the_command_that_fixes_it(monkeypatch
     assert code == 1
     assert f"[FAIL] schema: at nothing, head is {migrate.head_revision()}: run `mnemo db upgrade`" in out
     assert "[OK  ] broker: REDIS_URL unset: Celery uses the PostgreSQL database" in out
+
+
+@pytest.mark.parametrize(("personality", "mode"), [("openai", "json_schema"), ("llama.cpp", "json_object+schema"),
+                                                   ("qwen-thinking", "text")])
+def test_the_llm_check_probes_one_turn_and_names_the_output_mode_that_works(monkeypatch, capsys, personality, mode):
+    with FakeOpenAI(personality=personality, models=("mnemo-chat",)) as server:
+        server.set_responder(lambda _request: {"response": "Lisbon by the ocean sounds wonderful!"})
+        monkeypatch.setenv("LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("LLM_MODEL", "mnemo-chat")
+        code, out = run_doctor(capsys)
+    line = next(line for line in out.splitlines() if "] llm:" in line)
+    assert line.strip().startswith("[OK  ] llm:") and f"output mode {mode}" in line and "one turn took" in line
+    assert "Lisbon by the ocean" in line
+
+
+def test_a_model_that_answers_nothing_usable_is_a_warning_that_says_so(monkeypatch, capsys):
+    with FakeOpenAI(personality="empty-object", models=("mnemo-chat",)) as server:
+        monkeypatch.setenv("LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("LLM_MODEL", "mnemo-chat")
+        _code, out = run_doctor(capsys)
+    line = next(line for line in out.splitlines() if "] llm:" in line)
+    assert line.strip().startswith("[WARN] llm:") and "offline replies" in line

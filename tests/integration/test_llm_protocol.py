@@ -3,6 +3,7 @@ stream, a stream closed when nobody waits, operator settings passed through, ref
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 
@@ -33,7 +34,7 @@ def test_a_stream_that_drips_is_cut_at_the_deadline_and_the_server_sees_the_clie
         llm.set_responder(lambda _body: TURN)
         started = time.monotonic()
 
-        with pytest.raises(LLMUnavailable, match="timed out|LLM_TIMEOUT_SECONDS"):
+        with pytest.raises(LLMUnavailable, match=r"timed out|LLM_TIMEOUT_SECONDS"):
             model_for(llm, timeout=1.2).complete_turn(MESSAGES)
 
         assert time.monotonic() - started < 2.5  # one deadline for the turn, retries included
@@ -125,3 +126,21 @@ def test_messages_are_sent_as_one_system_message_and_alternating_turns() -> None
 
     assert alternating(messages) == [{"role": "system", "content": "A\n\nB"},
                                      {"role": "user", "content": "1\n\n2"}, {"role": "assistant", "content": "x"}]
+
+
+def test_a_server_that_cuts_streams_for_newcomers_gets_whole_requests_and_both_turns_are_answered() -> None:
+    async def two_at_once(model: ChatModel) -> list:
+        try:
+            return await asyncio.gather(model.acomplete_turn(MESSAGES), model.acomplete_turn(MESSAGES))
+        finally:
+            await model.aclose()
+
+    with FakeOpenAI(personality="llama-cpp-python", stream_chunk_delay=0.05) as llm:
+        llm.set_responder(lambda _body: TURN)
+
+        first, second = asyncio.run(two_at_once(model_for(llm, output_mode="json_object")))
+
+        assert first.output is not None and second.output is not None
+        streamed = [request.get("stream") for request in llm.chat_requests()]
+        assert streamed[:2] == [True, True] and not streamed[-1]
+        assert not any("stream_options" in r for r in llm.chat_requests() if not r.get("stream"))

@@ -1,0 +1,150 @@
+"""Mnemo against a real OpenAI-compatible server (llama-cpp-python, Gemma 3 270M) as a user meets it:
+``mnemo chat`` with a real worker beside it, every request seen through a recording proxy.
+
+This checks protocol, not the wisdom of a 270M model: no turn goes offline for protocol reasons,
+every request is capped and streamed, no raw JSON reaches the user, the worker's extraction jobs
+finish, and a turn takes under a minute. Figures go to ``tests/artifacts/real-llm.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, select
+
+from shared.db import migrate
+from shared.db.models import ConversationTurn
+from tests.fakes.recording_proxy import RecordingProxy
+from tests.real_llm.conftest import MODEL_ALIAS, _free_port
+
+pytestmark = pytest.mark.real_llm
+
+MESSAGES = ("Hi! My name is Lin and I live in Lisbon.", "我很喜欢喝茉莉花茶。")
+TURN_LIMIT_SECONDS = 60
+MAX_OUTPUT_TOKENS = 320  # a 270M model on two shared cores writes about 12 tokens/s in JSON mode
+EXTRACTION_WAIT_SECONDS = 300
+STARTUP_SECONDS = 10  # the worker, beat and API load beside the console before the person types
+REPLY = re.compile(r"(Mnemo(?: \(offline\))?)> (.*)")
+FIELD_NAMES = ("memory_update", "should_store", "context_variables", '"response"')
+ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "real-llm.json"
+
+
+class Console:
+    """``mnemo chat`` in a child process, read line by line from a thread."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "shared.cli", "chat", "--user", "lin", "--workers"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, env=env)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.transcript: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            self.transcript.append(line)
+            if text in line:
+                return
+
+    def say(self, text: str, timeout: float) -> tuple[str, str, list[str], float]:
+        """(label, reply, warning lines, seconds) for one message."""
+        started = time.monotonic()
+        self.process.stdin.write(text + "\n")
+        self.process.stdin.flush()
+        while True:
+            line = self.lines.get(timeout=max(0.1, started + timeout - time.monotonic()))
+            self.transcript.append(line)
+            match = REPLY.search(line)
+            if match:
+                seconds = time.monotonic() - started
+                return match.group(1), match.group(2), self._warnings(), seconds
+
+    def _warnings(self) -> list[str]:
+        time.sleep(0.3)
+        found = []
+        while not self.lines.empty():
+            line = self.lines.get_nowait()
+            self.transcript.append(line)
+            if line.startswith("  · "):
+                found.append(line)
+        return found
+
+    def close(self) -> int:
+        self.process.stdin.close()
+        return self.process.wait(timeout=90)
+
+
+def _wait_extracted(url: str, turns: int) -> list[bool]:
+    deadline = time.monotonic() + EXTRACTION_WAIT_SECONDS
+    while (done := _extracted(url)).count(True) < turns and time.monotonic() < deadline:
+        time.sleep(1)
+    return done
+
+
+def _extracted(url: str) -> list[bool]:
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.connect() as connection:
+            return list(connection.scalars(select(ConversationTurn.extracted).where(ConversationTurn.role == "user")))
+    finally:
+        engine.dispose()
+
+
+def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(real_llm_url, fresh_system_db,
+                                                                                tmp_path):
+    migrate.upgrade(fresh_system_db)
+    with RecordingProxy(real_llm_url) as proxy:
+        env = {**os.environ, "DATABASE_URL": fresh_system_db, "LLM_BASE_URL": proxy.base_url,
+               "LLM_MODEL": MODEL_ALIAS, "LLM_TIMEOUT_SECONDS": "90", "LLM_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS),
+               "MNEMO_DATA_DIR": str(tmp_path),
+               "API_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1", "DEFAULT_TIMEZONE": "Europe/Lisbon"}
+        env.pop("REDIS_URL", None)
+        console = Console(env)
+        console.wait_for("Talking to Mnemo", timeout=120)
+        time.sleep(STARTUP_SECONDS)
+        turns = []
+        for text in MESSAGES:  # like a person who reads each reply: the worker has caught up meanwhile
+            turns.append(console.say(text, timeout=TURN_LIMIT_SECONDS * 2))
+            extracted = _wait_extracted(fresh_system_db, len(turns))
+        exit_code = console.close()
+        requests = proxy.chat_requests()
+
+    figures = {"turn_seconds": [round(t[3], 1) for t in turns], "requests": len(requests),
+               "statuses": [r.status for r in requests], "replies": [t[1] for t in turns],
+               "request_seconds": [round(r.seconds or 0, 1) for r in requests],
+               "request_kinds": [r.body["messages"][0]["content"][:30] for r in requests],
+               "streamed": [bool(r.body.get("stream")) for r in requests]}
+    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+    ARTIFACT.write_text(json.dumps(figures, ensure_ascii=False, indent=2))
+    print(json.dumps(figures, ensure_ascii=False))
+    transcript = "\n".join(console.transcript)
+
+    for label, reply, warnings, seconds in turns:
+        assert label == "Mnemo" and not warnings, transcript  # answered by the model, not offline
+        assert reply.strip() and not reply.lstrip().startswith(("{", "[", "`")), transcript
+        assert not any(name in reply for name in FIELD_NAMES), transcript
+        assert seconds < TURN_LIMIT_SECONDS, figures
+    assert extracted == [True, True], figures
+    assert exit_code == 0
+    for request in requests:
+        assert request.body.get("max_tokens") or request.body.get("max_completion_tokens"), request.body
+        assert request.body.get("stream") is True
+        refused_schema = request.body.get("response_format", {}).get("type") == "json_schema"
+        assert request.status == 200 or refused_schema, (request.status, request.body.get("response_format"))
+    memory_keeper = [r for r in requests if r.body["messages"][0]["content"].startswith("You are the memory keeper")]
+    assert memory_keeper and all(r.status == 200 for r in memory_keeper)
