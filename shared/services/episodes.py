@@ -269,11 +269,11 @@ def _scratchpad(raw: object) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         return {}
     pad: dict[str, Any] = {}
-    if focus := _text(raw.get("current_focus"), MAX_ITEM_CHARS):
+    if focus := _words(raw.get("current_focus"), MAX_ITEM_CHARS):
         pad["current_focus"] = focus
     for name in ("open_threads", "next_steps"):
         if isinstance(raw.get(name), list):
-            items = (_text(item, MAX_ITEM_CHARS) for item in raw[name])
+            items = (_words(item, MAX_ITEM_CHARS) for item in raw[name])
             pad[name] = [item for item in items if item][:MAX_LIST_ITEMS]
     return pad
 

@@ -192,3 +192,13 @@ def test_parse_summary_strips_a_date_clamps_importance_and_caps_entities():
     assert draft.entities == tuple(f"e{n}" for n in range(10)) and draft.scratchpad == {}
     assert parse_summary({"summary": "  "}) is None and parse_summary(None) is None
     assert parse_summary({"summary": "ok", "importance": "high"}).importance == 1.0
+
+
+def test_a_summary_or_profile_the_model_wrote_as_json_is_never_kept():
+    from shared.services.episodes import parse_summary
+    assert parse_summary({"summary": '{"summary": "talked"}'}) is None
+    assert parse_summary({"summary": "```json"}) is None
+    draft = parse_summary({"summary": "talked about tea", "core_summary": '{"core_summary": 1}',
+                           "scratchpad": {"current_focus": "{\"x\": 1}", "next_steps": ["ask about tea", "[1]"]}})
+    assert draft is not None and draft.core_summary is None
+    assert draft.scratchpad == {"next_steps": ["ask about tea"]}
