@@ -8,6 +8,11 @@ from worker.database_broker import database_broker_url
 from worker.schedule import beat_schedule
 
 QUEUE = "mnemo"
+SOFT_SHUTDOWN_SECONDS = 2.0
+"""How long a cold shutdown lets running tasks finish before it stops them and puts their messages back on
+the broker (they are acks_late and idempotent, so they simply run again). The worker a front-end starts
+beside itself answers SIGTERM this way (``REMAP_SIGTERM=SIGQUIT``), so a task waiting on a slow LLM cannot
+hold the front-end's exit; elsewhere SIGTERM stays Celery's warm shutdown, which waits for every task."""
 
 app = Celery("mnemo", include=["worker.tasks"])
 
@@ -27,6 +32,7 @@ def configure(broker_url: str, *, reminder_scan_seconds: float = 60.0, daily_hou
         accept_content=["json"],
         worker_prefetch_multiplier=1,
         worker_hijack_root_logger=False,
+        worker_soft_shutdown_timeout=SOFT_SHUTDOWN_SECONDS,
         timezone="UTC",
         enable_utc=True,
         beat_schedule=beat_schedule(reminder_scan_seconds, daily_hour_utc),
