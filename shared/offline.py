@@ -1,83 +1,70 @@
 """The offline responder: answers when no LLM is configured or the LLM fails, so no turn is dropped.
 
-Rule-based extraction of plain statements ("我住在上海", "my name is Ana", "I like green tea"),
-reminders through :mod:`shared.timeparse`, the lexicon emotion detector, and templated replies
-that weave in what was recalled. It returns the same :class:`TurnOutput` the LLM would.
+It reads the message by rules and says only what it knows. Statements become memories and are echoed
+in the second person (:mod:`shared.statements`, :mod:`shared.echo`), a correction says what it
+replaced; questions about what the user told before are answered from the speaker's memories in the
+view (:mod:`shared.recall_questions`), or it says honestly that it does not know yet; reminders are
+confirmed with the resolved local time (:mod:`shared.timeparse`); greetings, thanks and feelings get
+a short reply in the tone of the emotion strategy table (:mod:`shared.offline_replies`). When the
+conversation needs a model, a hint says how to connect one, once per session (the session's context
+variable ``OFFLINE_HINT_KEY`` remembers it). It returns the same :class:`TurnOutput` the LLM would.
+The reply itself is put together in :mod:`shared.offline_compose`; the view is :mod:`shared.offline_view`.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
 
-from shared.emotion import ResponseStrategy, detect_emotion_offline
+from shared.emotion import Emotion, category_of, detect_emotion_offline
 from shared.llm.turn_schema import MemoryUpdateEntry, TodoEntry, TurnOutput
+from shared.offline_compose import REMIND_CUE, Composer, already_known
+from shared.offline_view import OFFLINE_HINT_KEY, MemoryNote, OfflineView, replies_in_chinese
+from shared.recall_questions import Key, recall_ask
+from shared.statements import Statement, read_statements, statement_keys
 from shared.timeparse import resolve_when
-from shared.tokenizer import keywords
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-_END = r"(?=[，。！？,.!?;；]|$)"
-# (pattern, type, predicate or None = from the object's first keyword, prefix of that predicate)
-STATEMENT_RULES: tuple[tuple[re.Pattern[str], str, str | None, str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), memory_type, predicate, prefix)
-    for pattern, memory_type, predicate, prefix in (
-        (rf"我(?:的名字)?叫(?P<object>[^，。！？,.!?\s]{{1,20}}){_END}", "fact", "name", ""),
-        (rf"(?:my name is|call me)\s+(?P<object>[\w' -]{{1,40}}?){_END}", "fact", "name", ""),
-        (rf"我(?:现在)?(?:住在|搬到了?)(?P<object>[^，。！？,.!?]{{1,30}}){_END}", "fact", "lives_in", ""),
-        (rf"\bI (?:now )?(?:live in|moved to|am living in)\s+(?P<object>[\w' -]{{1,40}}?){_END}",
-         "fact", "lives_in", ""),
-        (rf"我不喜欢(?P<object>[^，。！？,.!?]{{1,30}}){_END}", "preference", None, "dislikes_"),
-        (rf"\bI (?:don't|do not) like\s+(?P<object>[\w' -]{{1,40}}?){_END}", "preference", None, "dislikes_"),
-        (rf"我(?:很|最|特别)?(?:喜欢|爱)(?P<object>[^，。！？,.!?]{{1,30}}){_END}", "preference", None, "likes_"),
-        (rf"\bI (?:really )?(?:like|love|enjoy)\s+(?P<object>[\w' -]{{1,40}}?){_END}", "preference", None, "likes_"),
-        (rf"我(?:是一名|是一个|是个|的工作是|在做)(?P<object>[^，。！？,.!?]{{1,20}}){_END}", "fact", "job", ""),
-        (rf"\bI(?:'m| am) an? (?P<object>[\w -]{{1,30}}?){_END}", "fact", "job", ""),
-    ))
-CORRECTION_LEAD = re.compile(r"^(?:不对|不是|其实|更正一下|actually|no|correction)[，,:：\s]+", re.IGNORECASE)
-REMIND_CUE = re.compile(r"提醒我|记得叫我|remind me|don't let me forget", re.IGNORECASE)
+__all__ = ["OFFLINE_HINT_KEY", "MemoryNote", "OfflineResponder", "OfflineView", "detect_feeling", "extract_reminders",
+           "extract_statements", "lookup_keys"]
+
+FEELINGS = {
+    "sad": ("心情很差", "心情不好", "心情差", "心情糟", "好累", "很累", "太累", "累死", "好难受", "tired", "exhausted",
+            "worn out", "feeling down", "feel down", "bad day", "rough day"),
+    "anxious": ("压力大", "压力好大", "压力很大", "睡不着", "失眠", "overwhelmed", "stressed out"),
+}
+"""Feelings the emotion lexicon does not know yet ("今天好累"); used when it finds none."""
 
 
-@dataclass(frozen=True)
-class OfflineView:
-    """What the offline responder may see of the turn."""
-
-    text: str
-    local_now: datetime
-    timezone: str
-    strategy: ResponseStrategy
-    memories: tuple[str, ...]
-    user_name: str | None
+def lookup_keys(text: str) -> tuple[list[Key], list[Key]]:
+    """The memory keys worth fetching for ``text`` — what it states (to tell news from a correction),
+    what it asks about, and the speaker's name — and the (type, prefix) pairs of its open questions."""
+    ask = recall_ask(text)
+    keys = list(dict.fromkeys([*statement_keys(text), *(ask.keys if ask else ()), ("fact", "name")]))
+    return keys, list(ask.prefixes) if ask else []
 
 
 class OfflineResponder:
     """Rule-based replies, labelled offline by the caller."""
 
     def respond(self, view: OfflineView) -> TurnOutput:
-        emotion = detect_emotion_offline(view.text)
-        entries = tuple(extract_statements(view.text))
+        emotion = detect_feeling(view.text)
+        compose = Composer(view, replies_in_chinese(view.text), emotion)
         todos = tuple(extract_reminders(view.text, view.local_now, view.timezone))
-        chinese = bool(_CJK.search(view.text))
-        response = _compose(view, entries, todos, chinese)
-        return TurnOutput(response=response, emotion=emotion.to_json(), memory_update=entries, todos=todos,
-                          topic=None, context_variables={})
+        statements = read_statements(view.text, bot_lines=view.bot_lines)
+        stored = [s for s in statements if not already_known(s, view)]
+        parts = [compose.reminder(todos), compose.statements(statements), compose.answer(recall_ask(view.text))]
+        parts = [part for part in parts if part] or [compose.unanswerable() or compose.small_talk()]
+        hint = compose.model_hint(bool(statements or todos))
+        return TurnOutput(response=" ".join(parts + ([hint] if hint else [])), emotion=emotion.to_json(),
+                          memory_update=tuple(_entry(s) for s in stored), todos=todos, topic=None,
+                          context_variables={OFFLINE_HINT_KEY: "shown"} if hint else {})
 
 
-def extract_statements(text: str) -> list[MemoryUpdateEntry]:
-    """Plain statements about the speaker, as memory entries (the first rule that fits each clause)."""
-    entries = []
-    for raw_clause in re.split(r"[。！？!?\n;；]|(?<=[^\d])[.](?!\d)", text):
-        clause = CORRECTION_LEAD.sub("", raw_clause.strip())
-        for pattern, memory_type, predicate, prefix in STATEMENT_RULES:
-            match = pattern.search(clause)
-            if not match:
-                continue
-            obj = match.group("object").strip(" '")
-            key = predicate or prefix + (keywords(obj)[:1] or [obj.lower()])[0]
-            entries.append(MemoryUpdateEntry(type=memory_type, subject="user", predicate=key,
-                                             content=clause.strip("，, ") or obj, tier="long"))
-            break
-    return entries[:5]
+def extract_statements(text: str, *, bot_lines: Iterable[str] = (),
+                       recalled: Iterable[str] = ()) -> list[MemoryUpdateEntry]:
+    """The statements of ``text`` as memory entries (see :func:`shared.statements.read_statements`); the
+    knowledge monitor's rule fallback stores these."""
+    return [_entry(s) for s in read_statements(text, bot_lines=bot_lines, recalled=recalled)]
 
 
 def extract_reminders(text: str, now: datetime, timezone: str) -> list[TodoEntry]:
@@ -92,24 +79,19 @@ def extract_reminders(text: str, now: datetime, timezone: str) -> list[TodoEntry
     return [TodoEntry(content=what[:200], due=resolved.due.isoformat())]
 
 
-def _compose(view: OfflineView, entries, todos, chinese: bool) -> str:
-    parts = []
-    if todos:
-        due = datetime.fromisoformat(todos[0].due)
-        parts.append(f"好的，{due:%m月%d日 %H:%M} 提醒你：{todos[0].content}。" if chinese
-                     else f"Okay, I'll remind you on {due:%b %d at %H:%M}: {todos[0].content}.")
-    elif entries:
-        parts.append(f"好的，我记住了：{entries[0].content}。" if chinese else f"Got it: {entries[0].content}.")
-    else:
-        parts.append(_acknowledge(view.strategy.tone, chinese))
-    if view.memories and view.strategy.use_memory and not entries:
-        parts.append(f"说起来，{view.memories[0]}——现在还是这样吗？" if chinese
-                     else f"By the way: {view.memories[0]} — is that still so?")
-    return " ".join(parts)
+def detect_feeling(text: str) -> Emotion:
+    """The lexicon emotion, or one of ``FEELINGS`` when the lexicon finds none."""
+    emotion = detect_emotion_offline(text)
+    if emotion.primary != "neutral":
+        return emotion
+    lowered = text.lower()
+    for primary, cues in FEELINGS.items():
+        found = tuple(cue for cue in cues if cue in lowered)
+        if found:
+            return Emotion(primary, category_of(primary), 0.6, found[:3])
+    return emotion
 
 
-def _acknowledge(tone: str, chinese: bool) -> str:
-    caring = tone in {"empathetic", "calm_reassuring", "patient"}
-    if chinese:
-        return "听起来不容易，我在这儿陪着你。" if caring else "嗯，我在听，继续说吧。"
-    return "That sounds hard — I'm here with you." if caring else "I'm listening — tell me more."
+def _entry(statement: Statement) -> MemoryUpdateEntry:
+    return MemoryUpdateEntry(type=statement.type, subject="user", predicate=statement.predicate,
+                             content=statement.content, tier="long")

@@ -360,7 +360,11 @@ def _update(uow: UnitOfWork, batch: _Batch, old: Memory, op: MemoryOp, now: date
     """The corrected content under the old memory's key, which supersedes it."""
     entry = StatedMemory(old.type, old.subject or "user", old.predicate or op.predicate or "general", op.content,
                          old.tier if old.tier in TURN_MEMORY_TIERS else "long")
-    new = _store(uow, batch, [entry], _source_turn(batch, op.content), now, part, actor="llm")[0]
+    stored = _store(uow, batch, [entry], _source_turn(batch, op.content), now, part, actor="llm")
+    if not stored:  # the write path refused it (a question, a request, the bot's words): nothing changes
+        part.ignored += 1
+        return
+    new = stored[0]
     if new.id != old.id and old.superseded_by is None:  # the old key was spelt differently: supersede it here
         before = snapshot(old)
         old.superseded_by, old.updated_at = new.id, now

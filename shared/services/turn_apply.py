@@ -80,8 +80,11 @@ def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: Turn
 
 
 def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput, now: datetime) -> tuple[int, ...]:
+    """What the user stated in this message; the write path refuses questions and the bot's own words."""
+    bot_lines = prepared.offline_view.bot_lines if prepared.offline_view is not None else ()
     writes = store_stated_memories(uow, prepared.user_id, output.memory_update, now=now,
-                                   source_turn_id=prepared.user_turn_id, session_id=prepared.session_id)
+                                   source_turn_id=prepared.user_turn_id, session_id=prepared.session_id,
+                                   source_text=prepared.text, bot_lines=bot_lines)
     return tuple(write.memory.id for write in writes)
 
 

@@ -1,21 +1,29 @@
-"""Step 1 of a turn: who is speaking, is it a duplicate, working memory, the user's turn, recall, prompt."""
+"""Step 1 of a turn: who is speaking, is it a duplicate, working memory, the user's turn, recall, prompt.
+
+A question that names what it asks for ("我住哪", "what's my dog's name") also looks the answer up by
+its memory key, and that memory leads the recall: its words need not match the question's at all.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import select
 
+from shared.db.memory_models import Memory
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.db.uow import UnitOfWork
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
-from shared.offline import OfflineView
+from shared.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
+from shared.offline_replies import MODEL_HINT_MARKER
 from shared.prompt import BuiltPrompt, MemoryLine, PromptInputs, build_turn_prompt
-from shared.retrieval import Recall, recall_for_turn
+from shared.recall_questions import recall_ask
+from shared.retrieval import Recall, ScoredMemory, recall_for_turn
+from shared.scoring import combine, recency_score
 from shared.services.messages import IncomingMessage, Reply
 from shared.text import clean_text, estimate_tokens
 
@@ -24,6 +32,10 @@ if TYPE_CHECKING:
 
 MAX_MESSAGE_CHARS = 8000
 """Longer messages are cut before they reach the prompt (the user is told)."""
+MAX_LOOKED_UP_KEYS = 8
+MAX_PREFIX_MATCHES = 50
+"""How many of the user's memories of one type an open question ("我喜欢什么") looks through."""
+RECENT_BOT_LINES = 3
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     recall = recall_for_turn(uow, user_id, text, now=now, limit=config.retrieval_limit,
                              topic=session.current_topic, query_vector=query_vector, vectors=vectors,
                              context=[said for role, said in history if role == "user"])
+    known = _known_memories(uow, user_id, text)
+    recall = _asked_first(recall, known, text, now, config.retrieval_limit)
     local_now = now.astimezone(ZoneInfo(timezone))
     prompt = build_turn_prompt(PromptInputs(
         bot_name=config.bot_name, personality=config.personality,
@@ -80,14 +94,66 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     if prompt.dropped_memories:
         warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
     user = uow.users.get(user_id)
-    offline_view = OfflineView(text=text, local_now=local_now, timezone=timezone, strategy=strategy,
-                               memories=tuple(item.memory.content for item in recall.memories
-                                              if item.memory.id in prompt.memory_ids),
-                               user_name=identity.display_name)
+    paused = user is not None and user.paused_at is not None
+    offline_view = replace(_offline_view(text, local_now, timezone, strategy, identity.display_name, recall, prompt,
+                                         known, history, session, config.bot_name), paused=paused)
     return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
-                        recall=recall, prompt=prompt, offline_view=offline_view,
-                        paused=user is not None and user.paused_at is not None, warnings=warnings)
+                        recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings)
+
+
+def _offline_view(text: str, local_now: datetime, timezone: str, strategy: ResponseStrategy, user_name: str | None,
+                  recall: Recall, prompt: BuiltPrompt, known: list[Memory], history: list[tuple[str, str]],
+                  session: ConversationSession, bot_name: str) -> OfflineView:
+    recalled = [item for item in recall.memories if item.memory.id in prompt.memory_ids]
+    bot_lines = tuple(said for role, said in history if role == "assistant")[-RECENT_BOT_LINES:]
+    hint_shown = bool((session.context_variables or {}).get(OFFLINE_HINT_KEY)) or any(
+        MODEL_HINT_MARKER in said for role, said in history if role == "assistant")
+    return OfflineView(
+        text=text, local_now=local_now, timezone=timezone, strategy=strategy,
+        memories=tuple(item.memory.content for item in recalled), user_name=user_name,
+        recalled=tuple(_note(item.memory, item.score.total) for item in recalled),
+        known=tuple(_note(memory) for memory in known), bot_lines=bot_lines, hint_shown=hint_shown,
+        bot_name=bot_name, turn_number=session.turn_count)
+
+
+def _known_memories(uow: UnitOfWork, user_id: int, text: str) -> list[Memory]:
+    """The user's active memories under the keys the message states or asks about (see
+    :func:`shared.offline.lookup_keys`), and those an open question's prefixes select."""
+    keys, prefixes = lookup_keys(text)
+    found: dict[int, Memory] = {}
+    for memory_type, predicate in keys[:MAX_LOOKED_UP_KEYS]:
+        for memory in uow.memories.active_by_key(user_id, memory_type, "user", predicate):
+            found[memory.id] = memory
+    for memory_type in dict.fromkeys(kind for kind, _ in prefixes):
+        parts = [part for kind, part in prefixes if kind == memory_type]
+        rows, _total = uow.memories.page(user_id, type_=memory_type, limit=MAX_PREFIX_MATCHES)
+        for memory in rows:
+            predicate = memory.predicate or ""
+            if any(predicate.endswith(part) if part.startswith("_") else predicate.startswith(part) for part in parts):
+                found[memory.id] = memory
+    return list(found.values())
+
+
+def _asked_first(recall: Recall, known: list[Memory], text: str, now: datetime, limit: int) -> Recall:
+    """The recall with the memories that answer the question's exact keys first ("我住哪" → lives_in)."""
+    ask = recall_ask(text)
+    asked = [memory for key in (ask.keys if ask else ()) for memory in known if (memory.type, memory.predicate) == key]
+    if not asked:
+        return recall
+    asked_ids = {memory.id for memory in asked}
+    leading = tuple(ScoredMemory(memory, combine(
+        relevance=1.0, keyword=1.0, memory_type=memory.type, confidence=memory.confidence, on_topic=False,
+        recency=recency_score(memory.last_accessed or memory.updated_at or memory.created_at, now), frequency=1.0))
+        for memory in dict.fromkeys(asked))
+    rest = tuple(item for item in recall.memories if item.memory.id not in asked_ids)
+    notes = recall.notes + tuple(f"memory {memory.id} answers the question's key {memory.predicate}"
+                                 for memory in asked)
+    return replace(recall, memories=(leading + rest)[:limit], notes=notes)
+
+
+def _note(memory: Memory, score: float = 0.0) -> MemoryNote:
+    return MemoryNote(content=memory.content, type=memory.type, predicate=memory.predicate, score=score)
 
 
 def _working_memory(uow: UnitOfWork, user_id: int, chat_id: int, now: datetime,

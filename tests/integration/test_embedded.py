@@ -111,7 +111,7 @@ def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(tmp_path):
                           env=embedded_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert chat.returncode == 0, chat.stderr
     assert "offline mode" in chat.stdout
-    assert "Mnemo (offline)> 好的，我记住了：我现在住在上海。" in chat.stdout
+    assert "Mnemo (offline)> 好的，我更新了：你现在住在上海（之前记的是：你住在北京）。" in chat.stdout
     assert "我现在住在上海\n      score" in chat.stdout and "strategy:" in chat.stdout
     assert "我住在北京\n      score" not in chat.stdout  # the superseded value is not used
     assert server_pid(tmp_path) is None

@@ -112,6 +112,17 @@ def test_a_correction_supersedes_the_recalled_memory_and_keeps_the_old_row(uow_f
     assert report.superseded == [old_id] and report.added == [new.id]
 
 
+def test_an_update_to_a_question_changes_nothing_and_the_turn_is_done(uow_factory, llm, model):
+    user_id, [turn_id] = conversation(uow_factory, [("我住在哪里？", "你住在北京。")])
+    old_id = remember(uow_factory, user_id, "用户住在北京")
+    llm.queue_reply(operations({"op": "UPDATE", "id": "m1", "content": "我住在哪里"}))
+    report = extract_turns(uow_factory, model, [turn_id], [old_id], NOW)
+    [kept] = memories_of(uow_factory, user_id)
+    assert (kept.id, kept.content, kept.superseded_by) == (old_id, "用户住在北京", None)
+    assert report.ignored == 1 and report.extracted_turn_ids == [turn_id]
+    assert extracted(uow_factory, [turn_id]) == [True]
+
+
 def test_a_change_over_time_is_added_and_the_earlier_state_stays(uow_factory, llm, model):
     user_id, [turn_id] = conversation(uow_factory, [("I'm relaxed now, the interview went fine", "So glad!")])
     nervous = remember(uow_factory, user_id, "The user was nervous about the interview", type_="event",

@@ -1,36 +1,163 @@
-"""The offline responder: rule-based statements, reminders and templated replies, no LLM."""
+"""The offline responder: statements echoed in the second person, recall questions answered, honest small talk,
+reminders, and the one-time hint on connecting a model — no LLM."""
 
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from shared.emotion import STRATEGY_TABLE
-from shared.offline import OfflineResponder, OfflineView, extract_reminders, extract_statements
+from shared.offline import (
+    OFFLINE_HINT_KEY,
+    MemoryNote,
+    OfflineResponder,
+    OfflineView,
+    extract_reminders,
+    lookup_keys,
+)
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=ZoneInfo("Asia/Shanghai"))
+XIAOHONG = (MemoryNote("我叫小红", "fact", "name"), MemoryNote("我住在北京", "fact", "lives_in"),
+            MemoryNote("我最喜欢的水果是芒果", "preference", "favourite_fruit"))
+ANA = (MemoryNote("My name is Ana", "fact", "name"),
+       MemoryNote("I have a dog named Biscuit, he's a beagle", "fact", "dog_name"),
+       MemoryNote("I live in Paris", "fact", "lives_in"))
 
 
-def keys(text: str) -> list[tuple[str, str]]:
-    return [(entry.type, entry.predicate) for entry in extract_statements(text)]
+def respond(text: str, *, known=(), recalled=(), strategy="neutral", hint_shown=False, bot_lines=(), turn=0,
+            paused=False):
+    view = OfflineView(text=text, local_now=NOW, timezone="Asia/Shanghai", strategy=STRATEGY_TABLE[strategy],
+                       memories=tuple(n.content for n in recalled), user_name="tester", recalled=tuple(recalled),
+                       known=tuple(known), bot_lines=tuple(bot_lines), hint_shown=hint_shown, turn_number=turn,
+                       paused=paused)
+    return OfflineResponder().respond(view)
 
 
-def test_plain_statements_in_chinese_and_english_become_memories():
-    assert keys("我叫阿明") == [("fact", "name")]
-    assert keys("我住在北京。我喜欢喝乌龙茶") == [("fact", "lives_in"), ("preference", "likes_乌龙茶")]
-    assert keys("My name is Ana. I live in Berlin.") == [("fact", "name"), ("fact", "lives_in")]
-    assert keys("I don't like horror movies") == [("preference", "dislikes_horror")]
-    assert keys("I really love green tea") == [("preference", "likes_green")]
+def stored(output) -> list[str]:
+    return [entry.content for entry in output.memory_update]
 
 
-def test_a_correction_keeps_the_same_key_without_the_correction_words():
-    [entry] = extract_statements("不对，我现在住在上海")
-    assert (entry.predicate, entry.content) == ("lives_in", "我现在住在上海")
-    [entry] = extract_statements("Actually, I moved to Lisbon")
-    assert (entry.predicate, entry.content) == ("lives_in", "I moved to Lisbon")
+def test_a_statement_is_stored_and_echoed_in_the_second_person():
+    output = respond("我最喜欢的水果是芒果")
+    assert output.response == "好的，我记住了：你最喜欢的水果是芒果。" and stored(output) == ["我最喜欢的水果是芒果"]
+    output = respond("I have a dog named Biscuit, he's a beagle.")
+    assert output.response == "Got it — you have a dog named Biscuit, he's a beagle."
+    assert "我最喜欢" not in respond("我最喜欢的水果是芒果").response
 
 
-def test_questions_and_small_talk_store_nothing():
-    assert extract_statements("你好呀") == []
-    assert extract_statements("nobody knows what I like?") == []
+def test_while_remembering_is_paused_a_statement_is_not_claimed_as_remembered():
+    output = respond("我住在北京", paused=True)
+    assert "记住了" not in output.response and "暂停" in output.response and "你住在北京" in output.response
+    assert "paused" in respond("I live in Berlin", paused=True).response
+
+
+def test_a_name_is_acknowledged_by_name():
+    assert respond("你好，我叫阿强").response == "好的，以后我就叫你阿强。"
+    assert respond("Hi, my name is Ana.").response == "Nice to meet you, Ana — I'll remember your name."
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("你还记得我最喜欢什么水果吗？", "你最喜欢的水果是芒果。"),
+    ("我叫什么名字？", "你叫小红。"),
+    ("我住在哪里？", "你住在北京。"),
+    ("你还记得我住哪吗？", "你住在北京。"),
+])
+def test_recall_questions_are_answered_from_memory_in_the_second_person_and_not_stored(question, answer):
+    output = respond(question, known=XIAOHONG)
+    assert output.response == answer and output.memory_update == ()
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("Do you remember my dog's name?", "You have a dog named Biscuit, he's a beagle."),
+    ("What is my name?", "Your name is Ana."),
+    ("where do I live?", "You live in Paris."),
+    ("I live in which city, do you remember?", "You live in Paris."),
+])
+def test_english_recall_questions_are_answered_too(question, answer):
+    output = respond(question, known=ANA)
+    assert output.response == answer and output.memory_update == ()
+
+
+def test_a_memory_in_the_other_language_is_quoted_as_said():
+    assert respond("where do I live?", known=XIAOHONG).response == 'You told me: "我住在北京".'
+
+
+def test_without_a_matching_memory_it_says_it_does_not_know_and_invites_the_user_to_tell_it():
+    assert respond("我住在哪里？").response == "我还不知道你住在哪里——你还没告诉过我。告诉我的话，我会记住。"
+    assert respond("Do you remember my dog's name?").response.startswith("I don't know that yet")
+    unrelated = (MemoryNote("我最喜欢吃火锅", "preference", "likes_火锅", 1.0),)
+    assert "火锅" not in respond("你还记得我住哪吗？", recalled=unrelated).response
+
+
+def test_an_open_recall_question_lists_what_matches():
+    likes = (MemoryNote("我喜欢吃火锅", "preference", "likes_火锅"),
+             MemoryNote("我喜欢喝乌龙茶", "preference", "likes_乌龙茶"))
+    assert respond("我喜欢什么？", known=likes).response == "你喜欢吃火锅；你喜欢喝乌龙茶。"
+
+
+def test_a_correction_supersedes_under_the_same_key_and_says_what_it_replaced():
+    output = respond("不对，我现在住在上海", known=XIAOHONG)
+    assert output.response == "好的，我更新了：你现在住在上海（之前记的是：你住在北京）。"
+    assert [(e.predicate, e.content) for e in output.memory_update] == [("lives_in", "我现在住在上海")]
+    output = respond("actually I moved to Berlin", known=ANA)
+    assert output.response == "Updated — you moved to Berlin (before, I had: you live in Paris)."
+    assert respond("我叫小明", known=XIAOHONG).response == "好的，改过来了：以后叫你小明（之前记的是小红）。"
+
+
+def test_saying_a_known_fact_again_is_acknowledged_and_not_stored_again():
+    output = respond("我住在北京", known=XIAOHONG)
+    assert output.response == "我记得呢：你住在北京。" and output.memory_update == ()
+    recalled = (MemoryNote("我最喜欢吃火锅", "preference", "likes_火锅", 1.0),)
+    assert respond("我最喜欢吃火锅！", recalled=recalled).memory_update == ()
+
+
+def test_sadness_gets_empathy_without_quoting_memories_or_probing():
+    recalled = (MemoryNote("我最喜欢吃火锅", "preference", "likes_火锅", 1.0),)
+    for text in ("我今天心情很差…", "今天好累", "我好难过"):
+        output = respond(text, recalled=recalled, strategy="sad")
+        assert "火锅" not in output.response and not output.response.endswith(("？", "?"))
+        assert output.emotion["category"] == "negative" and OFFLINE_HINT_KEY not in output.context_variables
+    assert "I'm here" in respond("I'm stressed").response or "breath" in respond("I'm stressed").response
+
+
+def test_small_talk_is_short_varied_and_never_repeats_the_last_reply():
+    replies = {respond("嗯", turn=turn).response for turn in range(6)}
+    assert len(replies) > 1
+    last = respond("嗯", turn=3).response
+    assert respond("嗯", turn=3, bot_lines=(last,)).response != last
+    assert respond("你好", known=XIAOHONG).response.count("小红") == 1
+    assert respond("谢谢！").response in ("不客气！", "不用谢，随时找我。", "能帮上忙就好。")
+    assert respond("thanks!").response in ("You're welcome!", "Any time.", "Glad I could help.")
+
+
+def test_a_follow_up_question_is_asked_only_where_the_strategy_allows_one():
+    for turn in range(4):
+        assert not respond("我今天升职了，太开心了！", turn=turn, strategy="neutral").response.endswith("？")
+    assert respond("我今天升职了，太开心了！", strategy="happy").response.endswith("？")
+
+
+def test_a_question_it_cannot_answer_says_so_and_hints_at_a_model_once():
+    output = respond("今天天气怎么样？")
+    assert "离线模式" in output.response and "LLM_BASE_URL" in output.response
+    assert "README.md#llm-servers" in output.response and output.context_variables == {OFFLINE_HINT_KEY: "shown"}
+    again = respond("What is the capital of France?", hint_shown=True)
+    assert "offline mode" in again.response and "LLM_BASE_URL" not in again.response and again.context_variables == {}
+    assert "LLM_BASE_URL" not in respond("我住在北京").response
+
+
+def test_questions_about_the_bot_are_answered_with_its_name():
+    assert respond("你是谁？").response.startswith("我是Mnemo")
+    assert respond("what's your name?").response.startswith("I'm Mnemo")
+
+
+def test_reminders_are_confirmed_with_the_resolved_local_time():
+    output = respond("明天早上9点提醒我开会")
+    assert output.response == "好的，明天 09:00（Asia/Shanghai）提醒你：开会。"
+    assert output.todos[0].due == "2026-11-23T09:00:00+08:00"
+    assert respond("remind me in 10 minutes to stretch").response == (
+        "Okay — I'll remind you today at 10:40 (Asia/Shanghai): stretch.")
+    assert "什么时候" in respond("提醒我开会").response and respond("提醒我开会").todos == ()
+    assert not respond("remind me to stretch").response.endswith("?")
 
 
 def test_reminders_resolve_against_the_message_time_in_the_users_zone():
@@ -41,11 +168,16 @@ def test_reminders_resolve_against_the_message_time_in_the_users_zone():
     assert extract_reminders("明天早上9点开会", NOW, "Asia/Shanghai") == []
 
 
-def test_the_reply_uses_what_was_recalled_and_follows_the_language():
-    view = OfflineView(text="最近怎么样", local_now=NOW, timezone="Asia/Shanghai", strategy=STRATEGY_TABLE["neutral"],
-                       memories=("喜欢喝乌龙茶",), user_name="阿明")
-    output = OfflineResponder().respond(view)
-    assert "喜欢喝乌龙茶" in output.response and output.emotion["primary"]
-    english = OfflineResponder().respond(OfflineView(text="I feel so sad today", local_now=NOW, timezone="UTC",
-                                                     strategy=STRATEGY_TABLE["sad"], memories=(), user_name=None))
-    assert english.emotion["primary"] == "sad" and "here" in english.response
+def test_the_keys_to_look_up_are_those_stated_asked_and_the_name():
+    keys, prefixes = lookup_keys("我住在哪里？")
+    assert ("fact", "lives_in") in keys and ("fact", "name") in keys and prefixes == []
+    keys, _ = lookup_keys("不对，我现在住在上海")
+    assert ("fact", "lives_in") in keys
+    assert lookup_keys("我喜欢什么？")[1][0] == ("preference", "likes_")
+
+
+@pytest.mark.parametrize("text", ["'; DROP TABLE memories; --", "a & b | !c:*", "\x00", "🙂" * 300, "？" * 500,
+                                  "我" * 9000, "I live in " + "x" * 9000, "你好 hello 我叫 Ana, I live in 北京"])
+def test_any_input_gets_a_non_empty_reply(text):
+    output = respond(text, known=XIAOHONG)
+    assert output.response.strip() and output.emotion["primary"]
