@@ -25,6 +25,13 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     quality.add_argument("--out", default="bench/results")
     quality.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=None,
                          help="also rank with the local embedder through pgvector (default: when it is installed)")
+    memories = suites.add_parser("memories", help="junk rate and coverage of what the offline responder stores "
+                                                  "(LoCoMo and MADial-Bench replayed)")
+    memories.add_argument("--locomo", default="../shared/data/locomo/locomo-dev.json", help="LoCoMo JSON file")
+    memories.add_argument("--madial", default="../shared/data/madial-zh", help="MADial-Bench directory")
+    memories.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    memories.add_argument("--quick", action="store_true", help="one conversation and 20 dialogues")
+    memories.add_argument("--out", default="bench/results")
     scale = suites.add_parser("scale", help="retrieval and hot-path latency at 10k, 100k and 1M memories")
     scale.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     scale.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated memory counts")
@@ -73,6 +80,12 @@ def run_suite(_settings: Settings, args: argparse.Namespace) -> int:
         figures = quality.run(Path(args.locomo), Path(args.madial), args.database_url, Path(args.out),
                               quick=args.quick, hybrid=args.hybrid)
         print(quality.report(figures))
+        return 0
+    if args.suite == "memories":
+        from bench import memories
+
+        print(memories.report(memories.run(Path(args.locomo), Path(args.madial), args.database_url, Path(args.out),
+                                           quick=args.quick)))
         return 0
     if args.suite == "scale":
         from bench import scale

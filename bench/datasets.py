@@ -64,6 +64,15 @@ class ArchiveMemory:
 
 
 @dataclass(frozen=True)
+class Observation:
+    """One fact LoCoMo's annotators noted about a speaker, with the turns that state it."""
+
+    speaker: str
+    text: str
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Dialogue:
     id: str
     user_lines: tuple[str, ...]
@@ -120,6 +129,29 @@ def _turns(conversation: dict) -> tuple[Turn, ...]:
             if text:
                 turns.append(Turn(str(turn["dia_id"]), session, text, at, turn.get("speaker")))
     return tuple(sorted(turns, key=lambda t: (t.session, t.at)))
+
+
+def load_locomo_observations(path: Path, limit: int | None = None) -> dict[str, list[Observation]]:
+    """The annotated observations of each conversation (the first ``limit``), by sample id."""
+    samples = json.loads(Path(path).read_text(encoding="utf-8"))
+    found: dict[str, list[Observation]] = {}
+    for sample in samples[:limit]:
+        notes = found.setdefault(str(sample.get("sample_id", "")), [])
+        for session in (sample.get("observation") or {}).values():
+            for speaker, items in session.items():
+                notes += [Observation(speaker, str(item[0]), tuple(split_evidence(item[1:])))
+                          for item in items if isinstance(item, list) and item]
+    return found
+
+
+def load_madial_user_lines(directory: Path, limit: int | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """Every MADial dialogue's id and all of its user's lines (not only those before the test turn)."""
+    dialogues = []
+    for record in _jsonl(Path(directory) / "dialogues-dev.jsonl")[:limit]:
+        lines = (clean_dialogue_line(line) for line in record["dialogue"])
+        dialogues.append((str(record["id"]), tuple(text for speaker, text in lines
+                                                   if text and speaker not in (ASSISTANT_SPEAKER, "BOD", "EOD"))))
+    return dialogues
 
 
 def clean_dialogue_line(line: str) -> tuple[str, str]:

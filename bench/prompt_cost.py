@@ -2,8 +2,9 @@
 
 LoCoMo conversations are replayed in order through the product's ``ConversationService``: the
 first speaker is the user, and the fake LLM answers each message with the other speaker's next
-lines. The fake also stores every user message as a memory (the most an LLM could store), so the
-700-token memory budget is under full pressure by the end of each conversation. The memory-context
+lines. The fake also stores every user message as a memory, without its questions (the most an LLM
+could store: the write path refuses questions), so the 700-token memory budget is under full pressure
+by the end of each conversation. The memory-context
 section is read from the request the fake LLM actually received and counted with the product's
 ``estimate_tokens``; every chat request is classified to check the hot path makes exactly one LLM
 call per message. Writes ``prompt_cost.json``.
@@ -110,12 +111,16 @@ def prompt_tokens(body: dict) -> int:
 
 
 def turn_answer(item: ReplayMessage, number: int) -> dict:
-    """What the fake LLM answers: the other speaker's reply, and the user's message stored as a memory."""
+    """What the fake LLM answers: the other speaker's reply, and what the user's message states stored as a
+    memory (its questions, greetings and requests left out, as the write path would refuse them)."""
     from shared.llm.turn_schema import MAX_CONTENT_CHARS
+    from shared.speech_acts import sentences
 
-    entry = {"type": "event", "subject": "user", "predicate": f"said_{number}",
-             "content": item.text[:MAX_CONTENT_CHARS], "tier": "long"}
-    return {"emotion": NEUTRAL, "response": item.reply, "memory_update": {"should_store": True, "entries": [entry]},
+    stated = " ".join(sentence.text for sentence in sentences(item.text) if sentence.kind == "statement")
+    entries = [{"type": "event", "subject": "user", "predicate": f"said_{number}",
+                "content": stated[:MAX_CONTENT_CHARS], "tier": "long"}] if stated else []
+    return {"emotion": NEUTRAL, "response": item.reply,
+            "memory_update": {"should_store": bool(entries), "entries": entries},
             "todos": [], "topic": None, "context_variables": []}
 
 

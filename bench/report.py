@@ -90,8 +90,18 @@ def prompt_cost_rows(figures: dict) -> list[Row]:
                 verdict(set(calls) == {"turn"} and abs(calls["turn"] - 1) < 1e-9))]
 
 
+def memories_rows(figures: dict) -> list[Row]:
+    every, locomo = figures["all"], figures["locomo"]
+    return [Row("junk among memories stored offline (questions, bot's words, duplicates, restatements)",
+                f"{every['junk_rate']:.1%} of {every['stored']}", f"≤ {figures['goal_junk_rate']:.0%}",
+                verdict(every["goal_met"])),
+            Row("LoCoMo observations stored offline (coverage)", f"{locomo['coverage']:.1%}" if locomo["coverage"]
+                is not None else "n/a")]
+
+
 ROWS: dict[str, Callable[[dict], list[Row]]] = {
-    "quality": quality_rows, "hot_path": hot_path_rows, "scale": scale_rows, "dedup": dedup_rows,
+    "quality": quality_rows, "memories": memories_rows, "hot_path": hot_path_rows, "scale": scale_rows,
+    "dedup": dedup_rows,
     "worker": worker_rows, "prompt_cost": prompt_cost_rows}
 
 
@@ -116,9 +126,10 @@ def render_markdown(results: dict, reports: dict[str, str] | None = None) -> str
 
 
 def suite_reports(results: dict) -> dict[str, str]:
-    from bench import dedup, hot_path, prompt_cost, quality, scale, worker
+    from bench import dedup, hot_path, memories, prompt_cost, quality, scale, worker
 
-    renderers = {"quality": quality.report, "hot_path": hot_path.report, "scale": scale.report,
+    renderers = {"quality": quality.report, "memories": memories.report, "hot_path": hot_path.report,
+                 "scale": scale.report,
                  "dedup": dedup.report, "worker": worker.report, "prompt_cost": prompt_cost.report}
     return {name: renderers[name](figures) for name, figures in results["suites"].items() if "error" not in figures}
 

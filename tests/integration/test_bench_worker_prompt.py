@@ -31,7 +31,7 @@ def test_prompt_cost_replays_a_conversation_with_one_llm_call_per_message(system
     figures = prompt_cost.run(tiny_locomo(tmp_path, 30), system_pg_admin_url, tmp_path)
 
     assert json.loads((tmp_path / "prompt_cost.json").read_text()) == figures
-    assert figures["user_messages"] == figures["stored_memories"] > 5
+    assert figures["user_messages"] >= figures["stored_memories"] > 5  # said again in nearly the same words: refreshed
     assert figures["llm_calls"] == {"turn": figures["user_messages"]}
     tokens = figures["memory_context_tokens"]
     assert tokens["count"] == figures["user_messages"] and 0 <= tokens["p50"] <= tokens["p95"] <= tokens["max"]
