@@ -33,6 +33,8 @@ SCHEMA_NAME = "mnemo_turn"
 SENTENCE_END = re.compile(r"[。！？!?…]|[.](?=\s|$)")
 BOUNDED_ITEMS = 5
 TURN_BOUNDED_SCHEMA = bounded(TURN_JSON_SCHEMA, BOUNDED_ITEMS)
+TURN_BOUNDED_SCHEMA["properties"]["response"] = {**TURN_JSON_SCHEMA["properties"]["response"], "minLength": 1}
+"""For grammar-backed JSON mode: lists bounded, and a reply that cannot be empty (small models write "")."""
 REPLY_PLACEHOLDER = "<your reply to the user, in their language>"
 TURN_EXAMPLE: dict[str, Any] = {
     "response": REPLY_PLACEHOLDER,

@@ -31,6 +31,27 @@ class ProxiedRequest:
     seconds: float | None = None
     abandoned: bool = False  # the client closed the connection before the answer ended
     cut_upstream: bool = False  # the server closed the connection before its answer ended
+    answer: bytearray = field(default_factory=bytearray)  # the body as the server sent it
+
+    def content(self) -> str:
+        """The answer's text: the streamed deltas joined, or the whole message's content."""
+        text = self.answer.decode("utf-8", "replace")
+        if not text.lstrip().startswith("data:"):
+            try:
+                return json.loads(text)["choices"][0]["message"]["content"] or ""
+            except (ValueError, KeyError, IndexError, TypeError):
+                return ""
+        parts = []
+        for line in text.splitlines():
+            payload = line.removeprefix("data:").strip()
+            if not line.startswith("data:") or payload == "[DONE]":
+                continue
+            try:
+                choices = json.loads(payload).get("choices") or []
+            except ValueError:
+                continue
+            parts += [(choice.get("delta") or {}).get("content") or "" for choice in choices[:1]]
+        return "".join(parts)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -55,6 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             try:
                 for chunk in answer.iter_raw():
+                    record.answer += chunk
                     self.wfile.write(chunk)
                     self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):

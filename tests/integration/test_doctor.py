@@ -95,7 +95,7 @@ def test_the_llm_check_probes_one_turn_and_names_the_output_mode_that_works(monk
         server.set_responder(lambda _request: {"response": "Lisbon by the ocean sounds wonderful!"})
         monkeypatch.setenv("LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("LLM_MODEL", "mnemo-chat")
-        code, out = run_doctor(capsys)
+        _code, out = run_doctor(capsys)
     line = next(line for line in out.splitlines() if "] llm:" in line)
     assert line.strip().startswith("[OK  ] llm:") and f"output mode {mode}" in line and "one turn took" in line
     assert "Lisbon by the ocean" in line

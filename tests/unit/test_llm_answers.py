@@ -115,7 +115,9 @@ def test_the_ladder_follows_the_setting() -> None:
 
 
 def test_the_bounded_schema_caps_every_list_and_keeps_the_reply_first() -> None:
-    assert list(TURN_BOUNDED_SCHEMA["properties"])[0] == "response"
+    assert next(iter(TURN_BOUNDED_SCHEMA["properties"])) == "response"
     assert TURN_BOUNDED_SCHEMA["properties"]["memory_update"]["properties"]["entries"]["maxItems"] == 5
     assert bounded({"type": "string"}, 3) == {"type": "string"}
+    assert TURN_BOUNDED_SCHEMA["properties"]["response"]["minLength"] == 1
     assert "maxItems" not in TURN_JSON_SCHEMA["properties"]["todos"]  # strict OpenAI schemas stay plain
+    assert "minLength" not in TURN_JSON_SCHEMA["properties"]["response"]
