@@ -111,7 +111,7 @@ class EndpointState:
     def refuse(self, rung: OutputFormat, reason: str) -> None:
         self.refused.add(rung.label)
         following = self.rung(self.turn_ladder)
-        log.warning("the LLM endpoint refuses %s output (%s); using %s from now on", rung.label, reason,
+        log.info("the LLM endpoint refuses %s output (%s); using %s from now on", rung.label, reason,
                     following.label if following else "nothing")
 
     def fix(self, parameter: str) -> None:
@@ -190,7 +190,7 @@ class ChatModel:
             rung, answer = yield from self._turn_answer(messages, deadline, tally, example=True)
             reading = read_turn_answer(answer.text, answer.finish_reason)
         if reading.problem:
-            log.warning("the model's turn answer was %s (finish_reason %s, %s)", reading.problem,
+            log.info("the model's turn answer was %s (finish_reason %s, %s)", reading.problem,
                         answer.finish_reason, rung.label)
         return _completion(reading, rung, tally, answer.finish_reason)
 
@@ -276,7 +276,7 @@ class ChatModel:
                     raise _FormatRefused(describe(exc)) from exc
                 parameter = refused_parameter(status, body, request) if status is not None else None
                 if parameter is not None and fixes < MAX_PARAMETER_FIXES:
-                    log.warning("the LLM endpoint refuses %s; adapting (%s)", parameter, describe(exc))
+                    log.info("the LLM endpoint refuses %s; adapting (%s)", parameter, describe(exc))
                     self.endpoint.fix(parameter)
                     fixes += 1
                     continue
@@ -291,7 +291,7 @@ class ChatModel:
                 tally.usage.update(answer.usage)
                 if answer.finish_reason is not None or not request.get("stream"):
                     return answer
-                log.warning("the LLM server cut a streamed answer short (another request arrived?); "
+                log.info("the LLM server cut a streamed answer short (another request arrived?); "
                             "sending whole requests to this endpoint from now on")
                 self.endpoint.streaming = False
         raise LLMUnavailable("the LLM did not answer within LLM_TIMEOUT_SECONDS")

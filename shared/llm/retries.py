@@ -73,7 +73,7 @@ def describe(exc: openai.OpenAIError) -> str:
     if isinstance(exc, openai.APIStatusError):
         body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else exc.body
         message = body.get("message") if isinstance(body, dict) else body
-        return f"HTTP {exc.status_code}: {str(message or exc.message)[:200]}"
+        return f"HTTP {exc.status_code}: {' '.join(str(message or exc.message).split())[:160]}"
     if isinstance(exc, openai.APITimeoutError):
         return "timed out"
     return f"{type(exc).__name__}: {str(exc)[:200]}"
