@@ -24,7 +24,8 @@ run: install  ## the bot on the embedded default: embedded PostgreSQL (migrated)
 services:  ## make sure PostgreSQL and Redis are up on 127.0.0.1 (tests use both)
 	./scripts/services.sh
 
-test: install services  ## the whole suite: unit, integration (Postgres, Redis, embedded pgvector)
+test: install services  ## the import contracts, then the whole suite: unit, integration (Postgres, Redis, embedded pgvector)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 test-llm: install services  ## Mnemo against a real LLM server: llama-cpp-python + Gemma 3 270M on loopback

@@ -58,7 +58,7 @@ VARIANTS = [lambda s: s + "!", lambda s: s.lower(), lambda s: s.replace("I ", "I
 
 @cache
 def tokens_of(content: str) -> str:
-    from shared.tokenizer import search_text
+    from shared.search.tokenizer import search_text
 
     return search_text([content])
 
@@ -91,7 +91,7 @@ def load(url: str, count: int, rng: random.Random) -> float:
     """Empty the tables and COPY ``count`` memories in; returns the seconds it took."""
     import psycopg
 
-    from shared.tokenizer import TOKENIZER_VERSION
+    from shared.search.tokenizer import TOKENIZER_VERSION
 
     started = time.perf_counter()
     with psycopg.connect(url) as connection:
@@ -111,8 +111,8 @@ def time_dedup(url: str) -> tuple[float, dict]:
     from dataclasses import asdict
 
     from shared.db.engine import make_engine, session_factory
-    from shared.db.uow import UnitOfWork
-    from shared.services.dedup import run_dedup
+    from shared.lifecycle.dedup import run_dedup
+    from shared.repositories.uow import UnitOfWork
 
     engine = make_engine(url)
     sessions = session_factory(engine)

@@ -36,7 +36,7 @@ HTTP_CLIENT_LOGGER = "httpx2"
 def scratch_database(database_url: str | None):
     """A fresh, migrated database for the run; dropped (or the embedded server stopped) afterwards."""
     from shared.db import migrate
-    from shared.embedded import EmbeddedPostgres
+    from shared.db.embedded import EmbeddedPostgres
     from tests.conftest import create_database, drop_database
 
     if database_url:
@@ -54,10 +54,11 @@ def scratch_database(database_url: str | None):
 
 def build_service(url: str, llm: FakeOpenAI, pool_size: int, *, clock=None, dispatch=None):
     """The product's conversation service on ``url`` with the fake LLM (and its request log line muted)."""
+    from shared.conversation.config import ConversationConfig
+    from shared.conversation.service import ConversationService
     from shared.db.engine import make_engine, session_factory
-    from shared.db.uow import UnitOfWork
     from shared.llm.client import ChatModel
-    from shared.services.conversation import ConversationConfig, ConversationService
+    from shared.repositories.uow import UnitOfWork
     from shared.settings import load_settings
 
     engine = make_engine(url, pool_size=pool_size, max_overflow=pool_size)
@@ -71,7 +72,7 @@ def build_service(url: str, llm: FakeOpenAI, pool_size: int, *, clock=None, disp
 
 
 def message(user: int, index: int, text: str):
-    from shared.services.messages import IncomingMessage
+    from shared.conversation.messages import IncomingMessage
 
     return IncomingMessage(platform="console", chat_id=f"bench-{user}", user_id=f"bench-{user}", text=text,
                            sent_at=datetime.now(UTC), message_id=f"{user}-{index}")
@@ -79,7 +80,7 @@ def message(user: int, index: int, text: str):
 
 def message_at(user: str, message_id: str, text: str, sent_at: datetime):
     """``user``'s message in their private console chat."""
-    from shared.services.messages import IncomingMessage
+    from shared.conversation.messages import IncomingMessage
 
     return IncomingMessage(platform="console", chat_id=user, user_id=user, text=text, sent_at=sent_at,
                            message_id=message_id)

@@ -1,8 +1,8 @@
 """The hybrid pass of the quality benchmark: the product's vectors beside its lexical search.
 
-Memories are embedded through the product's own job (``shared.services.embedding.embed_memories``
+Memories are embedded through the product's own job (``shared.lifecycle.embedding.embed_memories``
 into pgvector), questions through the same embedder, and ranked by ``recall_for_turn`` with the
-query vector, so the fusion is the product's (``shared.scoring.fused_relevance``).
+query vector, so the fusion is the product's (``shared.search.scoring.fused_relevance``).
 The local model (the ``local-embeddings`` extra, loaded offline) is used; without it the pass is
 skipped and the report says why.
 """
@@ -29,7 +29,7 @@ class HybridSearch:
 
     def index(self, new_uow: Callable, user_id: int, memory_ids: Sequence[int]) -> int:
         """Embeds the user's memories into pgvector; returns how many were stored."""
-        from shared.services.embedding import embed_memories
+        from shared.lifecycle.embedding import embed_memories
 
         return embed_memories(new_uow, self.embedder, self.vectors, user_id, memory_ids)
 
@@ -39,8 +39,8 @@ class HybridSearch:
 
 def load_hybrid(model: str = BENCH_EMBEDDING_MODEL) -> tuple[HybridSearch | None, str | None]:
     """The hybrid search, or None and the reason it is not available."""
-    from shared.embeddings import EmbeddingError, LocalEmbedder
-    from shared.vector_search import VectorIndex
+    from shared.recall.embeddings import EmbeddingError, LocalEmbedder
+    from shared.recall.vectors import VectorIndex
 
     try:
         embedder = LocalEmbedder(model)

@@ -21,11 +21,11 @@ OTHER = "other"
 
 def _signatures() -> tuple[tuple[str, str], ...]:
     """(kind, text its system message starts with or contains), imported lazily from the product."""
-    from shared.prompt import OUTPUT_RULES
-    from shared.services.dedup import CONFIRM_RULES
-    from shared.services.episodes import SUMMARY_RULES
-    from shared.services.knowledge import MONITOR_RULES
-    from shared.services.reviews import RULES
+    from shared.conversation.prompt import OUTPUT_RULES
+    from shared.lifecycle.dedup import CONFIRM_RULES
+    from shared.lifecycle.episodes import SUMMARY_RULES
+    from shared.lifecycle.extraction import MONITOR_RULES
+    from shared.lifecycle.reviews import RULES
 
     review_opening = RULES.split("{", 1)[0]
     return ((EXTRACTION, MONITOR_RULES), (EPISODE_SUMMARY, SUMMARY_RULES), (DEDUP, CONFIRM_RULES),

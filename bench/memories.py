@@ -115,9 +115,10 @@ def _madial_messages(dialogues) -> list[tuple[str, str, str, datetime, str]]:
 
 def _replay(url: str, messages: list, label: str, observations: dict) -> Tally:
     """Sends every message, runs the rule extraction, then judges what was stored."""
+    from shared.conversation.config import ConversationConfig
+    from shared.conversation.service import ConversationService
     from shared.db.engine import make_engine, session_factory
-    from shared.db.uow import UnitOfWork
-    from shared.services.conversation import ConversationConfig, ConversationService
+    from shared.repositories.uow import UnitOfWork
     from shared.settings import load_settings
 
     engine = make_engine(url)
@@ -149,7 +150,7 @@ class _Clock:
 
 
 def _message(sample: str, user: str, message_id: str, at: datetime, text: str):
-    from shared.services.messages import IncomingMessage
+    from shared.conversation.messages import IncomingMessage
 
     return IncomingMessage(platform="console", chat_id=f"bench-{sample}-{user}", user_id=user, text=text, sent_at=at,
                            display_name=user.split(":")[-1], message_id=message_id)
@@ -160,7 +161,7 @@ def _rule_pass(new_uow, now: datetime) -> None:
     from sqlalchemy import select
 
     from shared.db.models import ConversationTurn
-    from shared.services.knowledge import extract_turns
+    from shared.lifecycle.extraction import extract_turns
 
     with new_uow() as uow:
         turn_ids = list(uow.session.scalars(select(ConversationTurn.id).where(
@@ -175,7 +176,7 @@ def _judge_all(new_uow, said: dict[str, Said], observations: dict) -> Tally:
 
     from shared.db.memory_models import Memory
     from shared.db.models import ConversationTurn, Identity
-    from shared.tokenizer import query_terms
+    from shared.search.tokenizer import query_terms
 
     tally = Tally(messages=len(said))
     with new_uow() as uow:

@@ -1,6 +1,6 @@
 """The judges of ``mnemo bench memories``: is a stored memory a question, the bot's words, a near-duplicate of
 a memory active when it was stored, or a recalled memory restated? Rules of their own, deliberately
-independent of the product's write guard (:mod:`shared.memory_guard`), so the benchmark can catch what the
+independent of the product's write guard (:mod:`shared.speech.guard`), so the benchmark can catch what the
 guard lets through. Pure, no database."""
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ def turn_answer(item: ReplayMessage, number: int) -> dict:
     """What the fake LLM answers: the other speaker's reply, and what the user's message states stored as a
     memory (its questions, greetings and requests left out, as the write path would refuse them)."""
     from shared.llm.turn_schema import MAX_CONTENT_CHARS
-    from shared.speech_acts import sentences
+    from shared.speech.acts import sentences
 
     stated = " ".join(sentence.text for sentence in sentences(item.text) if sentence.kind == "statement")
     entries = [{"type": "event", "subject": "user", "predicate": f"said_{number}",

@@ -2,7 +2,7 @@
 
 Every turn (LoCoMo) or archive entry (MADial) is stored as one of that user's memories through the
 ORM, so ``search_tokens`` come from the product's tokenizer, and every question is answered by
-``shared.retrieval.recall_for_turn``. A plain BM25 (rank_bm25) over the same data runs beside it
+``shared.recall.retrieval.recall_for_turn``. A plain BM25 (rank_bm25) over the same data runs beside it
 as the baseline. Writes ``quality.json`` to the output directory; ``report`` renders the figures.
 """
 
@@ -118,7 +118,7 @@ def ingest(uow, platform_user_id: str, items: Sequence[tuple]) -> tuple[int, dic
     is who said it, as the product records who a memory is about); returns the user and memory id →
     key. The ORM listener computes the search tokens with the product's tokenizer."""
     from shared.db.memory_models import Memory
-    from shared.services.memory_writes import STATED_CONFIDENCE
+    from shared.memory.writes import STATED_CONFIDENCE
     from shared.text import clean_text
 
     user_id = uow.users.identify("console", platform_user_id).user_id
@@ -135,7 +135,7 @@ def ingest(uow, platform_user_id: str, items: Sequence[tuple]) -> tuple[int, dic
 
 def mnemo_rank(uow, user_id: int, query: str, now: datetime, keys: dict[int, str], context: Sequence[str] = (),
                *, vector: Sequence[float] | None = None, hybrid=None) -> Ranked:
-    from shared.retrieval import recall_for_turn
+    from shared.recall.retrieval import recall_for_turn
 
     recall = recall_for_turn(uow, user_id, query, now=now, limit=TOP_N, context=context, query_vector=vector,
                              vectors=hybrid.vectors if hybrid else None)
@@ -145,7 +145,7 @@ def mnemo_rank(uow, user_id: int, query: str, now: datetime, keys: dict[int, str
 def run_locomo(new_uow: Callable, conversations: list[Conversation], hybrid=None) -> dict:
     """Mnemo and BM25 rankings for every question, per conversation (one user each); with ``hybrid``
     (see :mod:`bench.hybrid`) also Mnemo with the query's vector fused in ("mnemo_hybrid")."""
-    from shared.tokenizer import tokenize
+    from shared.search.tokenizer import tokenize
 
     rows: dict[str, list] = {"mnemo": [], "bm25": [], "bm25_speaker": []} | ({"mnemo_hybrid": []} if hybrid else {})
     progress = Progress("LoCoMo questions", sum(len(c.questions) for c in conversations))
@@ -209,11 +209,11 @@ def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: 
         hybrid: bool | None = None, embedder=None) -> dict:
     """Both benchmarks on a scratch database; writes ``quality.json`` and ``quality.md`` and returns
     the figures. ``hybrid``: True insists on the vector pass, False skips it, None (the default)
-    runs it when the local embedder is installed. ``embedder`` (any of :mod:`shared.embeddings`)
+    runs it when the local embedder is installed. ``embedder`` (any of :mod:`shared.recall.embeddings`)
     replaces the local model in the vector pass."""
     from bench.hot_path import scratch_database
     from shared.db.engine import make_engine, session_factory
-    from shared.db.uow import UnitOfWork
+    from shared.repositories.uow import UnitOfWork
 
     started = time.perf_counter()
     conversations = load_locomo(Path(locomo_path), QUICK_CONVERSATIONS if quick else None)
@@ -254,7 +254,7 @@ def _hybrid_search(wanted: bool | None, embedder=None):
     if wanted is False:
         return None, "not asked for"
     if embedder is not None:
-        from shared.vector_search import VectorIndex
+        from shared.recall.vectors import VectorIndex
 
         return HybridSearch(embedder, VectorIndex()), None
     return load_hybrid()

@@ -107,7 +107,7 @@ def fill(template: str, rng: random.Random) -> str:
 
 def sentence_pool(rng: random.Random, size: int = POOL_SENTENCES) -> list[tuple[str, str, str]]:
     """``size`` distinct (type, sentence, search tokens), each tokenised once with the product tokenizer."""
-    from shared.tokenizer import search_text
+    from shared.search.tokenizer import search_text
 
     sentences: dict[str, str] = {}
     while len(sentences) < size:
@@ -122,7 +122,7 @@ def nickname(user: int) -> str:
 
 def memory_rows(pool: list[tuple[str, str, str]], users: int, rng: random.Random, now: datetime) -> Iterator[tuple]:
     """Endless memory rows for ``COPY`` (columns ``MEMORY_COLUMNS``), assembled from the pool."""
-    from shared.tokenizer import TOKENIZER_VERSION, search_text
+    from shared.search.tokenizer import TOKENIZER_VERSION, search_text
 
     nickname_tokens: dict[int, str] = {}
     while True:
@@ -192,8 +192,8 @@ def heaviest_user(url: str) -> tuple[int, int]:
 
 def time_recall(sessions, asks: list[tuple[int, str]], now: datetime) -> list[float]:
     """Milliseconds per ``recall_for_turn``, the transaction already open as it is in a turn."""
-    from shared.db.uow import UnitOfWork
-    from shared.retrieval import recall_for_turn
+    from shared.recall.retrieval import recall_for_turn
+    from shared.repositories.uow import UnitOfWork
 
     spent = []
     for user, text in asks:
@@ -215,7 +215,7 @@ async def time_hot_path(service, asks: list[tuple[int, str]], tag: str) -> list[
 
 
 def _message(user: int, message_id: str, text: str):
-    from shared.services.messages import IncomingMessage
+    from shared.conversation.messages import IncomingMessage
 
     return IncomingMessage(platform="console", chat_id=f"scale-{user}", user_id=f"scale-{user}", text=text,
                            sent_at=datetime.now(UTC), message_id=message_id)

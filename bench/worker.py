@@ -88,14 +88,14 @@ class Bench:
 
     def send(self, job_ids: list[int]) -> int:
         """The outbox relay: the jobs onto this run's broker."""
-        from shared.services.jobs import dispatch_jobs
+        from shared.lifecycle.outbox import dispatch_jobs
         from worker.tasks import send_task
 
         return dispatch_jobs(self.service.uow_factory, send_task, job_ids, datetime.now(UTC))
 
     def use_broker(self, redis_url: str | None) -> str:
         """Points the relay (and ``running_worker``) at Redis, or at the PostgreSQL; empties its queue."""
-        from shared.bootstrap import broker_url
+        from shared.app.bootstrap import broker_url
         from shared.settings import load_settings
         from worker.celery_app import configure
 

@@ -30,9 +30,9 @@ def running_worker(database_url: str, redis_url: str | None, llm: FakeOpenAI, co
                    **({"REDIS_URL": redis_url} if redis_url else {}))
         log = Path(data_dir) / "worker.log"
         with open(log, "wb") as out:
-            process = subprocess.Popen([sys.executable, "-m", "shared.cli", "worker", "--concurrency", str(concurrency),
-                                        "--name", f"bench-{concurrency}@%h"], env=env, cwd=data_dir, stdout=out,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+            process = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "worker", "--concurrency",
+                                        str(concurrency), "--name", f"bench-{concurrency}@%h"], env=env,
+                                       cwd=data_dir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             wait_for(lambda: "ready." in log.read_text(errors="replace") or process.poll() is not None,
                      WORKER_START_SECONDS, "the worker to start")

@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 from itertools import count
 
 from bot.console_commands import ConsoleCommands
-from shared.bootstrap import Runtime
-from shared.services.commands import Caller
-from shared.services.conversation import ConversationService
-from shared.services.messages import IncomingMessage, Reply
-from shared.services.reminders import console_reminders_sent_since
+from shared.app.bootstrap import Runtime
+from shared.commands.service import Caller
+from shared.conversation.messages import IncomingMessage, Reply
+from shared.conversation.service import ConversationService
+from shared.reminders.service import console_reminders_sent_since
 from shared.settings import Settings
 
 QUIT_WORDS = {"/quit", "/exit", ":q"}
@@ -143,8 +143,8 @@ def console_locale() -> str:
 def run_chat(settings: Settings, *, user: str | None = None, workers: bool | None = None) -> int:
     """`mnemo chat`: the console on the configured (or embedded) database, with a worker, beat and the
     web panel's API beside it on the embedded default (or when ``workers`` is True)."""
-    from shared.bootstrap import conversation_service, memory_commands, runtime
-    from shared.processes import companions
+    from shared.app.bootstrap import conversation_service, memory_commands, runtime
+    from shared.app.processes import companions
 
     user = user or console_user()
     with runtime(settings) as rt:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from shared import command_texts as texts
+from shared.commands import texts
+from shared.commands.service import Caller, MemoryCommands
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
-from shared.services.commands import Caller, MemoryCommands
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 YES = {"y", "yes", "是", "好", "确认"}

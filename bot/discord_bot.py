@@ -21,10 +21,10 @@ from discord import app_commands
 
 from bot.discord_commands import ForgetAnswer, install_commands
 from bot.discord_render import CommandTranslator, plain_text, reply_messages
+from shared.commands.service import MemoryCommands
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.service import ConversationService
 from shared.errors import ConfigError
-from shared.services.commands import MemoryCommands
-from shared.services.conversation import ConversationService
-from shared.services.messages import IncomingMessage
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -140,8 +140,8 @@ def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None 
         where = f"guild {guild_id}" if guild_id is not None else "all guilds (global; may take up to an hour)"
         print(f"Synced {len(names)} commands to {where}: {', '.join('/' + name for name in names)}")
         return 0
-    from shared.bootstrap import conversation_service, memory_commands, runtime
-    from shared.processes import companions
+    from shared.app.bootstrap import conversation_service, memory_commands, runtime
+    from shared.app.processes import companions
 
     use_api(settings.discord_api_base_url)
     with runtime(settings) as rt, companions(rt.database_url, settings.data_dir / "logs",

@@ -14,20 +14,23 @@ import asyncio
 import io
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import discord
 from discord import app_commands
 
 from bot.discord_render import command_text, fit, jump_url, split_message
-from shared import command_texts as texts
+from shared.accounts.user_data import MAX_IMPORT_BYTES
+from shared.commands import texts
+from shared.commands.service import Caller, MemoryCommands, MemoryPage
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
-from shared.services.commands import Caller, MemoryCommands, MemoryPage
-from shared.services.user_data import MAX_IMPORT_BYTES
 
-if TYPE_CHECKING:
-    from bot.discord_bot import MnemoBot
+
+class CommandHost(Protocol):
+    """What the commands need of the bot (``MnemoBot``), named here so the two modules need not import each other."""
+
+    memory: MemoryCommands
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ T = TypeVar("T")
 
 
 def memory_commands(interaction: discord.Interaction) -> MemoryCommands:
-    client: MnemoBot = interaction.client  # type: ignore[assignment]
+    client: CommandHost = interaction.client  # type: ignore[assignment]
     return client.memory
 
 

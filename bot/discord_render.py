@@ -14,16 +14,17 @@ import discord
 from discord import app_commands
 from discord.utils import escape_markdown
 
-from shared.command_texts import COMMANDS as COMMAND_DESCRIPTIONS
-from shared.services.messages import Reply
+from shared.commands.texts import COMMANDS as COMMAND_DESCRIPTIONS
+from shared.conversation.messages import Reply
+from shared.delivery.limits import DISCORD_CONTENT_LIMIT
 
-DISCORD_MESSAGE_LIMIT = 2000
+DISCORD_MESSAGE_LIMIT = DISCORD_CONTENT_LIMIT
 WARNING_LINE_LIMIT = 200
 JUMP_URL = "https://discord.com/channels/{where}/{channel}/{message}"
 DESCRIPTION_LIMIT = 100
 CHINESE_LOCALES = frozenset({discord.Locale.chinese, discord.Locale.taiwan_chinese})
 # Discord-only strings of the command menu (English, Chinese); the commands' own descriptions come
-# from shared.command_texts.COMMANDS, which every front-end shows.
+# from shared.commands.texts.COMMANDS, which every front-end shows.
 _MENU_TEXTS = {
     "memories_why.description": ("Where a memory came from", "这条记忆从哪里来"),
     "unlink.description": ("Separate this account from a linked one", "解除与另一个账号的关联"),

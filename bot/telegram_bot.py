@@ -32,11 +32,11 @@ from telegram.warnings import PTBDeprecationWarning
 
 from bot import telegram_render as render
 from bot.telegram_handlers import IMPORT_CAPTION, CommandHandlers, Context, answer_privately, locale_of
-from shared import command_texts as texts
+from shared.commands import texts
+from shared.commands.service import MemoryCommands
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.service import ConversationService
 from shared.errors import ConfigError, MnemoError
-from shared.services.commands import MemoryCommands
-from shared.services.conversation import ConversationService
-from shared.services.messages import IncomingMessage
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -236,8 +236,8 @@ def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: 
                  port: int = 8443, secret_token: str | None = None, workers: bool | None = None) -> int:
     """Run the bot until SIGINT/SIGTERM: long polling, or a webhook server when ``webhook_url`` is given.
     On the embedded database (or with ``workers``) a worker, beat and the panel's API run beside it."""
-    from shared.bootstrap import conversation_service, memory_commands, runtime
-    from shared.processes import companions
+    from shared.app.bootstrap import conversation_service, memory_commands, runtime
+    from shared.app.processes import companions
 
     if settings.telegram_token is None:
         raise ConfigError("TELEGRAM_TOKEN is not set: create a bot with @BotFather and put its token there")

@@ -16,12 +16,12 @@ from telegram.error import BadRequest, Forbidden
 from telegram.ext import ContextTypes
 
 from bot import telegram_render as render
-from shared import command_texts as texts
+from shared.accounts.user_data import MAX_IMPORT_BYTES
+from shared.commands import texts
+from shared.commands.memories import memory_type
+from shared.commands.service import Caller, ExportFile, MemoryCommands
 from shared.errors import InvalidCommand
-from shared.services.chats import record_chat_move
-from shared.services.commands import Caller, ExportFile, MemoryCommands
-from shared.services.memory_commands import memory_type
-from shared.services.user_data import MAX_IMPORT_BYTES
+from shared.reminders.chat_moves import record_chat_move
 
 IMPORT_CAPTION = r"^/import(@\w+)?(\s|$)"
 PAGE_SIZE = 10

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity
 
-from shared.services.commands import MemoryPage, ReminderItem
-from shared.services.messages import Reply
+from shared.commands.service import MemoryPage, ReminderItem
+from shared.conversation.messages import Reply
+from shared.delivery.limits import TELEGRAM_TEXT_LIMIT
 
-TEXT_LIMIT = 4096  # Bot API: characters (UTF-16 code units) of one message
+TEXT_LIMIT = TELEGRAM_TEXT_LIMIT
 CALLBACK_DATA_LIMIT = 64  # Bot API: bytes of an inline button's callback_data
 SNOOZE_MINUTES = 10
 MAX_REMINDER_BUTTON_ROWS = 10

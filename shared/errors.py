@@ -20,7 +20,7 @@ class NotFound(MnemoError):
 class InvalidCommand(MnemoError):
     """A command argument that cannot be used (empty, too long, unknown, unparseable, a bad file).
 
-    ``key`` names the message and ``params`` fill it in; :func:`shared.command_texts.error_text`
+    ``key`` names the message and ``params`` fill it in; :func:`shared.commands.texts.error_text`
     renders it in the user's language.
     """
 

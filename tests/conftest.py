@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import Engine, text
 
 from shared.db import migrate
+from shared.db.embedded import EmbeddedPostgres
 from shared.db.engine import make_engine, session_factory
-from shared.db.uow import UnitOfWork
-from shared.embedded import EmbeddedPostgres
+from shared.repositories.uow import UnitOfWork
 
 SYSTEM_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 APP_TABLES = ("web_sessions", "one_time_tokens", "memory_events", "jobs_outbox", "profiles", "todos", "memories",

@@ -11,11 +11,11 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db.engine import make_engine, session_factory
-from shared.db.uow import UnitOfWork
-from shared.embeddings import Embedder, make_embedder
 from shared.llm.client import ChatModel
+from shared.recall.embeddings import Embedder, make_embedder
+from shared.recall.vectors import VectorIndex
+from shared.repositories.uow import UnitOfWork
 from shared.settings import Settings, load_settings
-from shared.vector_search import VectorIndex
 
 log = logging.getLogger(__name__)
 

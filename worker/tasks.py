@@ -11,8 +11,11 @@ from datetime import timedelta
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from shared import search_reindex
-from shared.services import decay, dedup, embedding, episodes, jobs, knowledge, reminders, reviews
+from shared.lifecycle import decay, dedup, embedding, episodes, reviews
+from shared.lifecycle import extraction as knowledge
+from shared.lifecycle import outbox as jobs
+from shared.recall import reindex as search_reindex
+from shared.reminders import service as reminders
 from worker.celery_app import app
 from worker.context import context
 
@@ -138,7 +141,7 @@ def senders() -> dict:
     """The platforms' outgoing APIs, built once per process."""
     global _senders
     if _senders is None:
-        from bot.platform_api import senders_from_settings
+        from shared.delivery.platform_api import senders_from_settings
 
         _senders = senders_from_settings(context().settings)
     return _senders

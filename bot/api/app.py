@@ -20,7 +20,7 @@ from sqlalchemy import text
 from bot.api import routes_memory, routes_session
 from bot.api.auth import ApiContext, SignInLimiter, context
 from bot.api.errors import install_error_handlers
-from shared.services.panel_service import PanelService
+from shared.commands.panel import PanelService
 
 PANEL_DIR = Path(__file__).resolve().parent.parent / "panel"
 SECURITY_HEADERS = {

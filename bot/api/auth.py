@@ -19,7 +19,7 @@ from fastapi import Depends, Header, Request
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from bot.api.errors import ApiError
-from shared.services.panel_service import PanelService
+from shared.commands.panel import PanelService
 
 COOKIE = "mnemo_session"
 CSRF_HEADER = "X-CSRF-Token"

@@ -12,7 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from shared.command_texts import error_text
+from shared.commands.texts import error_text
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 
 log = logging.getLogger(__name__)

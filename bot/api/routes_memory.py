@@ -26,9 +26,9 @@ from bot.api.schemas import (
     WorkingMemoryList,
     WorkingMemoryOut,
 )
+from shared.accounts.user_data import MAX_IMPORT_BYTES
+from shared.commands.editing import WorkingMemory
 from shared.errors import NotFound
-from shared.services.memory_editing import WorkingMemory
-from shared.services.user_data import MAX_IMPORT_BYTES
 
 ERRORS = {status: {"model": ErrorOut} for status in (401, 403, 404, 422)}
 Caller = Annotated[Principal, Depends(principal)]

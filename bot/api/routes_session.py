@@ -12,8 +12,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from bot.api.auth import COOKIE, Principal, context, principal
 from bot.api.errors import ApiError
 from bot.api.schemas import ErrorOut, SessionOut
+from shared.accounts.panel_access import SIGN_IN_PATH, is_secret
 from shared.errors import ConfirmationInvalid
-from shared.services.panel_access import SIGN_IN_PATH, is_secret
 
 PANEL_PATH = "/panel/"
 SIGN_IN_PAGE = Path(__file__).with_name("sign_in.html")

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.commands.editing import MAX_BATCH_IDS, MAX_CONTENT_CHARS, MAX_KEY_CHARS, UNSET, MemoryDraft
 from shared.db.models import MEMORY_TYPES
-from shared.services.memory_editing import MAX_BATCH_IDS, MAX_CONTENT_CHARS, MAX_KEY_CHARS, UNSET, MemoryDraft
 
 MemoryType = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
 Id = Field(ge=1, le=2**63 - 1)

@@ -11,8 +11,8 @@ def run_api(settings: Settings, host: str | None = None, port: int | None = None
     import uvicorn
 
     from bot.api.app import create_app
-    from shared.bootstrap import runtime
-    from shared.services.panel_service import PanelService
+    from shared.app.bootstrap import runtime
+    from shared.commands.panel import PanelService
 
     with runtime(settings) as rt:
         panel = PanelService(rt.uow, session_lifetime=timedelta(hours=settings.panel_session_hours),

@@ -28,16 +28,18 @@ from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-PLATFORMS = ("discord", "telegram", "console")
-CHAT_KINDS = ("private", "group")
-ROLES = ("user", "assistant")
-MEMORY_TYPES = ("preference", "fact", "event", "person", "todo", "pattern", "rule")
-MEMORY_SOURCES = ("user_stated", "inferred", "system", "manual")
-MEMORY_TIERS = ("transient", "short", "long", "core", "system")
-TODO_STATUSES = ("pending", "sent", "done", "cancelled")
-EVENT_ACTIONS = ("add", "update", "boost", "delete", "supersede", "promote", "decay", "forget", "expire")
-EVENT_ACTORS = ("user", "llm", "rule", "admin")
-OUTBOX_STATUSES = ("pending", "sent", "done", "failed")
+from shared.db.kinds import (  # noqa: F401  (the models' vocabularies, re-exported for the schema)
+    CHAT_KINDS,
+    EVENT_ACTIONS,
+    EVENT_ACTORS,
+    MEMORY_SOURCES,
+    MEMORY_TIERS,
+    MEMORY_TYPES,
+    OUTBOX_STATUSES,
+    PLATFORMS,
+    ROLES,
+    TODO_STATUSES,
+)
 
 TSVECTOR_SQL = "to_tsvector('simple'::regconfig, coalesce(search_tokens, ''))"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from sqlalchemy import event, inspect
 
 from shared.db.memory_models import Episode, Memory
+from shared.search.tokenizer import TOKENIZER_VERSION, search_text
 from shared.text import clean_text
-from shared.tokenizer import TOKENIZER_VERSION, search_text
 
 _WATCHED = {Memory: ("subject", "predicate", "content"), Episode: ("summary", "entities")}
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.db.models import MEMORY_TYPES
+from shared.db.kinds import MEMORY_TYPES
 from shared.errors import MnemoError
 from shared.text import clean_text
 

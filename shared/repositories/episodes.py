@@ -8,7 +8,7 @@ from sqlalchemy import func, literal_column, select
 from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Episode
-from shared.search_query import prefix_tsquery
+from shared.search.tsquery import prefix_tsquery
 from shared.text import clean_text
 
 

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Memory, MemoryEvent
 from shared.repositories.ranked_search import MEMORY_BM25
-from shared.scoring import BM25_B, BM25_K1
-from shared.search_query import MAX_QUERY_TERMS, like_pattern, prefix_tsquery, weighted_prefix_queries
+from shared.search.scoring import BM25_B, BM25_K1
+from shared.search.tsquery import MAX_QUERY_TERMS, like_pattern, prefix_tsquery, weighted_prefix_queries
 from shared.text import clean_text
 
 BM25_POOL_LIMIT = 2000

@@ -16,9 +16,9 @@ from fastapi.testclient import TestClient
 
 from bot.api.app import create_app
 from bot.api.auth import COOKIE, CSRF_HEADER, USER_HEADER, SignInLimiter
+from shared.commands.panel import PanelService
+from shared.commands.service import Caller, MemoryCommands
 from shared.db.memory_models import MemoryEvent
-from shared.services.commands import Caller, MemoryCommands
-from shared.services.panel_service import PanelService
 
 BASE = "http://testserver"
 ADMIN = "operator-token-0123456789abcdef"

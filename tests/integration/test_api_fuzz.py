@@ -17,11 +17,11 @@ from schemathesis.specs.openapi.checks import content_type_conformance, response
 
 from bot.api.app import create_app
 from bot.api.auth import USER_HEADER, SignInLimiter
+from shared.commands.panel import PanelService
+from shared.commands.service import Caller, MemoryCommands
 from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
-from shared.db.uow import UnitOfWork
-from shared.services.commands import Caller, MemoryCommands
-from shared.services.panel_service import PanelService
+from shared.repositories.uow import UnitOfWork
 from tests.conftest import create_database, drop_database
 
 ADMIN = "fuzzing-operator-token-0123456789"

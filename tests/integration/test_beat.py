@@ -21,7 +21,7 @@ def beat(database_url: str, data_dir: Path) -> subprocess.Popen:
     data_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:6379/14",
            "MNEMO_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "shared.cli", "beat"], env=env, cwd=data_dir,
+    return subprocess.Popen([sys.executable, "-m", "shared.app.cli", "beat"], env=env, cwd=data_dir,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 

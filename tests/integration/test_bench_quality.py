@@ -9,7 +9,7 @@ import pytest
 from bench import quality
 from shared.db.engine import make_engine
 from shared.db.vectors import vector_status
-from shared.embeddings import OpenAIEmbedder
+from shared.recall.embeddings import OpenAIEmbedder
 from tests.fakes.openai_server import FakeOpenAI
 
 TURNS = [

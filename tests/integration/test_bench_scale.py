@@ -27,7 +27,7 @@ def test_scale_bench_writes_latencies_for_every_size_and_explains_the_slowest_qu
 def test_memory_rows_carry_the_product_tokens_of_their_text() -> None:
     import random
 
-    from shared.tokenizer import search_text
+    from shared.search.tokenizer import search_text
 
     rng = random.Random(1)
     rows = scale.memory_rows(scale.sentence_pool(rng, size=50), users=5, rng=rng, now=scale.datetime.now(scale.UTC))

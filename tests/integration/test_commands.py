@@ -15,13 +15,14 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import text
 
-from shared.command_texts import error_text
+from shared.commands.service import Caller, MemoryCommands
+from shared.commands.texts import error_text
+from shared.conversation.config import ConversationConfig
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.service import ConversationService
 from shared.db.memory_models import Episode
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
-from shared.services.commands import Caller, MemoryCommands
-from shared.services.conversation import ConversationConfig, ConversationService
-from shared.services.memory_writes import StatedMemory, store_stated_memories
-from shared.services.messages import IncomingMessage
+from shared.memory.writes import StatedMemory, store_stated_memories
 from tests.conftest import APP_TABLES
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai, a Sunday

@@ -1,6 +1,6 @@
 """The worker, beat and API a front-end starts beside itself stop by their own hand within seconds.
 
-They are started and stopped through :func:`shared.processes.companions`, the path ``mnemo chat``,
+They are started and stopped through :func:`shared.app.processes.companions`, the path ``mnemo chat``,
 ``mnemo telegram`` and ``mnemo discord`` take on the embedded default, on real brokers: the embedded
 PostgreSQL as its own broker (the default), and PostgreSQL 15 with Redis. A task waiting on a slow
 LLM must not hold the stop: it goes back to the broker and runs again when a worker next starts.
@@ -24,15 +24,16 @@ import pytest
 import redis
 from sqlalchemy import select
 
-from shared.bootstrap import broker_url
+from shared.app.bootstrap import broker_url
+from shared.app.processes import companions
+from shared.conversation.config import ConversationConfig
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.service import ConversationService
 from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import OutboxJob
-from shared.db.uow import UnitOfWork
-from shared.processes import companions
-from shared.services import jobs
-from shared.services.conversation import ConversationConfig, ConversationService
-from shared.services.messages import IncomingMessage
+from shared.lifecycle import outbox as jobs
+from shared.repositories.uow import UnitOfWork
 from shared.settings import load_settings
 from tests.fakes.openai_server import FakeOpenAI
 from worker.celery_app import configure
@@ -166,7 +167,7 @@ def extraction_status(units_of_work: Callable[[], UnitOfWork]) -> list[str]:
 
 def test_worker_beat_and_api_stop_by_their_own_hand_within_seconds_and_nothing_is_killed(database_url, tmp_path,
                                                                                           caplog):
-    with caplog.at_level(logging.WARNING, logger="shared.processes"):
+    with caplog.at_level(logging.WARNING, logger="shared.app.processes"):
         stop_seconds = run_companions(database_url, tmp_path / "logs", ("worker", "beat", "api"), lambda: None)
     assert stop_seconds < PROMPT_STOP_SECONDS
     assert "did not stop" not in caplog.text
@@ -178,7 +179,7 @@ def test_a_task_waiting_on_a_slow_llm_does_not_hold_the_stop_and_runs_again_next
         say_something(units_of_work, database_url)
         wait_for(lambda: slow_llm.asked >= 1, 60, lambda: f"the extraction to ask the LLM:\n{logs(tmp_path / 'a')}")
 
-    with caplog.at_level(logging.WARNING, logger="shared.processes"):
+    with caplog.at_level(logging.WARNING, logger="shared.app.processes"):
         stop_seconds = run_companions(database_url, tmp_path / "a", ("worker", "beat", "api"), leave_a_task_in_flight)
     assert stop_seconds < PROMPT_STOP_SECONDS
     assert "did not stop" not in caplog.text

@@ -8,8 +8,9 @@ from datetime import timedelta
 
 from bot.console import chat_loop
 from bot.console_commands import ConsoleCommands
-from shared.services.commands import Caller, MemoryCommands
-from shared.services.conversation import ConversationConfig, ConversationService
+from shared.commands.service import Caller, MemoryCommands
+from shared.conversation.config import ConversationConfig
+from shared.conversation.service import ConversationService
 
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),

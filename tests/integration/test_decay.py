@@ -9,8 +9,8 @@ from sqlalchemy import select
 
 from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
-from shared.services import decay
-from shared.services.decay import run_decay
+from shared.lifecycle import decay
+from shared.lifecycle.decay import run_decay
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import select
 
 from shared.db.memory_models import Memory
+from shared.lifecycle import dedup
+from shared.lifecycle.dedup import run_dedup
 from shared.llm.client import ChatModel
-from shared.services import dedup
-from shared.services.dedup import run_dedup
 from tests.fakes.openai_server import FakeOpenAI
 
 NOW = datetime(2026, 11, 22, 3, 40, tzinfo=UTC)

@@ -21,16 +21,17 @@ from sqlalchemy import select
 
 from bot.discord_bot import MnemoBot, chat_intents, run_discord, sync_commands, use_api
 from bot.discord_render import jump_url, plain_text, reply_messages, split_message, warning_line
-from shared import command_texts as texts
+from shared.accounts.user_data import MAX_IMPORT_BYTES
+from shared.commands import texts
+from shared.commands.service import Caller, MemoryCommands
+from shared.conversation.config import ConversationConfig
+from shared.conversation.messages import Reply
+from shared.conversation.service import ConversationService
 from shared.db.memory_models import Todo
 from shared.db.models import Chat, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
 from shared.errors import InvalidCommand, NotFound
 from shared.llm.client import ChatModel
-from shared.services.commands import Caller, MemoryCommands
-from shared.services.conversation import ConversationConfig, ConversationService
-from shared.services.messages import Reply
-from shared.services.user_data import MAX_IMPORT_BYTES
 from shared.settings import Settings
 from tests.fakes.discord_api import EPHEMERAL, FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.cli import main
+from shared.app.cli import main
 from shared.db import migrate
 from shared.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI

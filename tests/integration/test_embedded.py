@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from shared.db import migrate
-from shared.embedded import EmbeddedPostgres, server_pid
+from shared.db.embedded import EmbeddedPostgres, server_pid
 from tests.conftest import server_data_dir
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HOLDER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from shared.cli import exit_cleanly_on_signals
-    from shared.embedded import EmbeddedPostgres
+    from shared.app.cli import exit_cleanly_on_signals
+    from shared.db.embedded import EmbeddedPostgres
     exit_cleanly_on_signals()
     with EmbeddedPostgres(Path(sys.argv[1])):
         print("ready", flush=True)
@@ -92,11 +92,11 @@ def test_no_server_is_left_behind_when_the_owner_is_interrupted(tmp_path, signum
 
 def test_db_upgrade_and_doctor_work_on_the_embedded_default(tmp_path):
     env = embedded_env(tmp_path)
-    upgrade = subprocess.run([sys.executable, "-m", "shared.cli", "db", "upgrade"], env=env, cwd=tmp_path,
+    upgrade = subprocess.run([sys.executable, "-m", "shared.app.cli", "db", "upgrade"], env=env, cwd=tmp_path,
                              capture_output=True, text=True, timeout=120)
     assert upgrade.returncode == 0, upgrade.stderr
     assert f"Schema at {migrate.head_revision()}; vectors on." in upgrade.stdout
-    doctor = subprocess.run([sys.executable, "-m", "shared.cli", "doctor"], env=env, cwd=tmp_path,
+    doctor = subprocess.run([sys.executable, "-m", "shared.app.cli", "doctor"], env=env, cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert "[OK  ] database: embedded PostgreSQL, PostgreSQL 18" in doctor.stdout
@@ -107,7 +107,7 @@ def test_db_upgrade_and_doctor_work_on_the_embedded_default(tmp_path):
 
 def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(tmp_path):
     script = "我住在北京\n不对，我现在住在上海\n我在上海过得还行\n/why\n/quit\n"
-    chat = subprocess.run([sys.executable, "-m", "shared.cli", "chat", "--user", "tester"], input=script,
+    chat = subprocess.run([sys.executable, "-m", "shared.app.cli", "chat", "--user", "tester"], input=script,
                           env=embedded_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert chat.returncode == 0, chat.stderr
     assert "offline mode" in chat.stdout
@@ -123,7 +123,7 @@ def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_p
     port = free_port()
     env = embedded_env(tmp_path) | {"DATABASE_URL": fresh_system_db, "REMINDER_SCAN_SECONDS": "2",
                                     "API_PORT": str(port), "PANEL_PUBLIC_URL": f"http://127.0.0.1:{port}"}
-    chat = subprocess.Popen([sys.executable, "-m", "shared.cli", "chat", "--user", "tester", "--workers"], env=env,
+    chat = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "chat", "--user", "tester", "--workers"], env=env,
                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     helpers: list[psutil.Process] = []
@@ -133,7 +133,7 @@ def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_p
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and not (owed_jobs_done(fresh_system_db) and len(helpers) == 3
                                                    and api_answers(port)):
-            helpers = [p for p in psutil.Process(chat.pid).children() if "shared.cli" in " ".join(p.cmdline())]
+            helpers = [p for p in psutil.Process(chat.pid).children() if "shared.app.cli" in " ".join(p.cmdline())]
             time.sleep(0.5)
         assert sorted(p.cmdline()[-1] for p in helpers) == ["api", "beat", "worker"]
         assert owed_jobs_done(fresh_system_db), "the worker beside the console did not do the extraction job"
@@ -153,14 +153,14 @@ def test_mnemo_telegram_on_the_embedded_default_runs_worker_beat_and_api_beside_
     with FakeTelegram() as telegram:
         env = embedded_env(tmp_path) | {"TELEGRAM_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
                                         "API_PORT": str(port), "PANEL_PUBLIC_URL": f"http://127.0.0.1:{port}"}
-        bot = subprocess.Popen([sys.executable, "-m", "shared.cli", "telegram"], env=env, cwd=tmp_path,
+        bot = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "telegram"], env=env, cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         helpers: list[psutil.Process] = []
         try:
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline and not (len(helpers) == 3 and api_answers(port)
                                                        and telegram.calls_to("getUpdates")):
-                helpers = [p for p in psutil.Process(bot.pid).children() if "shared.cli" in " ".join(p.cmdline())]
+                helpers = [p for p in psutil.Process(bot.pid).children() if "shared.app.cli" in " ".join(p.cmdline())]
                 time.sleep(0.5)
             assert sorted(p.cmdline()[-1] for p in helpers) == ["api", "beat", "worker"]
             assert api_answers(port) and telegram.calls_to("getUpdates"), "the bot or its panel API did not start"

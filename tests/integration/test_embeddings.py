@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from shared.embeddings import (
+from shared.recall.embeddings import (
     EMBEDDING_BATCH_SIZE,
     MAX_EMBEDDED_CHARS,
     EmbeddingError,

@@ -9,8 +9,8 @@ from sqlalchemy import select
 
 from shared.db.memory_models import Episode
 from shared.db.models import ConversationSession, ConversationTurn
+from shared.lifecycle.episodes import close_idle_sessions, parse_summary, summarise_session
 from shared.llm.client import ChatModel
-from shared.services.episodes import close_idle_sessions, parse_summary, summarise_session
 from tests.fakes.openai_server import FakeOpenAI
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)  # 18:00 in Shanghai
@@ -195,7 +195,7 @@ def test_parse_summary_strips_a_date_clamps_importance_and_caps_entities():
 
 
 def test_a_summary_or_profile_the_model_wrote_as_json_is_never_kept():
-    from shared.services.episodes import parse_summary
+    from shared.lifecycle.episodes import parse_summary
     assert parse_summary({"summary": '{"summary": "talked"}'}) is None
     assert parse_summary({"summary": "```json"}) is None
     draft = parse_summary({"summary": "talked about tea", "core_summary": '{"core_summary": 1}',

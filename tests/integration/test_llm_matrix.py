@@ -19,17 +19,18 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
+from shared.conversation.config import ConversationConfig
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.service import ConversationService
 from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
-from shared.db.uow import UnitOfWork
+from shared.lifecycle.episodes import summarise_session
+from shared.lifecycle.extraction import extract_turns
+from shared.lifecycle.reviews import run_reviews
 from shared.llm.client import ChatModel
-from shared.services.conversation import ConversationConfig, ConversationService
-from shared.services.episodes import summarise_session
-from shared.services.knowledge import extract_turns
-from shared.services.messages import IncomingMessage
-from shared.services.reviews import run_reviews
+from shared.repositories.uow import UnitOfWork
 from tests.conftest import APP_TABLES, create_database, drop_database
 from tests.fakes.llm_personalities import PERSONALITIES
 from tests.fakes.openai_server import FakeOpenAI

@@ -32,7 +32,7 @@ def chat(data_dir: Path, user: str, *lines: str) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "LLM_BASE_URL"}}
     env.update(MNEMO_DATA_DIR=str(data_dir), PYTHONPATH=str(ROOT), API_PORT=str(port),
                PANEL_PUBLIC_URL=f"http://127.0.0.1:{port}")
-    run = subprocess.run([sys.executable, "-m", "shared.cli", "chat", "--user", user],
+    run = subprocess.run([sys.executable, "-m", "shared.app.cli", "chat", "--user", user],
                          input="\n".join([*lines, "/quit"]) + "\n", env=env, cwd=data_dir, capture_output=True,
                          text=True, timeout=180)
     assert run.returncode == 0, run.stderr

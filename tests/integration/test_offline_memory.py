@@ -10,12 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from shared.conversation.config import ConversationConfig
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory
+from shared.lifecycle.extraction import extract_turns
 from shared.llm.client import ChatModel
-from shared.services.conversation import ConversationConfig, ConversationService
-from shared.services.knowledge import extract_turns
-from shared.services.memory_writes import StatedMemory, store_stated_memories
-from shared.services.messages import IncomingMessage
+from shared.memory.writes import StatedMemory, store_stated_memories
 from tests.fakes.openai_server import FakeOpenAI
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)

@@ -34,10 +34,10 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.ui import WebDriverWait
 
+from shared.commands.service import Caller, MemoryCommands
 from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
-from shared.db.uow import UnitOfWork
-from shared.services.commands import Caller, MemoryCommands
+from shared.repositories.uow import UnitOfWork
 from tests.conftest import create_database, drop_database
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -9,8 +9,14 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
-from bot.platform_api import ConsoleSender, DiscordSender, TelegramSender, discord_nonce, senders_from_settings
-from shared.services.reminders import ChatMoved, DeliveryRefused, ReminderTarget, RetryLater, SenderMisconfigured
+from shared.delivery.platform_api import (
+    ConsoleSender,
+    DiscordSender,
+    TelegramSender,
+    discord_nonce,
+    senders_from_settings,
+)
+from shared.reminders.service import ChatMoved, DeliveryRefused, ReminderTarget, RetryLater, SenderMisconfigured
 from shared.settings import Settings
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 
 from shared.db.memory_models import Memory
-from shared.retrieval import recall_for_turn
-from shared.search_reindex import retokenize_all_stale
-from shared.tokenizer import TOKENIZER_VERSION
+from shared.recall.reindex import retokenize_all_stale
+from shared.recall.retrieval import recall_for_turn
+from shared.search.tokenizer import TOKENIZER_VERSION
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

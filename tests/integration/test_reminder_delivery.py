@@ -12,10 +12,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from bot.platform_api import ConsoleSender, DiscordSender, TelegramSender
 from shared.db.memory_models import Todo
-from shared.services.chats import record_chat_move
-from shared.services.reminders import (
+from shared.delivery.platform_api import ConsoleSender, DiscordSender, TelegramSender
+from shared.reminders.chat_moves import record_chat_move
+from shared.reminders.service import (
     DeliveryOutcome,
     ReminderClaim,
     ReminderSender,

@@ -66,7 +66,7 @@ def sent_count(uow_factory) -> int:
 
 def test_two_workers_one_killed_deliver_every_reminder_exactly_once(database, discord, tmp_path):
     from shared.db.engine import make_engine, session_factory
-    from shared.db.uow import UnitOfWork
+    from shared.repositories.uow import UnitOfWork
 
     engine = make_engine(database)
     sessions = session_factory(engine)

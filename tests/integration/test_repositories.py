@@ -8,7 +8,7 @@ import pytest
 
 from shared.db.memory_models import Episode, Memory, Todo
 from shared.db.models import ConversationTurn
-from shared.tokenizer import TOKENIZER_VERSION
+from shared.search.tokenizer import TOKENIZER_VERSION
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -195,7 +195,8 @@ def test_profiles_are_saved_and_replaced(uow_factory):
 def test_the_outbox_deduplicates_by_key_and_marks_jobs_done_once(uow_factory):
     with uow_factory() as uow:
         alice, _, _ = _people(uow)
-        job = uow.outbox.add("extract_turn", {"turn_id": 1}, dedup_key="extract:1", user_id=alice)
+        job = uow.outbox.add("extract_turn", {"turn_id": 1}, dedup_key="extract:1", user_id=alice,
+                             available_at=NOW)
         assert uow.outbox.add("extract_turn", {"turn_id": 1}, dedup_key="extract:1") is None
         uow.commit()
         assert [j.id for j in uow.outbox.owed(NOW + timedelta(days=1))] == [job]

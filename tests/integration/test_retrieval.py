@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared.db.memory_models import Episode, Memory
-from shared.retrieval import recall_for_turn
-from shared.vector_search import VectorIndex
+from shared.recall.retrieval import recall_for_turn
+from shared.recall.vectors import VectorIndex
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

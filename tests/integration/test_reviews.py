@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared.db.memory_models import Memory
+from shared.lifecycle.decay import run_decay
+from shared.lifecycle.reviews import run_reviews
 from shared.llm.client import ChatModel
-from shared.services.decay import run_decay
-from shared.services.reviews import run_reviews
 from tests.fakes.openai_server import FakeOpenAI
 
 NOW = datetime(2026, 11, 22, 3, 20, tzinfo=UTC)

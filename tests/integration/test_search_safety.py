@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared.db.memory_models import Memory
-from shared.tokenizer import keywords
+from shared.search.tokenizer import keywords
 
 HOSTILE = [
     "'", "''", "\\", "\\'", "&|!():*", "a & b | !c", "foo:* & 'bar'", "(((", ")))", "!!!", "*:*",

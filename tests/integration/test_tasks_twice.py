@@ -8,15 +8,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select, update
 
+from shared.conversation.config import ConversationConfig
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.service import ConversationService
 from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Todo
-from shared.db.uow import UnitOfWork
-from shared.services import reminders
-from shared.services.conversation import ConversationConfig, ConversationService
-from shared.services.messages import IncomingMessage
+from shared.reminders import service as reminders
+from shared.repositories.uow import UnitOfWork
+from shared.search.tokenizer import TOKENIZER_VERSION
 from shared.settings import Settings
-from shared.tokenizer import TOKENIZER_VERSION
 from tests.fakes.telegram_api import FakeTelegram
 from worker import context as worker_context
 from worker import tasks

@@ -15,18 +15,19 @@ from pydantic import SecretStr
 from sqlalchemy import select
 from telegram.ext import Application
 
-from bot.platform_api import TelegramSender
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_render import TEXT_LIMIT, reply_messages, split_message, utf16_len
-from shared import command_texts as texts
+from shared.commands import texts
+from shared.commands.service import Caller, ImportReport, MemoryCommands
+from shared.conversation.config import ConversationConfig
+from shared.conversation.messages import Reply
+from shared.conversation.service import ConversationService
 from shared.db.models import ConversationTurn
+from shared.delivery.platform_api import TelegramSender
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
 from shared.errors import NotFound
 from shared.llm.client import ChatModel
-from shared.services.commands import Caller, ImportReport, MemoryCommands
-from shared.services.conversation import ConversationConfig, ConversationService
-from shared.services.messages import Reply
-from shared.services.reminders import claim_due_reminders, deliver_reminder
+from shared.reminders.service import claim_due_reminders, deliver_reminder
 from shared.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram, chat_object, user_object

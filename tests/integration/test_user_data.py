@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, text, update
 
+from shared.accounts.user_data import MAX_IMPORT_BYTES
+from shared.commands.service import MemoryCommands
+from shared.conversation.service import ConversationService
 from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
 from shared.errors import InvalidCommand
-from shared.services.commands import MemoryCommands
-from shared.services.conversation import ConversationService
-from shared.services.user_data import MAX_IMPORT_BYTES
 from tests.integration.test_commands import (
     ALICE,
     BOB,

@@ -21,14 +21,15 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
+from shared.conversation.config import ConversationConfig
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.service import ConversationService
 from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob
-from shared.db.uow import UnitOfWork
+from shared.lifecycle import outbox as jobs
 from shared.llm.client import ChatModel
-from shared.services import jobs
-from shared.services.conversation import ConversationConfig, ConversationService
-from shared.services.messages import IncomingMessage
+from shared.repositories.uow import UnitOfWork
 from tests.conftest import create_database, drop_database
 from tests.fakes.openai_server import FakeOpenAI
 from worker.celery_app import configure
@@ -81,7 +82,7 @@ def uow_of(broker) -> Iterator[Callable[[], UnitOfWork]]:
 
 
 def broker_url(database_url: str, redis_url: str | None) -> str:
-    from shared.bootstrap import broker_url as resolve
+    from shared.app.bootstrap import broker_url as resolve
     from shared.settings import load_settings
 
     return resolve(load_settings(redis_url=redis_url, database_url=database_url), database_url)
@@ -102,7 +103,7 @@ class Worker:
         self.log = data_dir / f"{name}.log"
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "shared.cli", "worker", "--pool", "threads", "--concurrency", "3",
+                [sys.executable, "-m", "shared.app.cli", "worker", "--pool", "threads", "--concurrency", "3",
                  "--name", f"{name}@test"], env=env, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
         wait_for(lambda: "ready." in self.log.read_text(errors="replace"), 60, f"{name} to start: {self.log}")

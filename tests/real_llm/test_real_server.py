@@ -45,7 +45,7 @@ class Console:
     """``mnemo chat`` in a child process, read line by line from a thread."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "shared.cli", "chat", "--user", "lin", "--workers"],
+        self.process = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "chat", "--user", "lin", "--workers"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True, env=env)
         self.lines: queue.Queue[str] = queue.Queue()
@@ -177,7 +177,7 @@ def test_doctor_names_the_output_mode_the_real_server_accepts_and_a_turns_time(r
     env = {**os.environ, "DATABASE_URL": fresh_system_db, "REDIS_URL": "redis://127.0.0.1:6379/0",
            "LLM_BASE_URL": f"{real_llm_url}/v1", "LLM_MODEL": MODEL_ALIAS, "LLM_TIMEOUT_SECONDS": "90",
            "LLM_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS)}
-    doctor = subprocess.run([sys.executable, "-m", "shared.cli", "doctor"], env=env, capture_output=True, text=True,
+    doctor = subprocess.run([sys.executable, "-m", "shared.app.cli", "doctor"], env=env, capture_output=True, text=True,
                             timeout=300)
     line = next(line for line in doctor.stdout.splitlines() if "] llm:" in line)
     print(line)

@@ -11,9 +11,9 @@ from bench import llm_calls
 from bench.prompt_cost import memory_section, replay_of
 from bench.report import recall_curves, render_markdown
 from bench.stats import distribution, percentile
-from shared.prompt import MemoryLine, PromptInputs, build_turn_prompt
-from shared.services.episodes import SessionWork, summary_messages
-from shared.services.knowledge import BatchTurn, build_extraction_messages
+from shared.conversation.prompt import MemoryLine, PromptInputs, build_turn_prompt
+from shared.lifecycle.episodes import SessionWork, summary_messages
+from shared.lifecycle.extraction import BatchTurn, build_extraction_messages
 from shared.text import estimate_tokens
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)

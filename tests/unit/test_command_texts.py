@@ -9,9 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from shared import command_texts as texts
-from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
-from shared.services.commands import (
+from shared.commands import texts
+from shared.commands.service import (
     Confirmation,
     ImportReport,
     LinkCode,
@@ -20,9 +19,10 @@ from shared.services.commands import (
     MemoryPage,
     ReminderItem,
 )
+from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
-SERVICES = Path(__file__).resolve().parents[2] / "shared" / "services"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
 TEA = MemoryItem(id=12, type="preference", content="喜欢乌龙茶", confidence=0.9, access_count=3,
                  last_accessed=datetime(2026, 11, 20, 8, 0, tzinfo=UTC), created_at=NOW, source="user_stated")
 NEW = MemoryItem(id=13, type="fact", content="lives\nin  Berlin", confidence=1.0, access_count=1, last_accessed=None,
@@ -133,7 +133,7 @@ def test_a_link_code_says_how_to_use_it_and_for_how_long():
 
 def test_every_error_key_the_services_raise_has_a_text_in_both_languages():
     raised = set()
-    for path in SERVICES.glob("*.py"):
+    for path in SHARED.rglob("*.py"):
         raised |= set(re.findall(r'(?:InvalidCommand|NotFound|ConfirmationInvalid)\("([a-z_]+)"', path.read_text()))
     assert raised and raised <= set(texts.ERRORS), raised - set(texts.ERRORS)
     for english, chinese in texts.ERRORS.values():

@@ -2,7 +2,7 @@
 
 ``docker-compose.yml`` must run every Mnemo process with the right dependencies and settings,
 and every process command it names must be a real ``mnemo`` subcommand. Commands still being
-built are listed in ``PENDING_COMMANDS``; once one lands in ``shared.cli.COMMANDS`` a test
+built are listed in ``PENDING_COMMANDS``; once one lands in ``shared.app.cli.COMMANDS`` a test
 fails until it is taken off that list, from then on it is checked for real.
 """
 
@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from shared.cli import COMMANDS, build_parser
+from shared.app.cli import COMMANDS, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -186,13 +186,13 @@ def test_each_process_runs_a_mnemo_subcommand_that_exists_or_is_pending(
             pytest.fail(f"{name} runs `{shlex.join(command)}`, whose arguments mnemo rejects (see above)")
     else:
         assert subcommand in PENDING_COMMANDS, (
-            f"{name} runs `mnemo {subcommand}`, which is neither in shared.cli.COMMANDS nor pending"
+            f"{name} runs `mnemo {subcommand}`, which is neither in shared.app.cli.COMMANDS nor pending"
         )
 
 
 def test_no_pending_command_is_already_registered() -> None:
     landed = {name: issue for name, issue in PENDING_COMMANDS.items() if name in COMMANDS}
-    assert not landed, f"take {sorted(landed)} off PENDING_COMMANDS: they are registered in shared.cli now"
+    assert not landed, f"take {sorted(landed)} off PENDING_COMMANDS: they are registered in shared.app.cli now"
 
 
 # --- Dockerfile and .dockerignore -------------------------------------------------------------

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.services.dedup import (
+from shared.lifecycle.dedup import (
     MAX_BLOCK,
     WINDOW,
     blocking_keys,
@@ -18,7 +18,7 @@ from shared.services.dedup import (
     similarity,
     survivor_rank,
 )
-from shared.tokenizer import search_text
+from shared.search.tokenizer import search_text
 
 
 def item(memory_id: int, content: str, **fields):

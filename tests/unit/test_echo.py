@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.echo import lower_first, second_person
+from shared.conversation.echo import lower_first, second_person
 
 
 @pytest.mark.parametrize(("said", "echoed"), [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from shared.services.knowledge import (
+from shared.lifecycle.extraction import (
     BatchTurn,
     MemoryOp,
     RecalledMemory,

@@ -6,8 +6,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from shared.emotion import STRATEGY_TABLE
-from shared.offline import (
+from shared.conversation.offline import (
     OFFLINE_HINT_KEY,
     MemoryNote,
     OfflineResponder,
@@ -15,6 +14,7 @@ from shared.offline import (
     extract_reminders,
     lookup_keys,
 )
+from shared.emotion import STRATEGY_TABLE
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=ZoneInfo("Asia/Shanghai"))
 XIAOHONG = (MemoryNote("我叫小红", "fact", "name"), MemoryNote("我住在北京", "fact", "lives_in"),

@@ -3,8 +3,8 @@
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from shared.conversation.prompt import MemoryLine, PromptInputs, build_turn_prompt
 from shared.emotion import STRATEGY_TABLE
-from shared.prompt import MemoryLine, PromptInputs, build_turn_prompt
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=ZoneInfo("Asia/Shanghai"))
 

@@ -1,6 +1,6 @@
 """What a turn searches for: the message first, then the topic and the user's earlier lines, weighted."""
 
-from shared.recall_query import (
+from shared.search.recall_query import (
     CONTEXT_DECAY,
     CONTEXT_WEIGHT,
     MAX_CONTEXT_LINES,

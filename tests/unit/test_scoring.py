@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.scoring import (
+from shared.search.scoring import (
     CATEGORY_BOOST,
     NEIGHBOUR_SHARE,
     NEIGHBOUR_WINDOW,

@@ -1,6 +1,6 @@
 """Safe tsquery and LIKE expressions from anything a user types (pure string rules)."""
 
-from shared.search_query import (
+from shared.search.tsquery import (
     MAX_LIKE_CHARS,
     MAX_QUERY_TERMS,
     like_pattern,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from shared.offline import extract_statements
-from shared.statements import read_statements
+from shared.conversation.offline import extract_statements
+from shared.speech.statements import read_statements
 
 
 def keys(text: str) -> list[tuple[str, str]]:

@@ -2,9 +2,9 @@
 
 import pytest
 
-from shared.memory_guard import near_same, rejection, said_by_bot
-from shared.recall_questions import asks_about_bot, recall_ask
-from shared.speech_acts import is_question, sentences, states_nothing
+from shared.speech.acts import is_question, sentences, states_nothing
+from shared.speech.guard import near_same, rejection, said_by_bot
+from shared.speech.recall_questions import asks_about_bot, recall_ask
 
 
 @pytest.mark.parametrize("text", [
@@ -140,9 +140,10 @@ def test_the_statement_question_and_echo_rules_are_pure():
     import subprocess
     import sys
 
-    modules = ("shared.speech_acts", "shared.statements", "shared.statement_rules", "shared.statement_lexicon",
-               "shared.recall_questions", "shared.memory_guard", "shared.echo", "shared.offline_replies",
-               "shared.offline_view", "shared.offline_compose")
+    modules = ("shared.speech.acts", "shared.speech.statements", "shared.speech.rules", "shared.speech.lexicon",
+               "shared.speech.recall_questions", "shared.speech.guard", "shared.conversation.echo",
+               "shared.conversation.offline_replies", "shared.conversation.offline_view",
+               "shared.conversation.offline_compose")
     probe = (f"import sys; import {', '.join(modules)}; "
              "print(sorted({m.split('.')[0] if not m.startswith('shared.') else '.'.join(m.split('.')[:2]) "
              "for m in sys.modules if m.startswith(('sqlalchemy', 'psycopg', 'celery', 'discord', 'telegram', "

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.timeparse import DEFAULT_HOUR, MAX_SCAN_CHARS, ResolvedTime, parse_due, resolve_when
+from shared.reminders.timeparse import DEFAULT_HOUR, MAX_SCAN_CHARS, ResolvedTime, parse_due, resolve_when
 
 SHANGHAI = "Asia/Shanghai"
 NEW_YORK = "America/New_York"

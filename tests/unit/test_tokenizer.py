@@ -1,6 +1,6 @@
 """The tokenizer: jieba for Chinese, words for everything else, stop words out, 猫 kept."""
 
-from shared.tokenizer import (
+from shared.search.tokenizer import (
     MAX_TOKEN_CHARS,
     TOKENIZER_VERSION,
     keywords,

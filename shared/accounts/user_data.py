@@ -1,0 +1,213 @@
+"""Export all of one user's data as a JSON file, and import such a file (DESIGN.md §7).
+
+The file (``format: "mnemo-export"``, ``version: 1``) holds the identities (informational), the
+memories with their superseded chains, episodes, todos, the profile and the raw turns. Rows refer
+to each other by export-local ids (``superseded_by``, ``source_turn``, ``episode``), never by
+database ids, and nothing in the file names a user: an import always goes to the caller.
+Embeddings are derived data and are not exported; the workers compute them again.
+
+An import is checked strictly first (:mod:`shared.accounts.export_format`: a bad file is refused as a
+whole, a bad entry with its reason while the good ones are kept); then an exact duplicate of what the
+user already has is skipped, so importing the same file twice adds nothing. Imported turns are
+marked extracted (their memories came with the file) and carry no platform message id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from shared.accounts.export_format import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    MAX_IMPORT_BYTES,
+    MEMORY_TIMES,
+    MEMORY_VALUES,
+    SECTION_ORDER,
+    ImportDocument,
+    read_export,
+    storable_json,
+)
+from shared.db.memory_models import Episode, Memory, Todo
+from shared.db.models import ConversationTurn
+from shared.repositories.memories import snapshot
+from shared.repositories.uow import UnitOfWork
+from shared.text import estimate_tokens
+
+__all__ = ["MAX_IMPORT_BYTES", "ExportFile", "ImportDocument", "ImportReport", "export_user_data", "import_user_data",
+           "read_export", "storable_json"]
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    filename: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    imported: dict[str, int]
+    refused: tuple[str, ...]
+    duplicates: int = 0
+    """Entries skipped because the user already has exactly them."""
+
+
+def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile:
+    """Everything Mnemo holds about the user, as ``mnemo-export-<date>.json``."""
+    rows = {model: list(uow.session.scalars(select(model).where(model.user_id == user_id).order_by(model.id)))
+            for model in (Memory, Episode, Todo, ConversationTurn)}
+    episodes, turns, memories = (_local_ids(rows[model]) for model in (Episode, ConversationTurn, Memory))
+    profile = uow.profiles.get(user_id)
+    document = {
+        "format": EXPORT_FORMAT, "version": EXPORT_VERSION, "exported_at": _time(now),
+        "identities": [{"platform": i.platform, "display_name": i.display_name, "locale": i.locale,
+                        "timezone": i.timezone} for i in uow.users.identities_of(user_id)],
+        "memories": [{"id": memories[m.id], **{name: getattr(m, name) for name in MEMORY_VALUES},
+                      **{name: _time(getattr(m, name)) for name in MEMORY_TIMES},
+                      "superseded_by": memories.get(m.superseded_by), "source_turn": turns.get(m.source_turn_id)}
+                     for m in rows[Memory]],
+        "episodes": [{"id": episodes[e.id], "summary": e.summary, "started_at": _time(e.started_at),
+                      "ended_at": _time(e.ended_at), "entities": e.entities, "importance": e.importance,
+                      "decayed_at": _time(e.decayed_at), "created_at": _time(e.created_at)} for e in rows[Episode]],
+        "todos": [{"content": t.content, "due_at": _time(t.due_at), "remind_at": _time(t.remind_at),
+                   "timezone": t.timezone, "status": t.status, "source": t.source, "created_at": _time(t.created_at),
+                   "sent_at": _time(t.sent_at)} for t in rows[Todo]],
+        "profile": None if profile is None else {"core_summary": profile.core_summary,
+                                                 "scratchpad": profile.scratchpad,
+                                                 "updated_at": _time(profile.updated_at)},
+        "turns": [{"id": turns[t.id], "role": t.role, "text": t.text, "created_at": _time(t.created_at),
+                   "episode": episodes.get(t.episode_id)} for t in rows[ConversationTurn]],
+    }
+    data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return ExportFile(filename=f"mnemo-export-{now:%Y-%m-%d}.json", data=data)
+
+
+def import_user_data(uow: UnitOfWork, user_id: int, document: ImportDocument, *, now: datetime, chat_id: int,
+                     embeddings_wanted: bool) -> ImportReport:
+    """Add the checked entries to the caller's data; imported turns and todos belong to ``chat_id``."""
+    importer = _Importer(uow, user_id, now, chat_id)
+    episodes = importer.episodes(document.sections["episodes"])
+    turns = importer.turns(document.sections["turns"], episodes)
+    memory_ids = importer.memories(document.sections["memories"], turns)
+    importer.todos(document.sections["todos"])
+    importer.profile(document.profile)
+    if embeddings_wanted:
+        for memory_id in memory_ids:
+            uow.outbox.add("embed_memory", {"memory_id": memory_id, "user_id": user_id},
+                           dedup_key=f"embed:{memory_id}", user_id=user_id)
+    return ImportReport(imported=importer.imported, refused=document.refused + tuple(importer.refused),
+                        duplicates=importer.duplicates)
+
+
+@dataclass
+class _Importer:
+    """Inserts checked entries in file order, skipping exact duplicates, mapping export-local ids."""
+
+    uow: UnitOfWork
+    user_id: int
+    now: datetime
+    chat_id: int
+    imported: dict[str, int] = field(default_factory=lambda: dict.fromkeys((*SECTION_ORDER, "profile"), 0))
+    refused: list[str] = field(default_factory=list)
+    duplicates: int = 0
+
+    def episodes(self, entries: list[dict[str, Any]]) -> dict[int, int]:
+        known = {(e.summary, e.started_at, e.ended_at): e.id for e in self._mine(Episode)}
+        return self._insert("episodes", entries, lambda e: known.get((e["summary"], e["started_at"], e["ended_at"])),
+                            lambda e: Episode(user_id=self.user_id, **_without(e, "id")))
+
+    def turns(self, entries: list[dict[str, Any]], episodes: dict[int, int]) -> dict[int, int]:
+        known = {(t.role, t.text, t.created_at): t.id for t in self._mine(ConversationTurn)}
+        return self._insert("turns", entries, lambda t: known.get((t["role"], t["text"], t["created_at"])),
+                            lambda t: ConversationTurn(
+                                user_id=self.user_id, chat_id=self.chat_id, role=t["role"], text=t["text"],
+                                token_estimate=estimate_tokens(t["text"]), extracted=True,
+                                episode_id=episodes.get(t.get("episode")), created_at=t["created_at"]))
+
+    def memories(self, entries: list[dict[str, Any]], turns: dict[int, int]) -> list[int]:
+        mine = self._mine(Memory)
+        exact = {(m.type, m.subject, m.predicate, m.content, m.created_at): m.id for m in mine}
+        live = {(m.type, _fold(m.content)): m.id for m in mine if m.superseded_by is None and m.deleted_at is None}
+
+        def known(e: dict[str, Any]) -> int | None:
+            found = exact.get((e["type"], e.get("subject"), e.get("predicate"), e["content"], e.get("created_at")))
+            if found is None and e.get("superseded_by") is None and e.get("deleted_at") is None:
+                found = live.get((e["type"], _fold(e["content"])))
+            return found
+
+        def build(e: dict[str, Any]) -> Memory:
+            values = {"source": "manual", "created_at": self.now, **_without(e, "id", "superseded_by", "source_turn")}
+            values.setdefault("updated_at", values["created_at"])
+            return Memory(user_id=self.user_id, source_turn_id=turns.get(e.get("source_turn")), **values)
+
+        before = set(exact.values())
+        mapping = self._insert("memories", entries, known, build)
+        added = [(self.uow.session.get(Memory, mapping[e["id"]]), e) for e in entries if mapping[e["id"]] not in before]
+        for memory, entry in added:
+            memory.superseded_by = mapping.get(entry.get("superseded_by"))
+        self.uow.session.flush()
+        for memory, _ in added:
+            self.uow.events.record(self.user_id, memory.id, "add", "user", after=snapshot(memory), reason="imported")
+        return [memory.id for memory, _ in added]
+
+    def todos(self, entries: list[dict[str, Any]]) -> None:
+        known = {(t.content, t.due_at): t.id for t in self._mine(Todo)}
+        self._insert("todos", [{**e, "id": n} for n, e in enumerate(entries)],
+                     lambda t: known.get((t["content"], t["due_at"])),
+                     lambda t: Todo(user_id=self.user_id, chat_id=self.chat_id, updated_at=self.now,
+                                    **{"remind_at": t["due_at"], "created_at": self.now, **_without(t, "id")}))
+
+    def profile(self, entry: dict[str, Any] | None) -> None:
+        if entry is None:
+            return
+        current = self.uow.profiles.get(self.user_id)
+        summary, scratchpad = entry.get("core_summary", ""), entry.get("scratchpad", {})
+        if current is not None and (current.core_summary, current.scratchpad) == (summary, scratchpad):
+            self.duplicates += 1
+        elif current is not None and (current.core_summary or current.scratchpad):
+            self.refused.append("profile: you already have a profile; yours was kept")
+        else:
+            self.uow.profiles.save(self.user_id, summary, scratchpad, entry.get("updated_at", self.now))
+            self.imported["profile"] = 1
+
+    def _insert(self, section: str, entries: list[dict[str, Any]], known: Callable[[dict], int | None],
+                build: Callable[[dict], Any]) -> dict[int, int]:
+        """Export-local id → database id for every entry; only the ones not known are inserted."""
+        mapping: dict[int, int] = {}
+        fresh: list[tuple[int, Any]] = []
+        for entry in entries:
+            found = known(entry)
+            if found is None:
+                fresh.append((entry["id"], build(entry)))
+            else:
+                mapping[entry["id"]] = found
+                self.duplicates += 1
+        self.uow.session.add_all([row for _, row in fresh])
+        self.uow.session.flush()
+        mapping.update({local: row.id for local, row in fresh})
+        self.imported[section] = len(fresh)
+        return mapping
+
+    def _mine(self, model) -> list[Any]:
+        return list(self.uow.session.scalars(select(model).where(model.user_id == self.user_id)))
+
+
+def _local_ids(rows: list[Any]) -> dict[int, int]:
+    return {row.id: position for position, row in enumerate(rows, 1)}
+
+
+def _without(entry: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in names and not (k == "value" and v is None)}
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _time(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat()

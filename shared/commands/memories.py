@@ -1,0 +1,260 @@
+"""What a user can do with their memories: list, explain, add by hand, and forget with a confirmation.
+
+Every function takes the caller's ``user_id`` and touches nothing else. Forgetting is two steps: a
+one-time confirmation token (5 minutes) holds exactly what will be deleted; confirming really
+deletes the rows (the optional vector lives in the same row), rewrites the audit of those memories
+into tombstones without content and adds one ``forget`` event per memory. Forgetting *all* also
+removes everything else learnt from the user: turns, episodes, working memory, profile and the
+jobs still owed for them. Reminders are not memories and stay.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, null, select, update
+
+from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Profile
+from shared.db.models import MEMORY_TYPES, ConversationSession, ConversationTurn
+from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.repositories.memories import active, snapshot
+from shared.repositories.uow import UnitOfWork
+
+CONFIRMATION_LIFETIME = timedelta(minutes=5)
+MAX_FORGET_BY_SEARCH = 200
+"""A search that matches more memories than this is refused: narrow it, or forget all."""
+PREVIEW_ITEMS = 5
+PREVIEW_CHARS = 80
+FORGOTTEN = "forgotten by the user"
+FORGET_ALL = "all"
+ALL_WORDS = frozenset({"all", "everything", "全部", "所有", "全部记忆", "所有记忆"})
+TYPE_WORDS = {
+    **{name: name for name in MEMORY_TYPES},
+    "偏好": "preference", "喜好": "preference", "事实": "fact", "事件": "event", "人物": "person",
+    "待办": "todo", "习惯": "pattern", "模式": "pattern", "规则": "rule",
+}
+_TYPE_PREFIX = re.compile(r"^\s*(?P<word>[A-Za-z]{3,10}|[\u4e00-\u9fff]{2})\s*[:：]\s*(?P<rest>.*)\Z", re.S)
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One line of /memories."""
+
+    id: int
+    type: str
+    content: str
+    confidence: float
+    access_count: int
+    last_accessed: datetime | None
+    created_at: datetime
+    source: str
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    items: tuple[MemoryItem, ...]
+    page: int
+    pages: int
+    total: int
+    type_filter: str | None
+    search: str | None
+
+
+@dataclass(frozen=True)
+class MemoryOrigin:
+    """/memories why <id>: the message a memory came from, where the platform can link to it."""
+
+    memory: MemoryItem
+    message_text: str | None
+    message_at: datetime | None
+    platform: str | None
+    platform_chat_id: str | None
+    platform_message_id: str | None
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A pending destructive action awaiting a button press or "yes"."""
+
+    token: str
+    action: str
+    count: int
+    preview: tuple[str, ...]
+    expires_at: datetime
+    everything: bool = False
+    """True for "forget all": conversations, summaries and profile go too, not only the memories."""
+
+
+def memory_item(memory: Memory) -> MemoryItem:
+    return MemoryItem(id=memory.id, type=memory.type, content=memory.content, confidence=memory.confidence,
+                      access_count=memory.access_count, last_accessed=memory.last_accessed,
+                      created_at=memory.created_at, source=memory.source)
+
+
+def memory_type(word: str) -> str | None:
+    """The memory type a word names ("preference", "偏好"), or None."""
+    return TYPE_WORDS.get(word.strip().lower())
+
+
+def list_page(uow: UnitOfWork, user_id: int, type_: str | None, search: str | None, page: int,
+              page_size: int) -> MemoryPage:
+    """One page of the user's active memories, newest first; a page past the end shows the last."""
+    rows, total = uow.memories.page(user_id, type_=type_, search=search, limit=page_size,
+                                    offset=(page - 1) * page_size)
+    pages = max(1, math.ceil(total / page_size))
+    if page > pages:
+        page = pages
+        rows, total = uow.memories.page(user_id, type_=type_, search=search, limit=page_size,
+                                        offset=(page - 1) * page_size)
+    return MemoryPage(items=tuple(memory_item(m) for m in rows), page=page, pages=pages, total=total,
+                      type_filter=type_, search=search)
+
+
+def origin(uow: UnitOfWork, user_id: int, memory_id: int) -> MemoryOrigin:
+    memory = uow.memories.get(user_id, memory_id)
+    if memory is None:
+        raise NotFound("memory_not_found")
+    turn = uow.session.get(ConversationTurn, memory.source_turn_id) if memory.source_turn_id else None
+    if turn is None or turn.user_id != user_id:
+        return MemoryOrigin(memory_item(memory), None, None, None, None, None)
+    chat = uow.chats.get(turn.chat_id)
+    return MemoryOrigin(memory_item(memory), turn.text, turn.created_at, chat.platform if chat else None,
+                        chat.platform_chat_id if chat else None, turn.platform_message_id)
+
+
+def remember(uow: UnitOfWork, user_id: int, text: str, now: datetime, *, embeddings_wanted: bool) -> MemoryItem:
+    """Store what the user typed as a manual memory (a leading "preference:" sets the type)."""
+    type_, content = _typed(text)
+    if not content:
+        raise InvalidCommand("remember_empty")
+    known = uow.session.scalars(select(Memory).where(Memory.user_id == user_id, Memory.type == type_,
+                                                     Memory.content == content, active())).first()
+    if known is not None:
+        return memory_item(known)
+    memory = uow.memories.add(Memory(user_id=user_id, type=type_, content=content, source="manual",
+                                     confidence=1.0, verified=True, tier="long", created_at=now, updated_at=now))
+    uow.events.record(user_id, memory.id, "add", "user", after=snapshot(memory), reason="added with /remember")
+    if embeddings_wanted:
+        uow.outbox.add("embed_memory", {"memory_id": memory.id, "user_id": user_id},
+                       dedup_key=f"embed:{memory.id}", user_id=user_id)
+    return memory_item(memory)
+
+
+def request_forget(uow: UnitOfWork, user_id: int, target: str | int, now: datetime) -> Confirmation:
+    """A confirmation for forgetting one memory (an id), those matching a search, or all."""
+    if target == FORGET_ALL:
+        payload: dict = {"action": "forget", "all": True}
+        count = uow.memories.count_active(user_id)
+        newest, _ = uow.memories.page(user_id, limit=PREVIEW_ITEMS)
+    else:
+        newest = _targets(uow, user_id, target)
+        payload = {"action": "forget", "memory_ids": [m.id for m in newest]}
+        count = len(newest)
+    token = secrets.token_urlsafe(16)
+    expires_at = now + CONFIRMATION_LIFETIME
+    uow.tokens.drop_expired(user_id, now)
+    while not uow.tokens.issue(token, user_id, "confirm", payload, now=now, expires_at=expires_at):
+        token = secrets.token_urlsafe(16)
+    preview = tuple(_short(m.content) for m in newest[:PREVIEW_ITEMS])
+    return Confirmation(token=token, action="forget", count=count, preview=preview, expires_at=expires_at,
+                        everything=target == FORGET_ALL)
+
+
+def confirm_forget(uow: UnitOfWork, user_id: int, token: str, now: datetime) -> int:
+    """Carry out a confirmed forget; how many of the memories the user saw were deleted."""
+    used = uow.tokens.use(_token(token), "confirm", now, user_id=user_id)
+    if used is None or used.payload.get("action") != "forget":
+        raise ConfirmationInvalid()
+    if used.payload.get("all"):
+        return forget_everything(uow, user_id)
+    return len(forget_memories(uow, user_id, [int(i) for i in used.payload.get("memory_ids", [])]))
+
+
+def forget_memories(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> list[int]:
+    """Forget these memories with every earlier version of them; which of ``memory_ids`` were deleted."""
+    deleted = _forget_memories(uow, user_id, _with_earlier_versions(uow, user_id, memory_ids))
+    return sorted(set(memory_ids) & set(deleted))
+
+
+def forget_long_term(uow: UnitOfWork, user_id: int) -> int:
+    """Forget every memory of the user (conversations, summaries and profile stay); how many were active."""
+    count = uow.memories.count_active(user_id)
+    _forget_memories(uow, user_id, None)
+    return count
+
+
+def cancel_confirmation(uow: UnitOfWork, user_id: int, token: str, now: datetime) -> None:
+    if uow.tokens.use(_token(token), "confirm", now, user_id=user_id) is None:
+        raise ConfirmationInvalid()
+
+
+def forget_everything(uow: UnitOfWork, user_id: int) -> int:
+    """Delete every memory and everything else learnt from the user; reminders and identities stay."""
+    count = forget_long_term(uow, user_id)
+    for model in (ConversationTurn, Episode, ConversationSession, Profile, OutboxJob):
+        uow.session.execute(delete(model).where(model.user_id == user_id).execution_options(
+            synchronize_session=False))
+    uow.session.expire_all()
+    return count
+
+
+def _forget_memories(uow: UnitOfWork, user_id: int, memory_ids: list[int] | None) -> list[int]:
+    """Delete the memories (all when None) and leave only tombstones of them in the audit."""
+    deleted = uow.memories.purge(user_id, memory_ids)
+    events = update(MemoryEvent).where(MemoryEvent.user_id == user_id)
+    if memory_ids is not None:
+        events = events.where(MemoryEvent.memory_id.in_(deleted))
+    if memory_ids is None or deleted:
+        uow.session.execute(events.values(before=null(), after=null(), reason=FORGOTTEN)  # SQL NULL, not JSON null
+                            .execution_options(synchronize_session=False))
+    uow.session.add_all([MemoryEvent(user_id=user_id, memory_id=memory_id, action="forget", actor="user",
+                                     reason=FORGOTTEN) for memory_id in deleted])
+    uow.session.flush()
+    return deleted
+
+
+def _targets(uow: UnitOfWork, user_id: int, target: str | int) -> list[Memory]:
+    if isinstance(target, int):
+        memory = uow.memories.get(user_id, target)
+        if memory is None:
+            raise NotFound("memory_not_found")
+        return [memory]
+    rows, total = uow.memories.page(user_id, search=target, limit=MAX_FORGET_BY_SEARCH)
+    if total == 0:
+        raise InvalidCommand("forget_no_match", search=_short(target))
+    if total > MAX_FORGET_BY_SEARCH:
+        raise InvalidCommand("forget_too_many", count=total, limit=MAX_FORGET_BY_SEARCH)
+    return rows
+
+
+def _with_earlier_versions(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> list[int]:
+    """The memories and every older version they superseded (forgetting a value forgets its history)."""
+    if not memory_ids:
+        return []
+    chain = (select(Memory.id).where(Memory.user_id == user_id, Memory.id.in_(memory_ids))
+             .cte("chain", recursive=True))
+    chain = chain.union(select(Memory.id).join(chain, Memory.superseded_by == chain.c.id)
+                        .where(Memory.user_id == user_id))
+    return list(uow.session.scalars(select(chain.c.id)))
+
+
+def _typed(text: str) -> tuple[str, str]:
+    found = _TYPE_PREFIX.match(text)
+    if found and memory_type(found["word"]):
+        return memory_type(found["word"]), found["rest"].strip()
+    return "fact", text.strip()
+
+
+def _token(token: object) -> str:
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+        raise ConfirmationInvalid()
+    return token
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"

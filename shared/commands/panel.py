@@ -1,0 +1,190 @@
+"""What the memory API and the web panel can do for one user, known by id.
+
+The API resolves every request to a ``user_id`` (a panel session, or an operator naming the user)
+and calls one method here. The rules are the memory-command service's: the same text checks, the
+same forgetting (tombstones in the audit), the same export and import, the same reminder states.
+Another user's id of anything is :class:`~shared.errors.NotFound`, exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from shared.accounts import panel_access, user_data
+from shared.accounts.panel_access import PanelSession, SignedIn
+from shared.accounts.user_data import ExportFile, ImportReport
+from shared.commands import editing as memory_editing
+from shared.commands.editing import MAX_BATCH_IDS, MemoryDraft, WorkingMemory
+from shared.commands.memories import forget_long_term
+from shared.commands.service import (
+    MAX_SEARCH_CHARS,
+    ReminderItem,
+    change_reminder,
+    command_text,
+    record_id,
+    reminder_item,
+    type_filter,
+)
+from shared.db.memory_models import Memory
+from shared.errors import InvalidCommand, NotFound
+from shared.repositories.uow import UnitOfWork
+
+MAX_PAGE_LIMIT = 100
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A memory as the API shows it; ``key`` is the memory's predicate (``likes_drink``)."""
+
+    id: int
+    type: str
+    key: str | None
+    subject: str | None
+    content: str
+    value: Any
+    confidence: float
+    access_count: int
+    source: str
+    created_at: datetime
+    updated_at: datetime
+    last_accessed: datetime | None
+
+
+@dataclass(frozen=True)
+class MemoryListing:
+    items: tuple[MemoryRecord, ...]
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class Account:
+    """Who a session belongs to, for the page's header."""
+
+    user_id: int
+    display_name: str | None
+    locale: str | None
+
+
+class PanelService:
+    """One instance per API process."""
+
+    def __init__(self, uow_factory: Callable[[], UnitOfWork], *, session_lifetime: timedelta,
+                 clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False) -> None:
+        self.uow_factory = uow_factory
+        self.session_lifetime = session_lifetime
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.embeddings_wanted = embeddings_wanted
+
+    # Signing in
+
+    def sign_in(self, token: object) -> SignedIn:
+        return self._write(lambda uow: panel_access.sign_in(uow, token, self.clock(), lifetime=self.session_lifetime))
+
+    def session(self, secret: object) -> PanelSession | None:
+        with self.uow_factory() as uow:
+            return panel_access.session_for(uow, secret, self.clock())
+
+    def sign_out(self, secret: object) -> None:
+        self._write(lambda uow: panel_access.sign_out(uow, secret))
+
+    def account(self, user_id: int) -> Account:
+        """The user's name and language (from their first identity); NotFound for an unknown user."""
+        with self.uow_factory() as uow:
+            if not isinstance(user_id, int) or uow.users.get(user_id) is None:
+                raise NotFound("user_not_found")
+            identities = uow.users.identities_of(user_id)
+        first = identities[0] if identities else None
+        return Account(user_id, first.display_name if first else None, first.locale if first else None)
+
+    # Memories
+
+    def list_memories(self, user_id: int, *, type_: str | None = None, search: str | None = None,
+                      limit: int = 20, offset: int = 0) -> MemoryListing:
+        kind = type_filter(type_)
+        words = None if not search or not search.strip() else command_text(search, MAX_SEARCH_CHARS, "search_empty")
+        if not 1 <= limit <= MAX_PAGE_LIMIT or offset < 0:
+            raise InvalidCommand("bad_page")
+        with self.uow_factory() as uow:
+            rows, total = uow.memories.page(user_id, type_=kind, search=words, limit=limit, offset=offset)
+            return MemoryListing(tuple(record(m) for m in rows), total, limit, offset)
+
+    def get_memory(self, user_id: int, memory_id: int) -> MemoryRecord:
+        wanted = record_id(memory_id, "memory_not_found")
+        with self.uow_factory() as uow:
+            return record(memory_editing.get_memory(uow, user_id, wanted))
+
+    def create_memory(self, user_id: int, draft: MemoryDraft) -> MemoryRecord:
+        return self._write(lambda uow: record(memory_editing.create_memory(
+            uow, user_id, draft, self.clock(), embeddings_wanted=self.embeddings_wanted)))
+
+    def update_memory(self, user_id: int, memory_id: int, draft: MemoryDraft) -> MemoryRecord:
+        wanted = record_id(memory_id, "memory_not_found")
+        return self._write(lambda uow: record(memory_editing.update_memory(
+            uow, user_id, wanted, draft, self.clock(), embeddings_wanted=self.embeddings_wanted)))
+
+    def forget(self, user_id: int, memory_ids: list[int]) -> tuple[list[int], list[int]]:
+        """Forget the ids that are the user's memories: (deleted, not found)."""
+        if not 1 <= len(memory_ids) <= MAX_BATCH_IDS:
+            raise InvalidCommand("too_many_ids", limit=MAX_BATCH_IDS)
+        wanted = [i for i in memory_ids if isinstance(i, int) and not isinstance(i, bool) and 1 <= i < 2**63]
+        deleted, missing = self._write(lambda uow: memory_editing.forget_by_ids(uow, user_id, wanted))
+        return deleted, missing + [i for i in memory_ids if i not in wanted]
+
+    def forget_all(self, user_id: int) -> int:
+        return self._write(lambda uow: forget_long_term(uow, user_id))
+
+    def export_data(self, user_id: int) -> ExportFile:
+        with self.uow_factory() as uow:
+            return user_data.export_user_data(uow, user_id, self.clock())
+
+    def import_data(self, user_id: int, data: bytes) -> ImportReport:
+        document = user_data.read_export(data)  # a bad file is refused before anything is opened
+
+        def load(uow: UnitOfWork) -> ImportReport:
+            identities = uow.users.identities_of(user_id)
+            if not identities:
+                raise NotFound("user_not_found")
+            chat = uow.chats.get_or_create(identities[0].platform, identities[0].platform_user_id, "private")
+            return user_data.import_user_data(uow, user_id, document, now=self.clock(), chat_id=chat.id,
+                                              embeddings_wanted=self.embeddings_wanted)
+
+        return self._write(load)
+
+    # Working memory and reminders
+
+    def working_memories(self, user_id: int) -> list[WorkingMemory]:
+        with self.uow_factory() as uow:
+            return memory_editing.working_memories(uow, user_id)
+
+    def working_memory(self, user_id: int, session_id: int) -> WorkingMemory:
+        wanted = record_id(session_id, "session_not_found")
+        with self.uow_factory() as uow:
+            return memory_editing.working_memory(uow, user_id, wanted)
+
+    def reminders(self, user_id: int) -> tuple[ReminderItem, ...]:
+        with self.uow_factory() as uow:
+            return tuple(reminder_item(t) for t in uow.todos.for_user(user_id))
+
+    def cancel_reminder(self, user_id: int, reminder_id: int) -> ReminderItem:
+        wanted = record_id(reminder_id, "reminder_not_found")
+        return self._write(lambda uow: change_reminder(uow, user_id, wanted, ("pending",), self.clock(),
+                                                       status="cancelled"))
+
+    def _write(self, work: Callable[[UnitOfWork], T]) -> T:
+        with self.uow_factory() as uow:
+            result = work(uow)
+            uow.commit()
+        return result
+
+
+def record(memory: Memory) -> MemoryRecord:
+    return MemoryRecord(id=memory.id, type=memory.type, key=memory.predicate, subject=memory.subject,
+                        content=memory.content, value=memory.value, confidence=memory.confidence,
+                        access_count=memory.access_count, source=memory.source, created_at=memory.created_at,
+                        updated_at=memory.updated_at, last_accessed=memory.last_accessed)

@@ -1,0 +1,325 @@
+"""The memory-command service: what a user can ask of Mnemo on any front-end (DESIGN.md §7).
+
+Discord, Telegram and the console turn a command into a call on :class:`MemoryCommands` and render
+the result with :mod:`shared.commands.texts`. Every call identifies the caller and works on that
+user's data only; an id of another user's memory or reminder is :class:`NotFound`, exactly like a
+missing one. Arguments are checked here, at the boundary: a bad one raises
+:class:`InvalidCommand` before anything is changed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from shared.accounts import links as identity_links
+from shared.accounts import panel_access, user_data
+from shared.accounts.links import LinkCode
+from shared.accounts.panel_access import PanelLink
+from shared.accounts.user_data import ExportFile, ImportReport
+from shared.commands import memories as memory_commands
+from shared.commands.memories import (
+    FORGET_ALL,
+    Confirmation,
+    MemoryItem,
+    MemoryOrigin,
+    MemoryPage,
+)
+from shared.db.memory_models import Todo
+from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
+from shared.errors import InvalidCommand, NotFound
+from shared.reminders.timeparse import resolve_when
+from shared.repositories.uow import UnitOfWork
+
+__all__ = ["Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode", "MemoryCommands", "MemoryItem",
+           "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderItem"]
+
+MAX_TEXT_CHARS = 500
+"""/remember and /remind take at most this many characters."""
+MAX_SEARCH_CHARS = 200
+MAX_PAGE_SIZE = 50
+MAX_PENDING_REMINDERS = 100
+SNOOZE_MINUTES = range(1, 7 * 24 * 60 + 1)
+MAX_ID = 2**63 - 1
+PANEL_LINK_LIFETIME = timedelta(minutes=10)
+_FORBIDDEN_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_ID = re.compile(r"#?\s*-?\d{1,30}")
+_LOCALE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8}){0,2}")
+_REMINDER_FILLER = " \t\r\n,，、:：;；.。!！-—"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who typed the command, and where."""
+
+    platform: str
+    platform_user_id: str
+    display_name: str | None = None
+    locale: str | None = None
+    platform_chat_id: str | None = None
+    chat_kind: str = "private"
+
+
+@dataclass(frozen=True)
+class ReminderItem:
+    """A reminder; ``due_at`` is when it pings (after a snooze, the new time), in its own time zone."""
+
+    id: int
+    content: str
+    due_at: datetime
+    timezone: str
+    status: str
+
+
+class MemoryCommands:
+    """One instance per process, shared by every front-end."""
+
+    def __init__(self, uow_factory: Callable[[], UnitOfWork], *, default_timezone: str = "UTC",
+                 clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
+                 panel_url: str = "http://127.0.0.1:8080", panel_link_lifetime: timedelta = PANEL_LINK_LIFETIME,
+                 ) -> None:
+        self.uow_factory = uow_factory
+        self.default_timezone = default_timezone
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.embeddings_wanted = embeddings_wanted
+        """Owe an ``embed_memory`` job for memories added by /remember and /import."""
+        self.panel_url = panel_url
+        """Where browsers reach ``mnemo api`` (``PANEL_PUBLIC_URL``)."""
+        self.panel_link_lifetime = panel_link_lifetime
+
+    # Memories
+
+    def list_memories(self, caller: Caller, *, type_: str | None = None, search: str | None = None,
+                      page: int = 1, page_size: int = 10) -> MemoryPage:
+        kind = type_filter(type_)
+        words = None if search is None or (isinstance(search, str) and not search.strip()) else (
+            command_text(search, MAX_SEARCH_CHARS, "search_empty"))
+        number, size = _positive(page, MAX_ID, "bad_page"), _positive(page_size, MAX_PAGE_SIZE, "bad_page")
+        return self._run(caller, lambda uow, me: memory_commands.list_page(uow, me.user_id, kind, words, number, size))
+
+    def why(self, caller: Caller, memory_id: int) -> MemoryOrigin:
+        wanted = record_id(memory_id, "memory_not_found")
+        return self._run(caller, lambda uow, me: memory_commands.origin(uow, me.user_id, wanted))
+
+    def remember(self, caller: Caller, text: str) -> MemoryItem:
+        content = command_text(text, MAX_TEXT_CHARS, "remember_empty")
+        return self._run(caller, lambda uow, me: memory_commands.remember(
+            uow, me.user_id, content, self.clock(), embeddings_wanted=self.embeddings_wanted))
+
+    def request_forget(self, caller: Caller, target: str) -> Confirmation:
+        what = forget_target(target)
+        return self._run(caller, lambda uow, me: memory_commands.request_forget(uow, me.user_id, what, self.clock()))
+
+    def confirm(self, caller: Caller, token: str) -> int:
+        return self._run(caller, lambda uow, me: memory_commands.confirm_forget(uow, me.user_id, token, self.clock()))
+
+    def cancel(self, caller: Caller, token: str) -> None:
+        self._run(caller, lambda uow, me: memory_commands.cancel_confirmation(uow, me.user_id, token, self.clock()))
+
+    # Reminders
+
+    def list_reminders(self, caller: Caller) -> tuple[ReminderItem, ...]:
+        return self._run(caller, lambda uow, me: tuple(reminder_item(t) for t in uow.todos.for_user(me.user_id)))
+
+    def add_reminder(self, caller: Caller, text: str) -> ReminderItem:
+        request = command_text(text, MAX_TEXT_CHARS, "reminder_empty")
+        return self._run(caller, lambda uow, me: self._add_reminder(uow, me, caller, request))
+
+    def cancel_reminder(self, caller: Caller, reminder_id: int) -> ReminderItem:
+        return self._change_reminder(caller, reminder_id, ("pending",), status="cancelled")
+
+    def complete_reminder(self, caller: Caller, reminder_id: int) -> ReminderItem:
+        return self._change_reminder(caller, reminder_id, ("pending", "sent"), status="done")
+
+    def snooze_reminder(self, caller: Caller, reminder_id: int, minutes: int = 10) -> ReminderItem:
+        if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes not in SNOOZE_MINUTES:
+            raise InvalidCommand("bad_minutes", low=SNOOZE_MINUTES.start, high=SNOOZE_MINUTES.stop - 1)
+        return self._change_reminder(caller, reminder_id, ("pending", "sent"), status="pending", sent_at=None,
+                                     claimed_until=None, last_error=None, snooze=timedelta(minutes=minutes))
+
+    # Export and import
+
+    def export_data(self, caller: Caller) -> ExportFile:
+        return self._run(caller, lambda uow, me: user_data.export_user_data(uow, me.user_id, self.clock()))
+
+    def import_data(self, caller: Caller, data: bytes) -> ImportReport:
+        document = user_data.read_export(data)  # a bad file is refused before anything is opened
+        return self._run(caller, lambda uow, me: user_data.import_user_data(
+            uow, me.user_id, document, now=self.clock(), chat_id=self._chat(uow, caller, private=True).id,
+            embeddings_wanted=self.embeddings_wanted))
+
+    # Pause, resume
+
+    def pause(self, caller: Caller) -> None:
+        def pause(uow: UnitOfWork, me: Identity) -> None:
+            if uow.users.get(me.user_id).paused_at is None:
+                uow.users.set_paused(me.user_id, self.clock())
+
+        self._run(caller, pause)
+
+    def resume(self, caller: Caller) -> None:
+        self._run(caller, lambda uow, me: uow.users.set_paused(me.user_id, None))
+
+    def is_paused(self, caller: Caller) -> bool:
+        return self._run(caller, lambda uow, me: uow.users.get(me.user_id).paused_at is not None)
+
+    # Identity links
+
+    def link_code(self, caller: Caller) -> LinkCode:
+        return self._run(caller, lambda uow, me: identity_links.issue_link_code(uow, me.user_id, self.clock()))
+
+    def link(self, caller: Caller, code: str) -> None:
+        wanted = identity_links.normalise_code(code)
+        self._run(caller, lambda uow, me: identity_links.link_identity(uow, me, wanted, self.clock()))
+
+    def unlink(self, caller: Caller) -> None:
+        self._run(caller, lambda uow, me: identity_links.unlink_identity(uow, me))
+
+    # The web panel
+
+    def panel_link(self, caller: Caller) -> PanelLink:
+        """A one-time sign-in link to the web panel for the caller (earlier unused links stop working)."""
+        return self._run(caller, lambda uow, me: panel_access.issue_panel_link(
+            uow, me.user_id, self.clock(), base_url=self.panel_url, lifetime=self.panel_link_lifetime))
+
+    # Plumbing
+
+    def _run(self, caller: Caller, work: Callable[[UnitOfWork, Identity], T]) -> T:
+        """``work`` for the caller's identity in one transaction, committed when it succeeds."""
+        check_caller(caller)
+        with self.uow_factory() as uow:
+            locale = caller.locale if isinstance(caller.locale, str) and _LOCALE.fullmatch(caller.locale) else None
+            name = caller.display_name if isinstance(caller.display_name, str) else None
+            identity = uow.users.identify(caller.platform, caller.platform_user_id, display_name=name, locale=locale)
+            result = work(uow, identity)
+            uow.commit()
+        return result
+
+    def _add_reminder(self, uow: UnitOfWork, me: Identity, caller: Caller, text: str) -> ReminderItem:
+        now = self.clock()
+        zone = _timezone(me.timezone, self.default_timezone)
+        resolved = resolve_when(text, now, zone)
+        if resolved is None:
+            raise InvalidCommand("reminder_no_time")
+        if resolved.due <= now:
+            raise InvalidCommand("reminder_past", when=resolved.matched)
+        content = resolved.rest.strip(_REMINDER_FILLER)
+        if not content:
+            raise InvalidCommand("reminder_no_content")
+        if len(uow.todos.for_user(me.user_id)) >= MAX_PENDING_REMINDERS:
+            raise InvalidCommand("too_many_reminders", limit=MAX_PENDING_REMINDERS)
+        todo = uow.todos.add(Todo(user_id=me.user_id, chat_id=self._chat(uow, caller).id, content=content,
+                                  due_at=resolved.due, remind_at=resolved.due, timezone=zone, source="command",
+                                  created_at=now, updated_at=now))
+        return reminder_item(todo)
+
+    def _change_reminder(self, caller: Caller, reminder_id: int, allowed: tuple[str, ...], *,
+                         snooze: timedelta | None = None, **values: object) -> ReminderItem:
+        wanted = record_id(reminder_id, "reminder_not_found")
+        return self._run(caller, lambda uow, me: change_reminder(uow, me.user_id, wanted, allowed, self.clock(),
+                                                                 snooze=snooze, **values))
+
+    @staticmethod
+    def _chat(uow: UnitOfWork, caller: Caller, *, private: bool = False):
+        """The chat the command was typed in, or the private chat with the caller (when asked, or none given)."""
+        if private or caller.platform_chat_id is None:
+            return uow.chats.get_or_create(caller.platform, caller.platform_user_id, "private")
+        return uow.chats.get_or_create(caller.platform, caller.platform_chat_id, caller.chat_kind)
+
+
+def change_reminder(uow: UnitOfWork, user_id: int, reminder_id: int, allowed: tuple[str, ...], now: datetime, *,
+                    snooze: timedelta | None = None, **values: object) -> ReminderItem:
+    """Change one of the user's reminders if its status is one of ``allowed``."""
+    todo = uow.todos.get(user_id, reminder_id)
+    if todo is None:
+        raise NotFound("reminder_not_found")
+    if todo.status not in allowed:
+        raise InvalidCommand("reminder_not_pending", status=todo.status)
+    for name, value in values.items():
+        setattr(todo, name, value)
+    if snooze is not None:
+        todo.remind_at = now + snooze
+    todo.updated_at = now
+    uow.session.flush()
+    return reminder_item(todo)
+
+
+def check_caller(caller: object) -> None:
+    ok = (isinstance(caller, Caller) and caller.platform in PLATFORMS and _key(caller.platform_user_id)
+          and (caller.platform_chat_id is None or _key(caller.platform_chat_id)) and caller.chat_kind in CHAT_KINDS)
+    if not ok:
+        raise InvalidCommand("bad_caller")
+
+
+def command_text(value: object, limit: int, empty_key: str) -> str:
+    """A typed argument: a string of at most ``limit`` characters without control characters."""
+    if not isinstance(value, str):
+        raise InvalidCommand(empty_key)
+    if len(value) > limit:
+        raise InvalidCommand("too_long", limit=limit)
+    if _FORBIDDEN_CHARS.search(value):
+        raise InvalidCommand("control_characters")
+    if not value.strip():
+        raise InvalidCommand(empty_key)
+    return value.strip()
+
+
+def record_id(value: object, not_found: str) -> int:
+    """``12`` / ``"12"`` / ``"#12"`` as an id; an impossible number is simply not found."""
+    if isinstance(value, str) and _ID.fullmatch(value.strip()):
+        value = int(value.strip().lstrip("#").strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidCommand("bad_id")
+    if not 1 <= value <= MAX_ID:
+        raise NotFound(not_found)
+    return value
+
+
+def forget_target(target: object) -> str | int:
+    """"all", an id ("12", "#12") or search words."""
+    text = command_text(target, MAX_SEARCH_CHARS, "forget_empty")
+    if text.lower() in memory_commands.ALL_WORDS:
+        return FORGET_ALL
+    if _ID.fullmatch(text) or text.startswith("#"):
+        return record_id(text, "memory_not_found")
+    return text
+
+
+def type_filter(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    kind = memory_commands.memory_type(value) if isinstance(value, str) and len(value) <= 20 else None
+    if kind is None:
+        raise InvalidCommand("unknown_type", types=", ".join(MEMORY_TYPES))
+    return kind
+
+
+def _positive(value: object, highest: int, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= highest:
+        raise InvalidCommand(key)
+    return value
+
+
+def _key(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= 64 and bool(value.strip()) and not (
+        _FORBIDDEN_CHARS.search(value))
+
+
+def _timezone(preferred: str | None, default: str) -> str:
+    try:
+        ZoneInfo(preferred or default)
+    except (ZoneInfoNotFoundError, ValueError):
+        return default
+    return preferred or default
+
+
+def reminder_item(todo: Todo) -> ReminderItem:
+    zone = ZoneInfo(_timezone(todo.timezone, "UTC"))
+    return ReminderItem(id=todo.id, content=todo.content, due_at=todo.remind_at.astimezone(zone),
+                        timezone=todo.timezone, status=todo.status)

@@ -1,0 +1,336 @@
+"""Every word the memory commands show a user, in Chinese and English.
+
+A locale starting with ``zh`` gets Chinese, anything else English. Front-ends render the results
+of :mod:`shared.commands.service` with these functions, so Discord, Telegram and the console say
+the same thing. Plain text only: escaping for a platform's markup is the adapter's job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("memories", "What I remember about you: /memories [type] [search]",
+     "我记得的关于你的事：/memories [类型] [关键词]"),
+    ("forget", "Forget a memory, a search's matches, or all", "删除一条记忆、搜索到的记忆或全部"),
+    ("remember", "Tell me something to remember", "让我记住一件事"),
+    ("reminders", "Your pending reminders", "查看待提醒事项"),
+    ("remind", "Set a reminder: /remind tomorrow 9am call mom", "设置提醒：/remind 明天早上9点 开会"),
+    ("export", "Download all your data as a JSON file", "把你的全部数据导出为 JSON 文件"),
+    ("import", "Restore your data from an export file", "从导出文件恢复你的数据"),
+    ("pause", "Stop remembering new things", "暂停记住新内容"),
+    ("resume", "Start remembering again", "恢复记忆"),
+    ("link", "Join your Discord and Telegram accounts", "关联你的 Discord 和 Telegram 账号"),
+    ("panel", "A sign-in link to your memories on the web", "获取网页记忆面板的登录链接"),
+    ("help", "What I can do", "我能做什么"),
+)
+LIST_CONTENT_CHARS = 200
+QUOTE_CHARS = 300
+PARAM_CHARS = 60
+REPORT_LINES = 10
+
+_SOURCES = {"user_stated": ("conversation", "对话"), "inferred": ("inferred", "推断"), "system": ("system", "系统"),
+            "manual": ("manual", "手动")}
+_STATUSES = {"pending": ("pending", "待提醒"), "sent": ("sent", "已发送"), "done": ("done", "已完成"),
+             "cancelled": ("cancelled", "已取消")}
+_SECTIONS = (("memories", "memory", "记忆"), ("episodes", "summary", "摘要"), ("todos", "reminder", "提醒"),
+             ("turns", "message", "聊天记录"), ("profile", "profile", "档案"))
+_WEEKDAYS_ZH = "一二三四五六日"
+
+ERRORS: dict[str, tuple[str, str]] = {
+    "bad_caller": ("I couldn't tell who you are. Please try again.", "无法识别你的身份，请重试。"),
+    "too_long": ("That's too long: at most {limit} characters, please.", "太长了，最多 {limit} 个字符。"),
+    "control_characters": ("That contains control characters I can't use. Please retype it.",
+                           "内容里有无法使用的控制字符，请重新输入。"),
+    "bad_id": ("That isn't a valid number. Use the one shown as #12.", "编号无效，请使用列表里显示的编号，比如 #12。"),
+    "bad_page": ("That page doesn't exist.", "没有这一页。"),
+    "search_empty": ("The search words are empty.", "搜索关键词是空的。"),
+    "unknown_type": ("Unknown type. Use one of: {types}.", "未知类型，可选：{types}。"),
+    "remember_empty": ("What should I remember? For example: /remember preference: oolong tea",
+                       "要我记住什么？例如：/remember 偏好：喜欢乌龙茶"),
+    "forget_empty": ("What should I forget? Give a number (#12), search words, or all.",
+                     "要删除什么？请给出编号（#12）、关键词或 all。"),
+    "forget_no_match": ("No memory matches “{search}”.", "没有找到包含「{search}」的记忆。"),
+    "forget_too_many": ("{count} memories match, more than {limit}. Narrow the search, or use /forget all.",
+                        "有 {count} 条记忆匹配，超过了 {limit} 条。请缩小范围，或使用 /forget all。"),
+    "memory_not_found": ("I can't find that memory.", "找不到这条记忆。"),
+    "reminder_not_found": ("I can't find that reminder.", "找不到这个提醒。"),
+    "reminder_empty": ("When, and what? For example: /remind tomorrow 9am call mom",
+                       "什么时候提醒什么？例如：/remind 明天早上9点 开会"),
+    "reminder_no_time": ("I couldn't find a time in that. Try “tomorrow 9am call mom” or “in 20 minutes stretch”.",
+                         "没看懂时间。试试「明天早上9点 开会」或「20分钟后 休息一下」。"),
+    "reminder_past": ("“{when}” has already passed. Pick a time in the future.",
+                      "「{when}」已经过去了，请选一个将来的时间。"),
+    "reminder_no_content": ("Remind you of what? Add a few words after the time.",
+                            "要提醒什么呢？请在时间后面写上内容。"),
+    "reminder_not_pending": ("That reminder is already {status}.", "这个提醒{status}。"),
+    "too_many_reminders": ("You have {limit} pending reminders, the most I keep. Cancel some first.",
+                           "你已有 {limit} 个待提醒事项，已到上限。请先取消一些。"),
+    "bad_minutes": ("Snooze for {low} to {high} minutes.", "稍后提醒的时间须在 {low} 到 {high} 分钟之间。"),
+    "import_empty": ("Please attach an export file (JSON).", "请附上导出文件（JSON）。"),
+    "import_too_large": ("That file is larger than {limit_mb} MB.", "文件超过了 {limit_mb} MB。"),
+    "import_not_json": ("That file isn't valid JSON.", "这个文件不是有效的 JSON。"),
+    "import_wrong_format": ("That isn't a Mnemo export file.", "这不是 Mnemo 的导出文件。"),
+    "import_wrong_version": ("Export version {version} isn't supported.", "不支持版本为 {version} 的导出文件。"),
+    "link_code_format": ("A link code has {length} letters and digits, like K7M2QX9P.",
+                         "关联代码由 {length} 位字母和数字组成，例如 K7M2QX9P。"),
+    "link_code_invalid": ("That code is unknown, used or expired. Get a new one with /link.",
+                          "这个代码无效、已使用或已过期。请用 /link 获取新代码。"),
+    "link_self": ("That code belongs to this account. Send it from your other account.",
+                  "这个代码就是本账号的，请在另一个账号上发送。"),
+    "link_same_platform": ("That account already has a {platform} account linked; one per platform.",
+                           "对方已关联了一个 {platform} 账号，每个平台只能关联一个。"),
+    "link_unlink_first": ("This account is already linked to another one. Use /link unlink first.",
+                          "这个账号已经关联了其他账号，请先使用 /link unlink。"),
+    "unlink_only_identity": ("This account isn't linked to any other.", "这个账号没有关联其他账号。"),
+    "confirmation_invalid": ("This confirmation is no longer valid (expired or already used). Please ask again.",
+                             "这个确认已失效（过期或已使用），请重新操作。"),
+    "bad_key": ("A key is 1 to {limit} characters without control characters.",
+                "键名须为 1 到 {limit} 个字符，且不含控制字符。"),
+    "bad_confidence": ("Confidence is a number from 0 to 1.", "置信度须为 0 到 1 之间的数字。"),
+    "bad_value": ("The value must be JSON of at most {limit} bytes, without NUL characters.",
+                  "值必须是不超过 {limit} 字节的 JSON，且不含 NUL 字符。"),
+    "too_many_ids": ("Give 1 to {limit} ids at a time.", "一次请给出 1 到 {limit} 个编号。"),
+    "session_not_found": ("There is no such conversation session.", "没有这个会话。"),
+    "user_not_found": ("There is no such user.", "没有这个用户。"),
+    "panel_link_invalid": ("This sign-in link is unknown, used or expired. Send /panel for a new one.",
+                           "这个登录链接无效、已使用或已过期。请发送 /panel 获取新链接。"),
+    "not_found": ("I can't find that.", "找不到。"),
+    "unexpected": ("Something went wrong. Please try again.", "出了点问题，请重试。"),
+}
+
+
+def is_chinese(locale: str | None) -> bool:
+    return isinstance(locale, str) and locale.lower().startswith("zh")
+
+
+def _pick(locale: str | None, en: str, zh: str) -> str:
+    return zh if is_chinese(locale) else en
+
+
+def help_text(locale: str | None) -> str:
+    zh = is_chinese(locale)
+    lines = ["我能做的事：" if zh else "What I can do:"]
+    lines += [f"/{name} — {described_zh if zh else described_en}" for name, described_en, described_zh in COMMANDS]
+    lines.append(_pick(locale, "/link gives a code; send /link <code> from the other account; /link unlink separates.",
+                       "/link 获取代码，在另一个账号发送 /link <代码>；/link unlink 解除关联。"))
+    lines.append(_pick(locale, "Your memories, exports and confirmations are only ever shown to you.",
+                       "你的记忆、导出文件和确认按钮只会给你本人看到。"))
+    return "\n".join(lines)
+
+
+def memory_page_text(page: Any, locale: str | None) -> str:
+    zh = is_chinese(locale)
+    if not page.items:
+        if page.type_filter or page.search:
+            return _pick(locale, "No memory matches.", "没有找到匹配的记忆。")
+        return _pick(locale, "I don't remember anything about you yet.", "我还没有记住关于你的事。")
+    head = f"我记得的关于你的事（共 {page.total} 条）" if zh else f"What I remember about you ({page.total})"
+    if page.type_filter:
+        head += f" · {'类型' if zh else 'type'} {page.type_filter}"
+    if page.search:
+        head += f" · {'搜索' if zh else 'search'} {_param(page.search)}"
+    footer = f"第 {page.page}/{page.pages} 页" if zh else f"page {page.page}/{page.pages}"
+    return "\n".join([head, *(memory_line(item, locale) for item in page.items), footer])
+
+
+def memory_line(item: Any, locale: str | None) -> str:
+    """``#12 · preference · 喜欢乌龙茶 · 置信度 0.9 · 用过 3 次 · 上次 2026-11-20 · 来源 对话``."""
+    zh = is_chinese(locale)
+    last = f"{item.last_accessed.astimezone(UTC):%Y-%m-%d}" if item.last_accessed else "—"
+    source = _SOURCES.get(item.source, (item.source, item.source))[zh]
+    content = _clip(" ".join(item.content.split()), LIST_CONTENT_CHARS)
+    if zh:
+        details = f"置信度 {_number(item.confidence)} · 用过 {item.access_count} 次 · 上次 {last} · 来源 {source}"
+    else:
+        times = "time" if item.access_count == 1 else "times"
+        details = (f"confidence {_number(item.confidence)} · used {item.access_count} {times} · last {last}"
+                   f" · source {source}")
+    return f"#{item.id} · {item.type} · {content} · {details}"
+
+
+def origin_text(origin: Any, locale: str | None, link: str | None) -> str:
+    memory = origin.memory
+    lines = [f"#{memory.id} · {memory.type} · {_clip(memory.content, QUOTE_CHARS)}"]
+    if origin.message_text is not None:
+        when = f"{origin.message_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if origin.message_at else ""
+        quote = _clip(origin.message_text, QUOTE_CHARS)
+        lines.append(_pick(locale, f"From your message {when}: “{quote}”", f"来自你 {when} 的消息：「{quote}」"))
+    elif memory.source == "manual":
+        lines.append(_pick(locale, "You added this yourself (/remember or an import).",
+                           "这是你自己添加的（/remember 或导入）。"))
+    else:
+        lines.append(_pick(locale, "I no longer have the message this came from.", "原始消息已经不在了。"))
+    if link:
+        lines.append(link)
+    return "\n".join(lines)
+
+
+def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None) -> str:
+    zh = is_chinese(locale)
+    minutes = _minutes_left(conf.expires_at, now)
+    if getattr(conf, "everything", False):
+        head = (f"要删除我知道的关于你的一切吗？包括 {conf.count} 条记忆、聊天记录、摘要和档案"
+                "（提醒会保留）。" if zh else
+                f"Forget everything I know about you? That is {conf.count} {_plural(conf.count, 'memory')}, "
+                "our conversations, summaries and your profile (reminders stay).")
+    else:
+        head = (f"确定删除这 {conf.count} 条记忆吗？" if zh else
+                f"Forget {'this memory' if conf.count == 1 else f'these {conf.count} memories'}?")
+    lines = [head, *(f"• {item}" for item in conf.preview)]
+    if conf.count > len(conf.preview) and conf.preview:
+        more = conf.count - len(conf.preview)
+        lines.append(f"……还有 {more} 条" if zh else f"… and {more} more")
+    lines.append(f"删除后无法恢复。确认按钮 {minutes} 分钟内有效。" if zh else
+                 f"This cannot be undone. The buttons work for {minutes} {_plural(minutes, 'minute')}.")
+    return "\n".join(lines)
+
+
+def confirm_button_labels(locale: str | None) -> tuple[str, str]:
+    return ("确认删除", "取消") if is_chinese(locale) else ("Yes, forget", "Cancel")
+
+
+def forgotten_text(count: int, locale: str | None) -> str:
+    if count == 0:
+        return _pick(locale, "Done: forgotten for good.", "已彻底删除。")
+    return _pick(locale, f"Done: {count} {_plural(count, 'memory')} forgotten for good.",
+                 f"已彻底删除 {count} 条记忆。")
+
+
+def cancelled_text(locale: str | None) -> str:
+    return _pick(locale, "Okay, nothing was deleted.", "好的，什么都没有删除。")
+
+
+def remembered_text(item: Any, locale: str | None) -> str:
+    content = _clip(item.content, QUOTE_CHARS)
+    return _pick(locale, f"Got it, I'll remember: {content} (#{item.id}, {item.type})",
+                 f"好的，我记住了：{content}（#{item.id}，{item.type}）")
+
+
+def reminders_text(items: Sequence[Any], locale: str | None) -> str:
+    if not items:
+        return _pick(locale, "No pending reminders. Try /remind tomorrow 9am call mom",
+                     "没有待提醒的事项。试试 /remind 明天早上9点 开会")
+    lines = [_pick(locale, "Your reminders:", "你的提醒：")]
+    lines += [f"#{item.id} · {_when(item, locale)} · {_clip(item.content, LIST_CONTENT_CHARS)}" for item in items]
+    return "\n".join(lines)
+
+
+def reminder_added_text(item: Any, locale: str | None) -> str:
+    content = _clip(item.content, QUOTE_CHARS)
+    return _pick(locale, f"⏰ I'll remind you {_when(item, locale)}: {content} (#{item.id})",
+                 f"⏰ 好的，我会在 {_when(item, locale)} 提醒你：{content}（#{item.id}）")
+
+
+def reminder_updated_text(item: Any, locale: str | None) -> str:
+    """After cancel, done or snooze."""
+    if item.status == "cancelled":
+        return _pick(locale, f"Reminder #{item.id} cancelled.", f"已取消提醒 #{item.id}。")
+    if item.status == "done":
+        return _pick(locale, f"Reminder #{item.id} marked done.", f"提醒 #{item.id} 已完成。")
+    return _pick(locale, f"Okay, I'll remind you again {_when(item, locale)}.",
+                 f"好的，{_when(item, locale)} 再提醒你。")
+
+
+def import_report_text(report: Any, locale: str | None) -> str:
+    zh = is_chinese(locale)
+    counts = [f"{name_zh} {report.imported.get(key, 0)}" if zh else
+              f"{report.imported.get(key, 0)} {_plural(report.imported.get(key, 0), name_en)}"
+              for key, name_en, name_zh in _SECTIONS]
+    lines = [("已导入：" + "、".join(counts)) if zh else ("Imported: " + ", ".join(counts))]
+    duplicates = getattr(report, "duplicates", 0)
+    if duplicates:
+        lines.append(f"已跳过重复的 {duplicates} 项。" if zh else f"Skipped {duplicates} you already had.")
+    if report.refused:
+        lines.append(f"未导入 {len(report.refused)} 项：" if zh else f"Not imported ({len(report.refused)}):")
+        lines += [f"• {reason}" for reason in report.refused[:REPORT_LINES]]
+        if len(report.refused) > REPORT_LINES:
+            rest = len(report.refused) - REPORT_LINES
+            lines.append(f"……还有 {rest} 项" if zh else f"… and {rest} more")
+    return "\n".join(lines)
+
+
+def paused_text(paused: bool, locale: str | None) -> str:
+    if paused:
+        return _pick(locale, "Paused: I won't remember anything new from our chats until you /resume. "
+                             "(/remember still works.)",
+                     "已暂停：在你 /resume 之前，我不会从聊天中记住新内容。（/remember 仍然可用。）")
+    return _pick(locale, "I'm remembering again.", "已恢复，我会继续记住你说的事。")
+
+
+def link_code_text(code: Any, locale: str | None, now: datetime | None = None) -> str:
+    text = getattr(code, "code", code)
+    expires_at = getattr(code, "expires_at", None)
+    minutes = _minutes_left(expires_at, now) if expires_at else None
+    within_en = f" within {minutes} {_plural(minutes, 'minute')}" if minutes else ""
+    within_zh = f"请在 {minutes} 分钟内，" if minutes else "请"
+    return _pick(locale, f"Your link code: {text}\nSend /link {text} from your other account (Discord or Telegram)"
+                         f"{within_en}. It works once.",
+                 f"你的关联代码：{text}\n{within_zh}在另一个账号（Discord 或 Telegram）发送 /link {text}。"
+                 "代码只能用一次。")
+
+
+def panel_link_text(link: Any, locale: str | None, now: datetime | None = None) -> str:
+    minutes = _minutes_left(link.expires_at, now)
+    return _pick(locale, f"Your memories on the web: {link.url}\nThe link signs you in once, within {minutes} "
+                         f"{_plural(minutes, 'minute')}. Don't share it: it opens your memories.",
+                 f"网页记忆面板：{link.url}\n请在 {minutes} 分钟内打开，链接只能用一次。"
+                 "不要分享给别人：它能打开你的记忆。")
+
+
+def linked_text(locale: str | None) -> str:
+    return _pick(locale, "Linked! Both accounts now share one memory.", "关联成功！两个账号现在共用同一份记忆。")
+
+
+def unlinked_text(locale: str | None) -> str:
+    return _pick(locale, "Unlinked. This account starts fresh; your memories stay with your other account.",
+                 "已解除关联。这个账号从头开始，记忆保留在另一个账号上。")
+
+
+def error_text(exc: BaseException, locale: str | None) -> str:
+    """The message for a command error: its key and parameters in the user's language."""
+    key = getattr(exc, "key", None) or (exc.args[0] if exc.args and isinstance(exc.args[0], str) else None)
+    if key not in ERRORS:
+        key = "not_found" if type(exc).__name__ == "NotFound" else "unexpected"
+    params = {name: _param(value) for name, value in (getattr(exc, "params", None) or {}).items()}
+    if key == "reminder_not_pending":
+        params["status"] = _STATUSES.get(params.get("status", ""), (params.get("status", ""),) * 2)[
+            is_chinese(locale)]
+    template = ERRORS[key][is_chinese(locale)]
+    try:
+        return template.format(**params)
+    except (KeyError, IndexError, ValueError):
+        return ERRORS["unexpected"][is_chinese(locale)]
+
+
+def _when(item: Any, locale: str | None) -> str:
+    due = item.due_at
+    if is_chinese(locale):
+        return f"{due.month}月{due.day}日 周{_WEEKDAYS_ZH[due.weekday()]} {due:%H:%M}（{item.timezone}）"
+    return f"{due:%a %d %b %H:%M} ({item.timezone})"
+
+
+def _minutes_left(expires_at: datetime, now: datetime | None) -> int:
+    seconds = (expires_at - (now or datetime.now(UTC))).total_seconds()
+    return max(1, math.ceil(seconds / 60))
+
+
+def _number(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _plural(count: int, word: str) -> str:
+    if count == 1:
+        return word
+    return word[:-1] + "ies" if word.endswith("y") else word + "s"
+
+
+def _param(value: object) -> str:
+    return _clip(" ".join(str(value).split()), PARAM_CHARS)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,125 @@
+"""Step 3 of a turn: record the reply, update working memory, store what the user stated, todos, jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from shared.db.memory_models import Todo
+from shared.db.models import ConversationTurn
+from shared.emotion import Emotion, strategy_for
+from shared.llm.turn_schema import TurnOutput
+from shared.memory.writes import store_stated_memories
+from shared.reminders.timeparse import parse_due
+from shared.repositories.uow import UnitOfWork
+from shared.text import estimate_tokens
+
+if TYPE_CHECKING:
+    from shared.conversation.config import ConversationConfig
+    from shared.conversation.prepare import PreparedTurn
+
+MESSAGES_PER_SUMMARY = 30
+"""A session is summarised into an episode part each time it passes this many messages (both sides)."""
+MAX_CONTEXT_VARIABLES = 10
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """What the LLM (or the offline responder) made of the turn."""
+
+    output: TurnOutput
+    emotion: Emotion
+    offline: bool
+    warnings: tuple[str, ...] = ()
+    trusted: bool = True
+    """False when the answer was not valid JSON: its text is the reply, nothing is stored from it."""
+
+
+@dataclass(frozen=True)
+class AppliedTurn:
+    memory_ids: tuple[int, ...]
+    todo_ids: tuple[int, ...]
+    warnings: tuple[str, ...]
+    job_ids: tuple[int, ...] = ()
+
+
+def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult, config: ConversationConfig, *,
+                      now: datetime, embeddings_wanted: bool) -> AppliedTurn:
+    """Everything that follows from the reply, in the caller's transaction."""
+    output = result.output
+    uow.turns.add(ConversationTurn(user_id=prepared.user_id, chat_id=prepared.chat_id,
+                                   session_id=prepared.session_id, role="assistant", text=output.response,
+                                   token_estimate=estimate_tokens(output.response), created_at=now))
+    turn_count = _update_working_memory(uow, prepared, result, config, now)
+    uow.memories.touch(prepared.user_id, prepared.prompt.memory_ids, now)
+    memory_ids: tuple[int, ...] = ()
+    warnings: tuple[str, ...] = ()
+    if result.trusted and output.memory_update:
+        if prepared.paused:
+            warnings += ("Remembering is paused; nothing new was stored.",)
+        else:
+            memory_ids = _store_memories(uow, prepared, output, now)
+    todo_ids, todo_warnings = _store_todos(uow, prepared, output, now) if result.trusted else ((), ())
+    job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted)
+    return AppliedTurn(memory_ids=memory_ids, todo_ids=todo_ids, warnings=warnings + todo_warnings, job_ids=job_ids)
+
+
+def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,
+                           config: ConversationConfig, now: datetime) -> int:
+    session = uow.sessions.get(prepared.user_id, prepared.session_id)
+    if result.output.topic:
+        session.current_topic = result.output.topic
+    if result.output.context_variables:
+        merged = {**(session.context_variables or {}), **result.output.context_variables}
+        session.context_variables = dict(list(merged.items())[-MAX_CONTEXT_VARIABLES:])
+    session.last_emotion = result.emotion.to_json()
+    session.next_strategy = strategy_for(result.emotion, enabled=config.emotion_enabled).to_json()
+    session.updated_at = now
+    return session.turn_count
+
+
+def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput, now: datetime) -> tuple[int, ...]:
+    """What the user stated in this message; the write path refuses questions and the bot's own words."""
+    bot_lines = prepared.offline_view.bot_lines if prepared.offline_view is not None else ()
+    writes = store_stated_memories(uow, prepared.user_id, output.memory_update, now=now,
+                                   source_turn_id=prepared.user_turn_id, session_id=prepared.session_id,
+                                   source_text=prepared.text, bot_lines=bot_lines)
+    return tuple(write.memory.id for write in writes)
+
+
+def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
+                 now: datetime) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    ids, warnings = [], []
+    for entry in output.todos:
+        due = parse_due(entry.due, now, prepared.timezone)
+        if due is None or due <= now:
+            warnings.append(f"Could not schedule a reminder for {entry.content!r}: no future time in {entry.due!r}.")
+            continue
+        todo = uow.todos.add(Todo(user_id=prepared.user_id, chat_id=prepared.chat_id, content=entry.content,
+                                  due_at=due, remind_at=due, timezone=prepared.timezone, source="conversation",
+                                  source_turn_id=prepared.user_turn_id, created_at=now, updated_at=now))
+        ids.append(todo.id)
+    return tuple(ids), tuple(warnings)
+
+
+def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tuple[int, ...], turn_count: int,
+                         embeddings_wanted: bool) -> tuple[int, ...]:
+    """Jobs for the workers, in this transaction (the outbox relay sends them after commit)."""
+    user_id = prepared.user_id
+    if prepared.paused:  # nothing is learnt from this turn, now or later
+        uow.turns.mark_extracted(user_id, [prepared.user_turn_id])
+        return ()
+    owed: list[tuple[str, dict, str]] = [
+        ("extract_turn", {"turn_id": prepared.user_turn_id, "recalled_memory_ids": list(prepared.prompt.memory_ids)},
+         f"extract:{prepared.user_turn_id}")]
+    if embeddings_wanted:
+        owed += [("embed_memory", {"memory_id": memory_id, "user_id": user_id}, f"embed:{memory_id}")
+                 for memory_id in memory_ids]
+    messages = 2 * turn_count
+    if messages % MESSAGES_PER_SUMMARY == 0:
+        part = messages // MESSAGES_PER_SUMMARY
+        owed.append(("summarise_session", {"session_id": prepared.session_id, "part": part},
+                     f"summarise:{prepared.session_id}:{part}"))
+    ids = (uow.outbox.add(task, payload, dedup_key=key, user_id=user_id) for task, payload, key in owed)
+    return tuple(job_id for job_id in ids if job_id is not None)

@@ -1,0 +1,31 @@
+"""The settings the hot path reads, fixed at start-up (one place, so prepare, apply and the service
+share them without importing each other)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from shared.settings import Settings
+
+
+@dataclass(frozen=True)
+class ConversationConfig:
+    """The settings the hot path reads, fixed at start-up."""
+
+    bot_name: str
+    personality: str
+    emotion_enabled: bool
+    retrieval_limit: int
+    memory_budget_tokens: int
+    history_turns: int
+    idle: timedelta
+    default_timezone: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ConversationConfig:
+        return cls(bot_name=settings.bot_name, personality=settings.bot_personality,
+                   emotion_enabled=settings.use_memory_emotion_system,
+                   retrieval_limit=settings.memory_retrieval_limit,
+                   memory_budget_tokens=settings.memory_context_tokens, history_turns=settings.history_turns,
+                   idle=timedelta(minutes=settings.session_idle_minutes), default_timezone=settings.default_timezone)

@@ -1,0 +1,202 @@
+"""The offline responder's reply, composed part by part: the reminder confirmed, the statements echoed (new,
+corrected or already known), the recall question answered or honestly not, small talk in the tone of the
+emotion strategy table, and the one-time hint on connecting a model. Pure, no database."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from shared.conversation import offline_replies as say
+from shared.conversation.echo import lower_first, second_person
+from shared.conversation.offline_view import MemoryNote, OfflineView, replies_in_chinese
+from shared.emotion import Emotion, strategy_for
+from shared.search.tokenizer import query_terms
+from shared.speech.acts import sentences
+from shared.speech.guard import near_same
+from shared.speech.recall_questions import RecallAsk, asks_about_bot, recall_ask
+from shared.speech.statements import Statement, read_statements
+
+if TYPE_CHECKING:
+    from shared.llm.turn_schema import TodoEntry
+
+MAX_ANSWERS = 3
+LONG_MESSAGE_CHARS = 40
+"""A statement this long that holds no fact the rules know is conversation a model should answer."""
+REMIND_CUE = re.compile(r"提醒我|记得叫我|remind me|don't let me forget", re.IGNORECASE)
+GENERIC_TERMS = frozenset({"喜欢", "like", "love", "有", "have", "名字", "name", "什么", "想", "字"})
+"""Words of a recall question too general to pick a memory by ("我喜欢什么" names no topic)."""
+_HOW_ARE_YOU = re.compile(r"最近怎么样|最近好吗|你好吗|你怎么样|你还好吗|过得怎么样|\bhow are you\b|\bhow's it going\b|"
+                          r"\bhow have you been\b|\bwhat's up\b|\bhow are things\b|\bhow do you do\b", re.IGNORECASE)
+_GOOD_NIGHT = re.compile(r"晚安|good ?night|\bnight night\b", re.IGNORECASE)
+
+
+def already_known(statement: Statement, view: OfflineView) -> bool:
+    """Said before in nearly the same words: a memory recalled or held under the same key."""
+    key = (statement.type, statement.predicate)
+    same_key = [n for n in view.known if (n.type, n.predicate) == key]
+    return any(near_same(statement.content, n.content) for n in [*view.recalled, *same_key])
+
+
+@dataclass
+class Composer:
+    """One reply being put together for ``view`` in the user's language."""
+
+    view: OfflineView
+    chinese: bool
+    emotion: Emotion
+
+    @property
+    def last_reply(self) -> str:
+        return self.view.bot_lines[-1] if self.view.bot_lines else ""
+
+    def pick(self, key: str, **values: str) -> str:
+        return say.pick(key, self.chinese, self.view.text, self.view.turn_number, self.last_reply, **values)
+
+    def echo(self, content: str) -> str:
+        turned = second_person(content)
+        return turned if self.chinese else lower_first(turned)
+
+    def reminder(self, todos: tuple[TodoEntry, ...]) -> str:
+        if not todos:
+            return say.text("reminder_needs_time", self.chinese) if REMIND_CUE.search(self.view.text) else ""
+        due = datetime.fromisoformat(todos[0].due)
+        when = say.when_text(due, self.view.local_now, self.view.timezone, self.chinese)
+        return say.text("reminder", self.chinese, when=when, what=second_person(todos[0].content))
+
+    def statements(self, statements: list[Statement]) -> str:
+        fresh, changed, known = [], [], []
+        for statement in statements:
+            key = (statement.type, statement.predicate)
+            old = [n for n in self.view.known if (n.type, n.predicate) == key]
+            if already_known(statement, self.view):
+                known.append(statement)
+            elif old:
+                changed.append((statement, old[-1]))
+            else:
+                fresh.append(statement)
+        lines = [self._stated(fresh), *(self._changed(new, old) for new, old in changed)]
+        if known and not (fresh or changed):
+            lines.append(say.text("already_known", self.chinese,
+                                  items=say.join_items([self.echo(s.content) for s in known], self.chinese)))
+        return " ".join(line for line in lines if line)
+
+    def _stated(self, fresh: list[Statement]) -> str:
+        if not fresh:
+            return ""
+        if self.view.paused:
+            items = say.join_items([self.echo(s.content) for s in fresh], self.chinese)
+            return say.text("paused", self.chinese, items=items)
+        if len(fresh) == 1 and fresh[0].predicate == "name":
+            return say.text("named", self.chinese, name=fresh[0].value)
+        items = say.join_items([self.echo(s.content) for s in fresh], self.chinese)
+        return say.text("remembered", self.chinese, items=items)
+
+    def _changed(self, new: Statement, old: MemoryNote) -> str:
+        if self.view.paused:
+            return say.text("paused", self.chinese, items=self.echo(new.content))
+        if new.predicate == "name":
+            return say.text("renamed", self.chinese, name=new.value, old=_name_in(old.content) or old.content)
+        return say.text("updated", self.chinese, items=self.echo(new.content), old=self.echo(old.content))
+
+    def answer(self, ask: RecallAsk | None) -> str:
+        if ask is None:
+            if asks_about_bot(self.view.text):
+                return say.text("intro", self.chinese, bot=self.view.bot_name)
+            return ""
+        notes = _answers(ask, self.view)
+        if ask.about_user:
+            name = _name_in(next((n.content for n in self.view.known if n.predicate == "name"), ""))
+            others = [n for n in (notes or self.view.recalled) if n.predicate != "name"][:MAX_ANSWERS]
+            if not (name or others):
+                return say.text("stranger", self.chinese)
+            if not others:
+                return say.text("about_user_name", self.chinese, **say.name_values(name))
+            items = say.join_items([self.echo(n.content) for n in others], self.chinese)
+            return say.text("about_user", self.chinese, items=items, **say.name_values(name))
+        if not notes:
+            return say.text("dont_know", self.chinese, **say.asked_what([p for _, p in ask.keys], self.chinese))
+        quoted = any(replies_in_chinese(n.content) != self.chinese for n in notes)
+        items = say.join_items([n.content if quoted else self.echo(n.content) for n in notes], self.chinese)
+        items = items if self.chinese or quoted else items[:1].upper() + items[1:]
+        return say.text("answer_quoted" if quoted else "answer", self.chinese, items=items)
+
+    def small_talk(self) -> str:
+        kinds = [sentence.kind for sentence in sentences(self.view.text)]
+        name = _name_in(next((n.content for n in self.view.known if n.predicate == "name"), "")) or None
+        if "thanks" in kinds:
+            return self.pick("thanks")
+        if _HOW_ARE_YOU.search(self.view.text):
+            return self.pick("how_are_you")
+        if "greeting" in kinds:
+            key = "good_night" if _GOOD_NIGHT.search(self.view.text) else "greeting"
+            return self.pick(key, **say.name_values(name))
+        tone = strategy_for(self.emotion).tone
+        line = self.pick(tone if tone in ("empathetic", "calm_reassuring", "patient", "warm", "enthusiastic")
+                         else "neutral")
+        if tone in ("warm", "enthusiastic") and self._may_ask():
+            line += self.pick("follow_up")
+        return line
+
+    def unanswerable(self) -> str:
+        """What it cannot do offline, when the message asks for it (not to someone who is upset)."""
+        return say.text("offline_limits", self.chinese) if self._needs_answer() and not self._upset() else ""
+
+    def model_hint(self, understood: bool) -> str:
+        """The one-line hint on connecting a model, when this turn needs one and it was not shown yet."""
+        if self.view.hint_shown or self._upset():
+            return ""
+        statements = [s for s in sentences(self.view.text) if s.kind == "statement"]
+        chatty = not understood and sum(len(s.body) for s in statements) >= LONG_MESSAGE_CHARS
+        return say.text("model_hint", self.chinese) if self._needs_answer() or chatty else ""
+
+    def _needs_answer(self) -> bool:
+        """A question, request or hypothetical that neither memory, small talk nor the bot's introduction
+        answers."""
+        text = self.view.text
+        if recall_ask(text) is not None or asks_about_bot(text) or _HOW_ARE_YOU.search(text):
+            return False
+        return any(s.kind in ("request", "hypothetical", "question") for s in sentences(self.view.text))
+
+    def _upset(self) -> bool:
+        return self.emotion.category == "negative" and self.emotion.primary != "confused"
+
+    def _may_ask(self) -> bool:
+        """A follow-up question only where both this turn's and the session's strategy allow one."""
+        return self.view.strategy.proactive_question and strategy_for(self.emotion).proactive_question
+
+
+def _answers(ask: RecallAsk, view: OfflineView) -> list[MemoryNote]:
+    """The speaker's memories that answer ``ask``: its exact keys, then its open prefixes, then recalled
+    memories that share a meaningful word with the question."""
+    pool = _unique([*view.known, *view.recalled])
+    exact = [n for key in ask.keys for n in pool if (n.type, n.predicate) == key]
+    if exact:
+        return _unique(exact)[:MAX_ANSWERS]
+    wanted = [term for term in ask.terms if term not in GENERIC_TERMS]
+
+    def shares_a_word(note: MemoryNote) -> bool:
+        return bool(set(wanted) & set(query_terms(note.content)))
+
+    open_matches = [n for n in pool for kind, part in ask.prefixes if n.type == kind and n.predicate
+                    and (n.predicate.startswith(part) if not part.startswith("_") else n.predicate.endswith(part))]
+    if open_matches:
+        chosen = [n for n in open_matches if shares_a_word(n)] if wanted else open_matches
+        if chosen:
+            return _unique(chosen)[:MAX_ANSWERS]
+    return [n for n in view.recalled if wanted and shares_a_word(n)][:MAX_ANSWERS]
+
+
+def _unique(notes: list[MemoryNote]) -> list[MemoryNote]:
+    """The notes without repeats of the same text (a memory can be both known and recalled)."""
+    first: dict[str, MemoryNote] = {}
+    for note in notes:
+        first.setdefault(note.content, note)
+    return list(first.values())
+
+
+def _name_in(content: str) -> str:
+    """The name in a stored "我叫小红" / "My name is Ana", or "" when there is none."""
+    return next((s.value for s in read_statements(content) if s.predicate == "name"), "")

@@ -1,0 +1,55 @@
+"""What the offline responder may see of a turn (filled in by :mod:`shared.conversation.prepare`), and the
+language it answers in. Pure, no database."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from shared.emotion import ResponseStrategy
+
+OFFLINE_HINT_KEY = "offline_model_hint"
+"""The session context variable that records that the hint on connecting a model was shown."""
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+
+
+@dataclass(frozen=True)
+class MemoryNote:
+    """One of the speaker's memories as the offline responder sees it."""
+
+    content: str
+    type: str
+    predicate: str | None
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class OfflineView:
+    """What the offline responder may see of the turn."""
+
+    text: str
+    local_now: datetime
+    timezone: str
+    strategy: ResponseStrategy
+    memories: tuple[str, ...]
+    user_name: str | None
+    recalled: tuple[MemoryNote, ...] = ()
+    """The memories recalled for this turn, best first."""
+    known: tuple[MemoryNote, ...] = ()
+    """The speaker's current memories under the keys this message states or asks about
+    (:func:`shared.conversation.offline.lookup_keys`)."""
+    bot_lines: tuple[str, ...] = ()
+    """The bot's recent replies in this session, oldest first."""
+    hint_shown: bool = False
+    paused: bool = False
+    """The user paused remembering: statements are acknowledged, not claimed as remembered."""
+    bot_name: str = "Mnemo"
+    turn_number: int = 0
+
+
+def replies_in_chinese(text: str) -> bool:
+    """Chinese when the message has at least as many Chinese characters as Latin words."""
+    han = len(_HAN.findall(text))
+    return han > 0 and han >= len(_LATIN_WORD.findall(text))

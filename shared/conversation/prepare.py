@@ -1,0 +1,225 @@
+"""Step 1 of a turn: who is speaking, is it a duplicate, working memory, the user's turn, recall, prompt.
+
+A question that names what it asks for ("我住哪", "what's my dog's name") also looks the answer up by
+its memory key, and that memory leads the recall: its words need not match the question's at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy import select
+
+from shared.conversation.messages import IncomingMessage, Reply
+from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
+from shared.conversation.offline_replies import MODEL_HINT_MARKER
+from shared.conversation.prompt import BuiltPrompt, MemoryLine, PromptInputs, build_turn_prompt
+from shared.db.memory_models import Memory
+from shared.db.models import ConversationSession, ConversationTurn
+from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
+from shared.recall.retrieval import Recall, ScoredMemory, recall_for_turn
+from shared.repositories.uow import UnitOfWork
+from shared.search.scoring import combine, recency_score
+from shared.speech.recall_questions import recall_ask
+from shared.text import clean_text, estimate_tokens
+
+if TYPE_CHECKING:
+    from shared.conversation.config import ConversationConfig
+
+MAX_MESSAGE_CHARS = 8000
+"""Longer messages are cut before they reach the prompt (the user is told)."""
+MAX_LOOKED_UP_KEYS = 8
+MAX_PREFIX_MATCHES = 50
+"""How many of the user's memories of one type an open question ("我喜欢什么") looks through."""
+RECENT_BOT_LINES = 3
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    """Everything step 1 decided, handed to the LLM call and to step 3."""
+
+    user_id: int
+    chat_id: int
+    session_id: int
+    user_turn_id: int
+    timezone: str
+    is_private: bool
+    text: str
+    strategy: ResponseStrategy
+    recall: Recall
+    prompt: BuiltPrompt
+    offline_view: OfflineView
+    paused: bool
+    warnings: tuple[str, ...]
+    duplicate: Reply | None = None
+
+
+def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
+                 query_vector: Sequence[float] | None, vectors) -> PreparedTurn:
+    identity = uow.users.identify(message.platform, message.user_id, display_name=message.display_name,
+                                  locale=message.locale)
+    chat = uow.chats.get_or_create(message.platform, message.chat_id,
+                                   "private" if message.is_private else "group", message.chat_title)
+    user_id, timezone = identity.user_id, _timezone(identity.timezone, config.default_timezone)
+    if message.message_id is not None:
+        seen = uow.turns.by_platform_message(chat.id, "user", message.message_id)
+        if seen is not None:
+            return _duplicate(uow, seen)
+    session = _working_memory(uow, user_id, chat.id, now, config)
+    history = [(turn.role, turn.text) for turn in uow.turns.recent(user_id, session.id, config.history_turns)]
+    text, warnings = _clean_message(message.text)
+    turn_id = _record_user_turn(uow, message, user_id, chat.id, session.id, text)
+    if turn_id is None:  # the same message was recorded by another process a moment ago
+        return _duplicate(uow, uow.turns.by_platform_message(chat.id, "user", str(message.message_id)))
+    session.turn_count += 1
+    session.updated_at = now
+    strategy = ResponseStrategy.from_json(session.next_strategy) if config.emotion_enabled else PLAIN_STRATEGY
+    recall = recall_for_turn(uow, user_id, text, now=now, limit=config.retrieval_limit,
+                             topic=session.current_topic, query_vector=query_vector, vectors=vectors,
+                             context=[said for role, said in history if role == "user"])
+    known = _known_memories(uow, user_id, text)
+    recall = _asked_first(recall, known, text, now, config.retrieval_limit)
+    local_now = now.astimezone(ZoneInfo(timezone))
+    prompt = build_turn_prompt(PromptInputs(
+        bot_name=config.bot_name, personality=config.personality,
+        strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,
+        user_message=text, local_now=local_now, timezone=timezone, is_group=not message.is_private,
+        profile=_profile_text(recall), memories=[_line(item.memory) for item in recall.memories],
+        episodes=[episode.summary for episode in recall.episodes], history=history,
+        memory_budget_tokens=config.memory_budget_tokens, topic=session.current_topic))
+    if prompt.dropped_memories:
+        warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
+    user = uow.users.get(user_id)
+    paused = user is not None and user.paused_at is not None
+    offline_view = replace(_offline_view(text, local_now, timezone, strategy, identity.display_name, recall, prompt,
+                                         known, history, session, config.bot_name), paused=paused)
+    return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
+                        timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
+                        recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings)
+
+
+def _offline_view(text: str, local_now: datetime, timezone: str, strategy: ResponseStrategy, user_name: str | None,
+                  recall: Recall, prompt: BuiltPrompt, known: list[Memory], history: list[tuple[str, str]],
+                  session: ConversationSession, bot_name: str) -> OfflineView:
+    recalled = [item for item in recall.memories if item.memory.id in prompt.memory_ids]
+    bot_lines = tuple(said for role, said in history if role == "assistant")[-RECENT_BOT_LINES:]
+    hint_shown = bool((session.context_variables or {}).get(OFFLINE_HINT_KEY)) or any(
+        MODEL_HINT_MARKER in said for role, said in history if role == "assistant")
+    return OfflineView(
+        text=text, local_now=local_now, timezone=timezone, strategy=strategy,
+        memories=tuple(item.memory.content for item in recalled), user_name=user_name,
+        recalled=tuple(_note(item.memory, item.score.total) for item in recalled),
+        known=tuple(_note(memory) for memory in known), bot_lines=bot_lines, hint_shown=hint_shown,
+        bot_name=bot_name, turn_number=session.turn_count)
+
+
+def _known_memories(uow: UnitOfWork, user_id: int, text: str) -> list[Memory]:
+    """The user's active memories under the keys the message states or asks about (see
+    :func:`shared.conversation.offline.lookup_keys`), and those an open question's prefixes select."""
+    keys, prefixes = lookup_keys(text)
+    found: dict[int, Memory] = {}
+    for memory_type, predicate in keys[:MAX_LOOKED_UP_KEYS]:
+        for memory in uow.memories.active_by_key(user_id, memory_type, "user", predicate):
+            found[memory.id] = memory
+    for memory_type in dict.fromkeys(kind for kind, _ in prefixes):
+        parts = [part for kind, part in prefixes if kind == memory_type]
+        rows, _total = uow.memories.page(user_id, type_=memory_type, limit=MAX_PREFIX_MATCHES)
+        for memory in rows:
+            predicate = memory.predicate or ""
+            if any(predicate.endswith(part) if part.startswith("_") else predicate.startswith(part) for part in parts):
+                found[memory.id] = memory
+    return list(found.values())
+
+
+def _asked_first(recall: Recall, known: list[Memory], text: str, now: datetime, limit: int) -> Recall:
+    """The recall with the memories that answer the question's exact keys first ("我住哪" → lives_in)."""
+    ask = recall_ask(text)
+    asked = [memory for key in (ask.keys if ask else ()) for memory in known if (memory.type, memory.predicate) == key]
+    if not asked:
+        return recall
+    asked_ids = {memory.id for memory in asked}
+    leading = tuple(ScoredMemory(memory, combine(
+        relevance=1.0, keyword=1.0, memory_type=memory.type, confidence=memory.confidence, on_topic=False,
+        recency=recency_score(memory.last_accessed or memory.updated_at or memory.created_at, now), frequency=1.0))
+        for memory in dict.fromkeys(asked))
+    rest = tuple(item for item in recall.memories if item.memory.id not in asked_ids)
+    notes = recall.notes + tuple(f"memory {memory.id} answers the question's key {memory.predicate}"
+                                 for memory in asked)
+    return replace(recall, memories=(leading + rest)[:limit], notes=notes)
+
+
+def _note(memory: Memory, score: float = 0.0) -> MemoryNote:
+    return MemoryNote(content=memory.content, type=memory.type, predicate=memory.predicate, score=score)
+
+
+def _working_memory(uow: UnitOfWork, user_id: int, chat_id: int, now: datetime,
+                    config: ConversationConfig) -> ConversationSession:
+    """The open session, unless it has been idle too long: then it is closed and a new one opened."""
+    current = uow.sessions.open_for(user_id, chat_id, lock=True)
+    if current is not None and now - current.updated_at <= config.idle:
+        return current
+    if current is not None:
+        uow.sessions.close(current.id, now)
+        uow.outbox.add("close_session", {"session_id": current.id}, dedup_key=f"close:{current.id}",
+                       user_id=user_id)
+        uow.session.expire(current)
+    return uow.sessions.start(user_id, chat_id, now)
+
+
+def _record_user_turn(uow: UnitOfWork, message: IncomingMessage, user_id: int, chat_id: int, session_id: int,
+                      text: str) -> int | None:
+    """The new turn's id; None when another process recorded the same platform message a moment ago."""
+    return uow.turns.add_unless_seen(ConversationTurn(
+        user_id=user_id, chat_id=chat_id, session_id=session_id, role="user",
+        platform_message_id=message.message_id, text=text, token_estimate=estimate_tokens(text),
+        created_at=message.sent_at))
+
+
+def _duplicate(uow: UnitOfWork, seen: ConversationTurn | None) -> PreparedTurn:
+    """A message handled before: the reply given then (empty while it is still being answered)."""
+    if seen is None:
+        raise RuntimeError("a duplicate message vanished while it was being checked")
+    answer = uow.session.scalars(
+        select(ConversationTurn).where(ConversationTurn.session_id == seen.session_id,
+                                       ConversationTurn.role == "assistant", ConversationTurn.id > seen.id)
+        .order_by(ConversationTurn.id).limit(1)).one_or_none()
+    reply = Reply(text=answer.text if answer else "", emotion=UNKNOWN, strategy=PLAIN_STRATEGY, duplicate=True)
+    return PreparedTurn(user_id=seen.user_id, chat_id=seen.chat_id, session_id=seen.session_id or 0,
+                        user_turn_id=seen.id, timezone="UTC", is_private=True, text=seen.text,
+                        strategy=PLAIN_STRATEGY, recall=None, prompt=None, offline_view=None, paused=False,
+                        warnings=(), duplicate=reply)
+
+
+def _clean_message(text: str) -> tuple[str, tuple[str, ...]]:
+    cleaned = clean_text(text, MAX_MESSAGE_CHARS)
+    if len(text) > MAX_MESSAGE_CHARS:
+        return cleaned, (f"Your message was long; only the first {MAX_MESSAGE_CHARS} characters were read.",)
+    return cleaned, ()
+
+
+def _timezone(preferred: str | None, default: str) -> str:
+    """The user's own time zone when it is a valid one, else the configured default."""
+    if not preferred:
+        return default
+    try:
+        ZoneInfo(preferred)
+    except (ZoneInfoNotFoundError, ValueError):
+        return default
+    return preferred
+
+
+def _profile_text(recall: Recall) -> str | None:
+    profile = recall.profile
+    if profile is None:
+        return None
+    focus = "; ".join(f"{key}: {value}" for key, value in (profile.scratchpad or {}).items() if value)
+    return " ".join(part for part in (profile.core_summary, focus) if part) or None
+
+
+def _line(memory) -> MemoryLine:
+    return MemoryLine(id=memory.id, type=memory.type, content=memory.content, noted_on=memory.created_at)
+

@@ -1,0 +1,15 @@
+"""The vocabularies of Mnemo's data: platforms, chat kinds, memory types, sources and tiers, statuses,
+audit actions and actors. Pure: the database schema (``shared.db.models``) and the pure rules
+(the turn schema, the prompt) read them from here.
+"""
+
+PLATFORMS = ("discord", "telegram", "console")
+CHAT_KINDS = ("private", "group")
+ROLES = ("user", "assistant")
+MEMORY_TYPES = ("preference", "fact", "event", "person", "todo", "pattern", "rule")
+MEMORY_SOURCES = ("user_stated", "inferred", "system", "manual")
+MEMORY_TIERS = ("transient", "short", "long", "core", "system")
+TODO_STATUSES = ("pending", "sent", "done", "cancelled")
+EVENT_ACTIONS = ("add", "update", "boost", "delete", "supersede", "promote", "decay", "forget", "expire")
+EVENT_ACTORS = ("user", "llm", "rule", "admin")
+OUTBOX_STATUSES = ("pending", "sent", "done", "failed")

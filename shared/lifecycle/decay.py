@@ -1,0 +1,241 @@
+"""The daily decay (DESIGN.md §4): what fades, what expires and what is forgotten.
+
+- Episodes lose 20 % of their importance once a day after 7 days and are deleted after 14 (their
+  turns stay; the foreign key sets ``episode_id`` to null).
+- Memories of tier short or long lose 5 % once a day when idle (not accessed) for 7 days; an idle
+  one under importance 0.3 is forgotten. Between 0.5 and 0.3 the LLM decay review decides first
+  (:mod:`shared.lifecycle.reviews`). Core and system memories never decay and are never deleted.
+- Transient memories expire 24 hours after they were made, or when their ``expires_at`` has passed.
+- Only when an eviction threshold is set: a user keeps at most that many active memories; the
+  lowest confidence goes first, then the oldest access (core and system are never evicted).
+- Raw conversation turns are deleted after 30 days; memories made from them stay.
+- The audit keeps the daily ``decay`` events of a memory for 30 days; how a memory was added,
+  changed, superseded or forgotten is kept for good. Expired one-time tokens (confirmations, link
+  codes, panel links) and expired web panel sessions are deleted.
+
+"Once a day" means once per UTC calendar day (``decayed_at`` is the guard), so running twice the
+same day changes nothing the second time. Forgetting is a real deletion, together with the older
+rows the memory had replaced (which would otherwise come back to life), each audited with its last
+picture. Work goes in batches of :data:`BATCH_SIZE` rows, one short transaction each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import ColumnElement, delete, func, or_, select, update
+
+from shared.db.memory_models import Episode, Memory, MemoryEvent
+from shared.db.models import ConversationTurn
+from shared.db.token_models import OneTimeToken
+from shared.db.web_session_models import WebSession
+from shared.repositories.memories import active, snapshot
+from shared.repositories.uow import UnitOfWork
+
+EPISODE_DECAY_AFTER = timedelta(days=7)
+EPISODE_DECAY_FACTOR = 0.8
+EPISODE_LIFETIME = timedelta(days=14)
+MEMORY_IDLE_BEFORE_DECAY = timedelta(days=7)
+MEMORY_DECAY_FACTOR = 0.95
+FORGET_BELOW_IMPORTANCE = 0.3
+TRANSIENT_LIFETIME = timedelta(hours=24)
+TURN_LIFETIME = timedelta(days=30)
+DECAY_AUDIT_RETENTION = timedelta(days=30)
+DECAYING_TIERS = ("short", "long")
+PROTECTED_TIERS = ("core", "system")
+BATCH_SIZE = 500
+ID_BATCH_SIZE = 5000
+USER_PAGE = 200
+
+UowFactory = Callable[[], UnitOfWork]
+
+
+@dataclass
+class DecayReport:
+    """How many rows each rule changed in one run."""
+
+    memories_expired: int = 0
+    memories_decayed: int = 0
+    memories_forgotten: int = 0
+    memories_evicted: int = 0
+    episodes_decayed: int = 0
+    episodes_deleted: int = 0
+    turns_deleted: int = 0
+    decay_events_pruned: int = 0
+    expired_sign_ins_deleted: int = 0
+
+
+def run_decay(uow_factory: UowFactory, now: datetime, *, eviction_threshold: int | None) -> DecayReport:
+    """Apply every decay rule as of ``now``; idempotent for the same day."""
+    report = DecayReport()
+    report.memories_expired = _each_memory(uow_factory, _transient_over(now), _forgetting(
+        "expire", "transient memory past its lifetime"))
+    report.memories_decayed = _each_memory(uow_factory, _decay_due(now), _decaying(now))
+    report.memories_forgotten = _each_memory(uow_factory, _forget_due(now), _forgetting(
+        "delete", f"idle and importance under {FORGET_BELOW_IMPORTANCE}"))
+    if eviction_threshold is not None:
+        report.memories_evicted = _evict_over(uow_factory, eviction_threshold)
+    report.episodes_deleted = _delete_in_batches(uow_factory, Episode, Episode.ended_at <= now - EPISODE_LIFETIME)
+    report.episodes_decayed = _decay_episodes(uow_factory, now)
+    report.turns_deleted = _delete_in_batches(
+        uow_factory, ConversationTurn, ConversationTurn.created_at <= now - TURN_LIFETIME)
+    report.decay_events_pruned = _delete_in_batches(uow_factory, MemoryEvent, (MemoryEvent.action == "decay") & (
+        MemoryEvent.created_at <= now - DECAY_AUDIT_RETENTION))
+    report.expired_sign_ins_deleted = _delete_expired_sign_ins(uow_factory, now)
+    return report
+
+
+def day_start(now: datetime) -> datetime:
+    """Midnight UTC of ``now``'s day: what was decayed since then is not decayed again."""
+    return now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def forget_with_history(uow: UnitOfWork, memory: Memory, *, action: str, actor: str, reason: str) -> int:
+    """Really delete ``memory`` and the rows it replaced, auditing each; returns how many rows went."""
+    chain = select(Memory.id).where(Memory.superseded_by == memory.id).cte("chain", recursive=True)
+    chain = chain.union(select(Memory.id).join(chain, Memory.superseded_by == chain.c.id))
+    history = uow.session.scalars(
+        select(Memory).where(Memory.user_id == memory.user_id, Memory.id.in_(select(chain.c.id)))).all()
+    for old in history:
+        uow.events.record(old.user_id, old.id, action, actor, before=snapshot(old),
+                          reason=f"history of memory {memory.id}, which was removed: {reason}")
+    uow.events.record(memory.user_id, memory.id, action, actor, before=snapshot(memory), reason=reason)
+    uow.memories.purge(memory.user_id, [memory.id, *(old.id for old in history)])
+    return 1 + len(history)
+
+
+def _idle_since(cutoff: datetime) -> ColumnElement[bool]:
+    return func.coalesce(Memory.last_accessed, Memory.created_at) <= cutoff
+
+
+def _transient_over(now: datetime) -> ColumnElement[bool]:
+    expired = or_((Memory.tier == "transient") & (Memory.created_at <= now - TRANSIENT_LIFETIME),
+                  Memory.expires_at <= now)
+    return active() & Memory.tier.not_in(PROTECTED_TIERS) & expired
+
+
+def _decay_due(now: datetime) -> ColumnElement[bool]:
+    not_today = or_(Memory.decayed_at.is_(None), Memory.decayed_at < day_start(now))
+    return (active() & Memory.tier.in_(DECAYING_TIERS) & _idle_since(now - MEMORY_IDLE_BEFORE_DECAY)
+            & not_today)
+
+
+def _forget_due(now: datetime) -> ColumnElement[bool]:
+    return (active() & Memory.tier.in_(DECAYING_TIERS) & (Memory.importance < FORGET_BELOW_IMPORTANCE)
+            & _idle_since(now - MEMORY_IDLE_BEFORE_DECAY))
+
+
+Change = Callable[[UnitOfWork, Memory], None]
+
+
+def _decaying(now: datetime) -> Change:
+    def decay(uow: UnitOfWork, memory: Memory) -> None:
+        before = snapshot(memory)
+        memory.importance *= MEMORY_DECAY_FACTOR
+        memory.decayed_at = now
+        uow.events.record(memory.user_id, memory.id, "decay", "rule", before=before, after=snapshot(memory),
+                          reason=f"idle for {MEMORY_IDLE_BEFORE_DECAY.days} days: importance ×{MEMORY_DECAY_FACTOR}")
+    return decay
+
+
+def _forgetting(action: str, reason: str) -> Change:
+    def forget(uow: UnitOfWork, memory: Memory) -> None:
+        forget_with_history(uow, memory, action=action, actor="rule", reason=reason)
+    return forget
+
+
+def _each_memory(uow_factory: UowFactory, condition: ColumnElement[bool], change: Change) -> int:
+    """``change`` every memory matching ``condition``, in id order, a batch per transaction."""
+    done, after = 0, 0
+    while True:
+        with uow_factory() as uow:
+            batch = uow.session.scalars(select(Memory).where(condition, Memory.id > after).order_by(Memory.id)
+                                        .limit(BATCH_SIZE).with_for_update(skip_locked=True)).all()
+            for memory in batch:
+                change(uow, memory)
+            uow.commit()
+        done += len(batch)
+        if len(batch) < BATCH_SIZE:
+            return done
+        after = batch[-1].id
+
+
+def _evict_over(uow_factory: UowFactory, threshold: int) -> int:
+    """Per user over ``threshold`` active memories, delete the excess (never core or system)."""
+    evicted, after_user = 0, 0
+    while True:
+        with uow_factory() as uow:
+            crowded = uow.session.scalars(
+                select(Memory.user_id).where(active(), Memory.user_id > after_user).group_by(Memory.user_id)
+                .having(func.count() > threshold).order_by(Memory.user_id).limit(USER_PAGE)).all()
+        if not crowded:
+            return evicted
+        for user_id in crowded:
+            evicted += _evict_user(uow_factory, user_id, threshold)
+        after_user = crowded[-1]
+
+
+def _evict_user(uow_factory: UowFactory, user_id: int, threshold: int) -> int:
+    evicted = 0
+    reason = f"evicted: more than {threshold} memories (lowest confidence, then oldest access, go first)"
+    while True:
+        with uow_factory() as uow:
+            excess = uow.memories.count_active(user_id) - threshold
+            victims = [] if excess <= 0 else uow.session.scalars(
+                select(Memory).where(Memory.user_id == user_id, active(), Memory.tier.not_in(PROTECTED_TIERS))
+                .order_by(Memory.confidence, func.coalesce(Memory.last_accessed, Memory.created_at), Memory.id)
+                .limit(min(excess, BATCH_SIZE)).with_for_update(skip_locked=True)).all()
+            for memory in victims:
+                forget_with_history(uow, memory, action="delete", actor="rule", reason=reason)
+            uow.commit()
+        evicted += len(victims)
+        if not victims:
+            return evicted
+
+
+def _decay_episodes(uow_factory: UowFactory, now: datetime) -> int:
+    due = (Episode.ended_at <= now - EPISODE_DECAY_AFTER) & or_(
+        Episode.decayed_at.is_(None), Episode.decayed_at < day_start(now))
+
+    def fade(uow: UnitOfWork, ids: list[int]) -> None:
+        uow.session.execute(update(Episode).where(Episode.id.in_(ids)).values(
+            importance=Episode.importance * EPISODE_DECAY_FACTOR, decayed_at=now),
+            execution_options={"synchronize_session": False})
+
+    return _each_id(uow_factory, Episode, due, fade)
+
+
+def _delete_expired_sign_ins(uow_factory: UowFactory, now: datetime) -> int:
+    with uow_factory() as uow:
+        deleted = sum(uow.session.execute(delete(model).where(model.expires_at <= now)).rowcount
+                      for model in (OneTimeToken, WebSession))
+        uow.commit()
+    return deleted
+
+
+def _delete_in_batches(uow_factory: UowFactory, model: type[Episode | ConversationTurn | MemoryEvent],
+                       condition: ColumnElement[bool]) -> int:
+    def remove(uow: UnitOfWork, ids: list[int]) -> None:
+        uow.session.execute(delete(model).where(model.id.in_(ids)), execution_options={"synchronize_session": False})
+
+    return _each_id(uow_factory, model, condition, remove)
+
+
+def _each_id(uow_factory: UowFactory, model: type[Episode | ConversationTurn | MemoryEvent],
+             condition: ColumnElement[bool],
+             act: Callable[[UnitOfWork, list[int]], None]) -> int:
+    """``act`` on the ids of the rows matching ``condition``, in id order, a batch per transaction."""
+    done, after = 0, 0
+    while True:
+        with uow_factory() as uow:
+            ids = list(uow.session.scalars(select(model.id).where(condition, model.id > after).order_by(model.id)
+                                           .limit(ID_BATCH_SIZE).with_for_update(skip_locked=True)))
+            if ids:
+                act(uow, ids)
+                uow.commit()
+        done += len(ids)
+        if len(ids) < ID_BATCH_SIZE:
+            return done
+        after = ids[-1]

@@ -1,0 +1,36 @@
+"""Embedding memories in the background, so vector search can find them (when pgvector is present)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from shared.recall.embeddings import Embedder
+from shared.recall.vectors import VectorIndex
+from shared.repositories.uow import UnitOfWork
+
+
+def embed_memories(uow_factory: Callable[[], UnitOfWork], embedder: Embedder, vectors: VectorIndex,
+                   user_id: int, memory_ids: Iterable[int]) -> int:
+    """Embed the user's memories that lack an embedding from this model; returns how many were stored.
+
+    Idempotent: a memory already embedded by this model is skipped, and one whose text changed while
+    it was being embedded is left for the next job.
+    """
+    with uow_factory() as uow:
+        if not vectors.enabled(uow.session):
+            return 0
+        wanted = [memory for memory_id in memory_ids
+                  if (memory := uow.memories.get(user_id, memory_id)) is not None
+                  and memory.embedding_model != embedder.name]
+        texts = {memory.id: (memory.content, memory.updated_at) for memory in wanted}
+    if not texts:
+        return 0
+    embedded = embedder.embed([content for content, _ in texts.values()])
+    stored = 0
+    with uow_factory() as uow:
+        for (memory_id, (_content, updated_at)), vector in zip(texts.items(), embedded, strict=True):
+            current = uow.memories.get(user_id, memory_id)
+            if current is not None and current.updated_at == updated_at:
+                stored += vectors.store_memory_embedding(uow.session, user_id, memory_id, vector, embedder.name)
+        uow.commit()
+    return stored

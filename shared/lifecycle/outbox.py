@@ -1,0 +1,80 @@
+"""The jobs outbox relay: owed background work is handed to the broker after commit, and again by
+the sweep when it was lost (a broker that dropped its queue, a worker killed mid-task).
+
+``send`` is whatever puts a task on the broker (the Celery app in workers and bots); this module
+knows nothing of Celery. Tasks are idempotent, so sending a job twice is safe.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from shared.db.memory_models import OutboxJob
+from shared.repositories.uow import UnitOfWork
+
+REDISPATCH_AFTER = timedelta(minutes=2)
+"""A job sent this long ago and still not done is sent again by the sweep."""
+SWEEP_BATCH = 200
+
+Send = Callable[[str, dict[str, Any]], None]
+log = logging.getLogger(__name__)
+
+
+def dispatch_jobs(uow_factory: Callable[[], UnitOfWork], send: Send, job_ids: Iterable[int], now: datetime) -> int:
+    """Send the given jobs (those still owed); returns how many were sent."""
+    ids = list(job_ids)
+    if not ids:
+        return 0
+    with uow_factory() as uow:
+        jobs = list(uow.session.scalars(select(OutboxJob).where(OutboxJob.id.in_(ids),
+                                                                OutboxJob.status.in_(("pending", "sent")))))
+        sent = _send_all(uow, send, jobs, now)
+        uow.commit()
+    return sent
+
+
+def sweep_jobs(uow_factory: Callable[[], UnitOfWork], send: Send, now: datetime,
+               redispatch_after: timedelta = REDISPATCH_AFTER) -> int:
+    """Send again every job not done whose last dispatch is older than ``redispatch_after``."""
+    with uow_factory() as uow:
+        jobs = uow.outbox.owed(now - redispatch_after, limit=SWEEP_BATCH)
+        sent = _send_all(uow, send, jobs, now)
+        uow.commit()
+    if sent:
+        log.info("outbox sweep sent %d owed job(s) again", sent)
+    return sent
+
+
+def finish_job(uow_factory: Callable[[], UnitOfWork], job_id: int | None, now: datetime) -> None:
+    """Mark a job done once its task has succeeded (a second run finds it done and changes nothing)."""
+    if job_id is None:
+        return
+    with uow_factory() as uow:
+        uow.outbox.mark_done(job_id, now)
+        uow.commit()
+
+
+def job_is_done(uow_factory: Callable[[], UnitOfWork], job_id: int | None) -> bool:
+    if job_id is None:
+        return False
+    with uow_factory() as uow:
+        job = uow.session.get(OutboxJob, job_id)
+        return job is None or job.status == "done"
+
+
+def _send_all(uow: UnitOfWork, send: Send, jobs: list[OutboxJob], now: datetime) -> int:
+    sent = 0
+    for job in jobs:
+        try:
+            send(job.task, {"job_id": job.id, **job.payload})
+        except Exception as exc:  # the broker is down: the job stays owed and the sweep retries
+            log.warning("could not send job %s (%s) to the broker: %s", job.id, job.task, exc)
+            break
+        uow.outbox.mark_sent(job.id, now)
+        sent += 1
+    return sent

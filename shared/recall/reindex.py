@@ -1,0 +1,47 @@
+"""Re-tokenises memories and episodes stored with an older tokenizer (see ``TOKENIZER_VERSION``).
+
+Rows carry the version of the tokenizer that made their ``search_tokens``; a row written after a
+tokenizer change is re-tokenised on write by :mod:`shared.db.search_sync`, and this sweep catches
+the rows nobody writes to. It works in small batches (safe to run again and from several workers:
+each batch is claimed with ``FOR UPDATE SKIP LOCKED``) and returns how many rows it refreshed.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from shared.db.memory_models import Episode, Memory
+from shared.search.tokenizer import TOKENIZER_VERSION, search_text
+from shared.text import clean_text
+
+REINDEX_BATCH_SIZE = 500
+
+
+def retokenize_stale(session: Session, batch_size: int = REINDEX_BATCH_SIZE) -> int:
+    """Refreshes up to ``batch_size`` stale memories and as many stale episodes; the caller commits."""
+    refreshed = 0
+    for model in (Memory, Episode):
+        stale = session.scalars(
+            select(model).where(model.tokenizer_version != TOKENIZER_VERSION)
+            .order_by(model.id).limit(batch_size).with_for_update(skip_locked=True))
+        for row in stale:
+            row.search_tokens = search_text(clean_text(part) for part in row.searchable_parts() if part)
+            row.tokenizer_version = TOKENIZER_VERSION
+            refreshed += 1
+    session.flush()
+    return refreshed
+
+
+def retokenize_all_stale(session_scope, batch_size: int = REINDEX_BATCH_SIZE) -> int:
+    """Runs :func:`retokenize_stale` batch after batch, one transaction each, until none is left.
+
+    ``session_scope`` is a unit-of-work factory (``with session_scope() as uow``)."""
+    total = 0
+    while True:
+        with session_scope() as uow:
+            refreshed = retokenize_stale(uow.session, batch_size)
+            uow.commit()
+        total += refreshed
+        if refreshed == 0:
+            return total

@@ -1,0 +1,68 @@
+"""Nearest-neighbour search over the optional pgvector columns, always filtered by user.
+
+The ``embedding`` columns are not mapped by the ORM (they exist only where pgvector is installed),
+so this module speaks SQL. Whether they exist is checked once per process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from shared.db.vectors import vector_status
+from shared.recall.embeddings import vector_literal
+
+NEAREST_SQL = text("""
+    SELECT id, 1 - (embedding <=> CAST(:vector AS vector)) AS similarity
+    FROM memories
+    WHERE user_id = :user_id AND deleted_at IS NULL AND superseded_by IS NULL AND embedding IS NOT NULL
+    ORDER BY embedding <=> CAST(:vector AS vector)
+    LIMIT :limit
+""")
+
+
+class VectorIndex:
+    """The memories' embeddings: nearest neighbours for one user, and writing embeddings."""
+
+    def __init__(self) -> None:
+        self._enabled: bool | None = None
+        self._iterative_scan = False
+
+    def enabled(self, session: Session) -> bool:
+        if self._enabled is None:
+            self._enabled = vector_status(session.connection()).enabled
+            if self._enabled:
+                version = session.scalar(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
+                self._iterative_scan = _version(version) >= (0, 8)  # filtered HNSW scans keep going
+        return self._enabled
+
+    def nearest_memories(self, session: Session, user_id: int, vector: Sequence[float],
+                         limit: int) -> list[tuple[int, float]]:
+        """Active memories of ``user_id`` closest to ``vector``: (id, cosine similarity), best first."""
+        if not self.enabled(session):
+            return []
+        if self._iterative_scan:
+            session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+        rows = session.execute(NEAREST_SQL, {"vector": vector_literal(vector), "user_id": user_id, "limit": limit})
+        return [(int(row.id), float(row.similarity)) for row in rows]
+
+    def store_memory_embedding(self, session: Session, user_id: int, memory_id: int,
+                               vector: Sequence[float], model: str) -> bool:
+        """Save one memory's embedding; False when the memory is gone or vectors are off."""
+        if not self.enabled(session):
+            return False
+        result = session.execute(
+            text("UPDATE memories SET embedding = CAST(:vector AS vector), embedding_model = :model "
+                 "WHERE id = :memory_id AND user_id = :user_id"),
+            {"vector": vector_literal(vector), "model": model, "memory_id": memory_id, "user_id": user_id})
+        return result.rowcount == 1
+
+
+def _version(value: str | None) -> tuple[int, ...]:
+    parts = []
+    for part in (value or "0").split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)

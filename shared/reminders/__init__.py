@@ -1,0 +1,2 @@
+"""Reminders: time parsing (pure) and the claim-and-deliver service.
+"""

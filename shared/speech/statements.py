@@ -1,0 +1,133 @@
+"""Statements about the speaker, read from a message by rules (no model): what the offline responder and
+the knowledge monitor's rule fallback store. Pure rules, no database.
+
+Only sentences that are statements are read (:mod:`shared.speech.acts`); inside them the phrasings of
+:mod:`shared.speech.rules` are found. A sentence may hold several statements ("我住在北京，我喜欢
+火锅"); each entry's content is the part of the sentence that says it, openers and emoji removed. The
+bot's own words and a recalled memory repeated back are not stored again (:mod:`shared.speech.guard`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from shared.speech.acts import Sentence, sentences
+from shared.speech.guard import near_same, said_by_bot
+from shared.speech.lexicon import PEOPLE, canonical_thing, plausible, possession_head, topic_key
+from shared.speech.rules import RULES, StatementRule
+
+MAX_ENTRIES = 5
+MAX_CONTENT_CHARS = 200
+_CLAUSE_BREAK = re.compile(r"[，,]")
+_OBJECT_TAIL = re.compile(r"(?:\s+(?:now|anymore|any more|these days|too|as well))+$|[了啦呀哦的呢哈]+$", re.IGNORECASE)
+_BOT_TEMPLATE = re.compile(r"^(?:好的，我记住了|好的，我更新了|我记得|Got it|Noted|Updated|I remember)", re.IGNORECASE)
+_LEADING_CONJUNCTION = re.compile(r"^(?:(?:and|but|so|also|then|然后|而且|但是|可是|所以)\s*)+", re.IGNORECASE)
+_SYMBOLS = frozenset({"So", "Sk", "Cs", "Co", "Cn"})
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One thing the user stated about themselves, and whether they were correcting an earlier one."""
+
+    type: str
+    predicate: str
+    content: str
+    """The part of the sentence that says it, as it is stored."""
+    correction: bool = False
+    value: str = ""
+    """The object of the statement: the name, the place, the thing liked."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(type, predicate): the same key means the same memory, and a new value supersedes the old."""
+        return self.type, self.predicate
+
+
+def read_statements(text: str, *, bot_lines: Iterable[str] = (), recalled: Iterable[str] = ()) -> list[Statement]:
+    """The statements of ``text`` (at most ``MAX_ENTRIES``; a later one of the same key wins), without the
+    bot's words and without memories that were recalled for this turn repeated back."""
+    bot_lines, recalled = tuple(bot_lines), tuple(recalled)
+    if _BOT_TEMPLATE.match((text or "").strip()):
+        return []
+    found: dict[tuple[str, str], Statement] = {}
+    for sentence in sentences(text):
+        if sentence.kind != "statement":
+            continue
+        for statement in _in_sentence(sentence):
+            content = statement.content
+            if said_by_bot(content, bot_lines) or any(near_same(content, memory) for memory in recalled):
+                continue
+            found.pop(statement.key, None)
+            found[statement.key] = statement
+    return list(found.values())[-MAX_ENTRIES:]
+
+
+def statement_keys(text: str) -> list[tuple[str, str]]:
+    """The (type, predicate) of every statement in ``text``: which current memories it may replace."""
+    return [statement.key for statement in read_statements(text)]
+
+
+def _in_sentence(sentence: Sentence) -> list[Statement]:
+    body = sentence.body.replace("’", "'")
+    matches = _matches(body)
+    clause_starts = [0] + [m.end() for m in _CLAUSE_BREAK.finditer(body)]
+
+    def clause_of(position: int) -> int:
+        return max(start for start in clause_starts if start <= position)
+
+    statements = []
+    for index, (match, rule) in enumerate(matches):
+        start = match.start()
+        end = clause_of(matches[index + 1][0].start()) if index + 1 < len(matches) else len(body)
+        span = body[start:max(end, match.end())]
+        key, content = _key(rule, match), _tidy(span if len(span) <= MAX_CONTENT_CHARS else match.group())
+        if key is not None and content:
+            statements.append(Statement(key[0], key[1], content, sentence.correction, _object(match)))
+    return statements
+
+
+def _matches(body: str) -> list[tuple[re.Match[str], StatementRule]]:
+    """Non-overlapping plausible rule matches in order of position; an earlier rule wins an overlap."""
+    taken: list[tuple[int, int]] = []
+    chosen = []
+    for rule in RULES:
+        for match in rule.pattern.finditer(body):
+            if any(match.start() < end and start < match.end() for start, end in taken):
+                continue
+            if _key(rule, match) is None:
+                continue
+            taken.append((match.start(), match.end()))
+            chosen.append((match, rule))
+    return sorted(chosen, key=lambda pair: pair[0].start())
+
+
+def _object(match: re.Match[str]) -> str:
+    return _OBJECT_TAIL.sub("", (match.groupdict().get("object") or "").strip(" '\"“”")).strip()
+
+
+def _key(rule: StatementRule, match: re.Match[str]) -> tuple[str, str] | None:
+    """The (type, predicate) a match stands for; None when its object is not plausible."""
+    obj = _object(match)
+    if not plausible(rule.check, obj):
+        return None
+    predicate, memory_type = rule.predicate, rule.type
+    if "{thing}" in predicate:
+        thing = canonical_thing(match.groupdict().get("thing") or possession_head(obj))
+        predicate = predicate.replace("{thing}", thing)
+        memory_type = "person" if thing in PEOPLE else memory_type
+    if "{topic}" in predicate:
+        topic = topic_key(obj)
+        if topic is None:
+            return None
+        predicate = predicate.replace("{topic}", topic)
+    return memory_type, predicate
+
+
+def _tidy(span: str) -> str:
+    """The content as stored: no emoji or symbols, no dangling punctuation, single spaces."""
+    kept = "".join(ch for ch in span if unicodedata.category(ch) not in _SYMBOLS and ch not in "\u200d\ufe0f")
+    kept = _LEADING_CONJUNCTION.sub("", " ".join(kept.split()))
+    return kept.strip(" ，,;；:：-—")
