@@ -147,6 +147,6 @@ def test_the_statement_question_and_echo_rules_are_pure():
     probe = (f"import sys; import {', '.join(modules)}; "
              "print(sorted({m.split('.')[0] if not m.startswith('shared.') else '.'.join(m.split('.')[:2]) "
              "for m in sys.modules if m.startswith(('sqlalchemy', 'psycopg', 'celery', 'discord', 'telegram', "
-             "'shared.db', 'shared.repositories', 'shared.services', 'shared.llm', 'bot', 'worker'))}))")
+             "'shared.db', 'shared.repositories', 'shared.llm', 'bot', 'worker'))}))")
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert found == "[]"
