@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
 from typing import Any
 
@@ -21,6 +22,7 @@ from discord import app_commands
 
 from bot.discord_commands import ForgetAnswer, install_commands
 from bot.discord_render import CommandTranslator, plain_text, reply_messages
+from shared.commands import texts
 from shared.commands.service import MemoryCommands
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
@@ -28,6 +30,7 @@ from shared.errors import ConfigError
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Replies ping the person answered and nobody else, whatever the model wrote (@everyone, roles).
 REPLY_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
@@ -73,13 +76,26 @@ class MnemoBot(discord.Client):
         incoming = self.incoming(message)
         if not incoming.text:
             return
-        async with message.channel.typing():
-            reply = await self.conversation.handle_message(incoming)
+        try:
+            async with message.channel.typing():
+                reply = await self.conversation.handle_message(incoming)
+        except Exception as exc:  # the one chat handler: logged with the traceback, the user told (as on Telegram)
+            log.exception("Discord message %s failed", message.id)
+            await self._apologise(message, exc, incoming)
+            return
         for index, piece in enumerate(reply_messages(reply)):
             if index == 0 and not incoming.is_private:
                 await message.reply(piece)
             else:
                 await message.channel.send(piece)
+
+    @staticmethod
+    async def _apologise(message: discord.Message, error: Exception, incoming: IncomingMessage) -> None:
+        locale = "zh" if CJK.search(incoming.text) else "en"
+        try:
+            await message.reply(texts.error_text(error, locale))
+        except discord.HTTPException as exc:
+            log.warning("could not tell the user about the error: %s", exc)
 
     def is_addressed(self, message: discord.Message) -> bool:
         """A DM, a message mentioning the bot, or a reply to one of the bot's messages."""

@@ -27,7 +27,7 @@ from shared.conversation.prompt import BuiltPrompt
 from shared.emotion import UNKNOWN, Emotion
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.turn_schema import TurnOutput
-from shared.recall.embeddings import Embedder
+from shared.recall.embeddings import Embedder, EmbeddingError
 from shared.recall.retrieval import Recall
 from shared.repositories.uow import UnitOfWork
 
@@ -116,8 +116,8 @@ class ConversationService:
             return None, ()
         try:
             vectors = await asyncio.to_thread(self.embedder.embed, [text])
-        except Exception as exc:  # retrieval falls back to lexical; the turn goes on
-            log.warning("query embedding failed, lexical retrieval only: %s", exc)
+        except EmbeddingError as exc:  # retrieval falls back to lexical; the turn goes on
+            log.warning("query embedding failed, lexical retrieval only: %s", exc, exc_info=True)
             return None, ("Vector search was unavailable for this message.",)
         return vectors[0], ()
 

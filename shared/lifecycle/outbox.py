@@ -73,7 +73,7 @@ def _send_all(uow: UnitOfWork, send: Send, jobs: list[OutboxJob], now: datetime)
         try:
             send(job.task, {"job_id": job.id, **job.payload})
         except Exception as exc:  # the broker is down: the job stays owed and the sweep retries
-            log.warning("could not send job %s (%s) to the broker: %s", job.id, job.task, exc)
+            log.warning("could not send job %s (%s) to the broker: %s", job.id, job.task, exc, exc_info=True)
             break
         uow.outbox.mark_sent(job.id, now)
         sent += 1

@@ -39,7 +39,9 @@ class Embedder(Protocol):
     name: str
     dimensions: int
 
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text; raises :class:`EmbeddingError` when the embedder cannot answer."""
+        ...
 
 
 class OpenAIEmbedder:
@@ -94,7 +96,10 @@ class LocalEmbedder:
         prepared = _prepared(texts)
         if not prepared:
             return []
-        vectors = self._model.encode(prepared, batch_size=EMBEDDING_BATCH_SIZE, normalize_embeddings=True)
+        try:
+            vectors = self._model.encode(prepared, batch_size=EMBEDDING_BATCH_SIZE, normalize_embeddings=True)
+        except (RuntimeError, ValueError, MemoryError) as exc:  # what torch and sentence-transformers raise
+            raise EmbeddingError(f"the local embedding model {self.name!r} failed: {exc}") from exc
         return [_checked([float(value) for value in vector], self.dimensions, self.name) for vector in vectors]
 
 

@@ -369,6 +369,22 @@ def test_a_mention_in_a_server_is_answered_as_a_reply_without_the_mention(run, f
         assert first.text == "remember that I like jazz" and first.platform_message_id == said["id"]
 
 
+def test_a_chat_message_that_fails_is_logged_with_its_traceback_and_the_user_told(run, fake_discord, uow_factory,
+                                                                                 caplog):
+    class BrokenConversation(ConversationService):
+        async def handle_message(self, message):
+            raise RuntimeError("prompt on fire")
+
+    broken = BrokenConversation(uow_factory, CONFIG, chat_model=None)
+    with caplog.at_level(logging.ERROR, logger="bot.discord_bot"):
+        run(lambda bot: bot.receive(fake_discord.incoming_message("我今天好累", user_id=ALICE)), chat=broken)
+
+    assert any(record.exc_info and "prompt on fire" in str(record.exc_info[1]) for record in caplog.records)
+    [answer] = fake_discord.messages_in(fake_discord.dm_channel(ALICE))
+    assert answer["content"] == texts.error_text(RuntimeError("prompt on fire"), "zh")
+    assert "prompt on fire" not in answer["content"]
+
+
 def test_server_messages_not_addressed_to_the_bot_and_other_bots_are_ignored(run, fake_discord):
     me = fake_discord.bot_user
     earlier = {**fake_discord.incoming_message("an earlier answer", user_id=me["id"], guild_id=GUILD,
