@@ -197,16 +197,21 @@ class ChatModel:
     def _turn_answer(self, messages: list[dict[str, Any]], deadline: float, tally: _Tally,
                      example: bool) -> _Plan[tuple[OutputFormat, RawAnswer]]:
         """The answer in the best format the server accepts, walking down the ladder on refusals."""
-        while (rung := self.endpoint.rung(self.endpoint.turn_ladder)) is not None:
+        return (yield from self._down_the_ladder(
+            self.endpoint.turn_ladder, lambda rung: self._turn_request(messages, rung, example), deadline, tally,
+            "the LLM endpoint refuses every output format allowed by LLM_OUTPUT_MODE; try LLM_OUTPUT_MODE=auto"))
+
+    def _down_the_ladder(self, ladder: tuple[OutputFormat, ...], build, deadline: float, tally: _Tally,
+                         refused_all: str) -> _Plan[tuple[OutputFormat, RawAnswer]]:
+        """Ask on the highest rung not refused yet; a refusal is remembered and the next rung asked."""
+        while (rung := self.endpoint.rung(ladder)) is not None:
             try:
-                answer = yield from self._send(
-                    lambda rung=rung: self._turn_request(messages, rung, example), rung, deadline, tally)
+                answer = yield from self._send(lambda rung=rung: build(rung), rung, deadline, tally)
             except _FormatRefused as refusal:
                 self.endpoint.refuse(rung, str(refusal))
                 continue
             return rung, answer
-        raise LLMUnavailable("the LLM endpoint refuses every output format allowed by LLM_OUTPUT_MODE "
-                             f"({', '.join(sorted(self.endpoint.refused))}); try LLM_OUTPUT_MODE=auto")
+        raise LLMUnavailable(f"{refused_all} (refused: {', '.join(sorted(self.endpoint.refused))})")
 
     def _json_plan(self, messages: list[dict[str, Any]], max_tokens: int) -> _Plan[dict[str, Any] | None]:
         deadline, tally = time.monotonic() + self.timeout_seconds, _Tally()
@@ -224,15 +229,10 @@ class ChatModel:
 
     def _json_answer(self, messages: list[dict[str, Any]], max_tokens: int, deadline: float,
                      tally: _Tally) -> _Plan[str]:
-        while (rung := self.endpoint.rung(self.endpoint.json_ladder)) is not None:
-            try:
-                answer = yield from self._send(
-                    lambda rung=rung: self._request(messages, rung, max_tokens), rung, deadline, tally)
-            except _FormatRefused as refusal:
-                self.endpoint.refuse(rung, str(refusal))
-                continue
-            return strip_reasoning(answer.text)
-        raise LLMUnavailable("the LLM endpoint refuses JSON output and plain text alike")
+        _rung, answer = yield from self._down_the_ladder(
+            self.endpoint.json_ladder, lambda rung: self._request(messages, rung, max_tokens), deadline, tally,
+            "the LLM endpoint refuses JSON output and plain text alike")
+        return strip_reasoning(answer.text)
 
     def _text_plan(self, messages: list[dict[str, Any]], max_tokens: int) -> _Plan[str]:
         rung = OutputFormat("text")
