@@ -108,11 +108,11 @@ class EndpointState:
     def rung(self, ladder: tuple[OutputFormat, ...]) -> OutputFormat | None:
         return next((rung for rung in ladder if rung.label not in self.refused), None)
 
-    def refuse(self, rung: OutputFormat, reason: str) -> None:
+    def refuse(self, rung: OutputFormat, reason: str, ladder: tuple[OutputFormat, ...]) -> None:
         self.refused.add(rung.label)
-        following = self.rung(self.turn_ladder)
+        following = self.rung(ladder)
         log.info("the LLM endpoint refuses %s output (%s); using %s from now on", rung.label, reason,
-                    following.label if following else "nothing")
+                 following.label if following else "nothing")
 
     def fix(self, parameter: str) -> None:
         if parameter == "max_tokens":
@@ -191,7 +191,7 @@ class ChatModel:
             reading = read_turn_answer(answer.text, answer.finish_reason)
         if reading.problem:
             log.info("the model's turn answer was %s (finish_reason %s, %s)", reading.problem,
-                        answer.finish_reason, rung.label)
+                     answer.finish_reason, rung.label)
         return _completion(reading, rung, tally, answer.finish_reason)
 
     def _turn_answer(self, messages: list[dict[str, Any]], deadline: float, tally: _Tally,
@@ -208,7 +208,7 @@ class ChatModel:
             try:
                 answer = yield from self._send(lambda rung=rung: build(rung), rung, deadline, tally)
             except _FormatRefused as refusal:
-                self.endpoint.refuse(rung, str(refusal))
+                self.endpoint.refuse(rung, str(refusal), ladder)
                 continue
             return rung, answer
         raise LLMUnavailable(f"{refused_all} (refused: {', '.join(sorted(self.endpoint.refused))})")
