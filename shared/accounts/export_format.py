@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from shared.db.kinds import MEMORY_SOURCES, MEMORY_TIERS, MEMORY_TYPES, ROLES, TODO_STATUSES
 from shared.errors import InvalidCommand
+from shared.reminders.timeparse import known_zone
 from shared.text import is_utf8_encodable
 
 EXPORT_FORMAT = "mnemo-export"
@@ -211,11 +211,7 @@ def _json(rule: Field, value: Any) -> Any:
 
 
 def _zone(_rule: Field, value: Any) -> Any:
-    if not isinstance(value, str) or not 0 < len(value) <= 64:
-        return _BAD
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
+    if not isinstance(value, str) or not 0 < len(value) <= 64 or known_zone(value) is None:
         return _BAD
     return value
 

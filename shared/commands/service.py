@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from shared.accounts import links as identity_links
 from shared.accounts import panel_access, user_data
@@ -32,7 +32,7 @@ from shared.commands.memories import (
 from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import InvalidCommand, NotFound
-from shared.reminders.timeparse import resolve_when
+from shared.reminders.timeparse import resolve_when, zone_or_default
 from shared.repositories.uow import UnitOfWork
 
 __all__ = ["Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode", "MemoryCommands", "MemoryItem",
@@ -203,7 +203,7 @@ class MemoryCommands:
 
     def _add_reminder(self, uow: UnitOfWork, me: Identity, caller: Caller, text: str) -> ReminderItem:
         now = self.clock()
-        zone = _timezone(me.timezone, self.default_timezone)
+        zone = zone_or_default(me.timezone, self.default_timezone)
         resolved = resolve_when(text, now, zone)
         if resolved is None:
             raise InvalidCommand("reminder_no_time")
@@ -311,15 +311,9 @@ def _key(value: object) -> bool:
         _FORBIDDEN_CHARS.search(value))
 
 
-def _timezone(preferred: str | None, default: str) -> str:
-    try:
-        ZoneInfo(preferred or default)
-    except (ZoneInfoNotFoundError, ValueError):
-        return default
-    return preferred or default
 
 
 def reminder_item(todo: Todo) -> ReminderItem:
-    zone = ZoneInfo(_timezone(todo.timezone, "UTC"))
+    zone = ZoneInfo(zone_or_default(todo.timezone, "UTC"))
     return ReminderItem(id=todo.id, content=todo.content, due_at=todo.remind_at.astimezone(zone),
                         timezone=todo.timezone, status=todo.status)

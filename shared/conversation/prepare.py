@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 
@@ -22,6 +22,7 @@ from shared.db.memory_models import Memory
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
 from shared.recall.retrieval import Recall, ScoredMemory, recall_for_turn
+from shared.reminders.timeparse import zone_or_default
 from shared.repositories.uow import UnitOfWork
 from shared.search.scoring import combine, recency_score
 from shared.speech.recall_questions import recall_ask
@@ -64,7 +65,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
                                   locale=message.locale)
     chat = uow.chats.get_or_create(message.platform, message.chat_id,
                                    "private" if message.is_private else "group", message.chat_title)
-    user_id, timezone = identity.user_id, _timezone(identity.timezone, config.default_timezone)
+    user_id, timezone = identity.user_id, zone_or_default(identity.timezone, config.default_timezone)
     if message.message_id is not None:
         seen = uow.turns.by_platform_message(chat.id, "user", message.message_id)
         if seen is not None:
@@ -201,15 +202,6 @@ def _clean_message(text: str) -> tuple[str, tuple[str, ...]]:
     return cleaned, ()
 
 
-def _timezone(preferred: str | None, default: str) -> str:
-    """The user's own time zone when it is a valid one, else the configured default."""
-    if not preferred:
-        return default
-    try:
-        ZoneInfo(preferred)
-    except (ZoneInfoNotFoundError, ValueError):
-        return default
-    return preferred
 
 
 def _profile_text(recall: Recall) -> str | None:

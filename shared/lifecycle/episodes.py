@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import select, update
 
@@ -26,6 +26,7 @@ from shared.db.memory_models import Episode
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.llm.answers import is_machine_text
 from shared.llm.client import ChatModel, LLMUnavailable
+from shared.reminders.timeparse import known_zone
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import tokenize
 from shared.text import clean_text
@@ -283,17 +284,11 @@ def _user_timezone(uow: UnitOfWork, user_id: int, chat_id: int, default: str) ->
     chat = uow.chats.get(chat_id)
     identities = sorted(uow.users.identities_of(user_id), key=lambda i: chat is None or i.platform != chat.platform)
     for candidate in [identity.timezone for identity in identities] + [default]:
-        if candidate and _known_zone(candidate):
+        if known_zone(candidate) is not None:
             return candidate
     return "UTC"
 
 
-def _known_zone(name: str) -> bool:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
 
 
 def _english_list(words: Sequence[str]) -> str:

@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import func, select, update
 
@@ -55,6 +55,7 @@ from shared.db.memory_models import Todo
 from shared.db.models import Chat, Identity
 from shared.errors import MnemoError
 from shared.reminders.chat_moves import record_chat_move
+from shared.reminders.timeparse import known_zone
 from shared.repositories.reminders import CLAIM_LEASE
 from shared.repositories.uow import UnitOfWork
 
@@ -142,10 +143,7 @@ def idempotency_key(todo_id: int) -> str:
 
 def reminder_text(content: str, due_at: datetime, timezone: str, locale: str | None) -> str:
     """What the user reads: the reminder and its due time (HH:MM) in the todo's time zone."""
-    try:
-        zone = ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError):
-        zone = ZoneInfo("UTC")
+    zone = known_zone(timezone) or ZoneInfo("UTC")
     local = due_at.astimezone(zone).strftime("%H:%M")
     if (locale or "").lower().startswith("zh") or _CJK.search(content):
         return f"⏰ 提醒：{content}（{local}）"

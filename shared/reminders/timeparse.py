@@ -139,7 +139,7 @@ class ResolvedTime:
 
 def resolve_when(text: str, now: datetime, tz: str) -> ResolvedTime | None:
     """The first time expression in ``text``, or None when there is none or it is invalid (25点)."""
-    zone = _zone(tz)
+    zone = known_zone(tz)
     if zone is None or not isinstance(text, str):
         return None
     window = text[:MAX_SCAN_CHARS]
@@ -158,7 +158,7 @@ def resolve_when(text: str, now: datetime, tz: str) -> ResolvedTime | None:
 
 def parse_due(value: str, now: datetime, tz: str) -> datetime | None:
     """A due time from the LLM: ISO 8601 (naive means the user's zone, a date alone 09:00) or words."""
-    zone = _zone(tz)
+    zone = known_zone(tz)
     if zone is None or not isinstance(value, str):
         return None
     text = value.strip()[:MAX_SCAN_CHARS]
@@ -178,12 +178,20 @@ def _from_iso(text: str, zone: ZoneInfo) -> datetime:
     return parsed.astimezone(zone) if parsed.tzinfo else _attach(parsed, zone)
 
 
-def _zone(tz: str) -> ZoneInfo | None:
-    """The IANA zone, or None for a name zoneinfo does not know."""
+def known_zone(name: object) -> ZoneInfo | None:
+    """The IANA zone of that name, or None for anything zoneinfo does not know (the one check of a
+    user's or a file's time zone)."""
+    if not isinstance(name, str) or not name:
+        return None
     try:
-        return ZoneInfo(tz)
+        return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, TypeError, OSError):
         return None
+
+
+def zone_or_default(preferred: str | None, default: str) -> str:
+    """The user's own time zone when it is a valid one, else the configured default."""
+    return preferred if preferred and known_zone(preferred) is not None else default
 
 
 def _local(now: datetime, zone: ZoneInfo) -> datetime:

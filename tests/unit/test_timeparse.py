@@ -335,3 +335,11 @@ def test_any_mix_of_time_like_fragments_never_raises(text):
     resolved = resolve_when(text, SUNDAY, SHANGHAI)
     assert resolved is None or resolved.due.tzinfo == ZoneInfo(SHANGHAI)
     parse_due(text, SUNDAY, SHANGHAI)
+
+
+def test_a_time_zone_is_checked_in_one_place_and_falls_back_to_the_default():
+    from shared.reminders.timeparse import known_zone, zone_or_default
+    assert known_zone("Asia/Shanghai") is not None
+    assert [known_zone(bad) for bad in ("Mars/Olympus", "", None, 8, "../etc/passwd", "UTC\x00")] == [None] * 6
+    assert zone_or_default("Europe/Lisbon", "UTC") == "Europe/Lisbon"
+    assert zone_or_default("Nowhere/Else", "Asia/Shanghai") == zone_or_default(None, "Asia/Shanghai") == "Asia/Shanghai"
