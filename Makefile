@@ -24,9 +24,11 @@ run: install  ## the bot on the embedded default: embedded PostgreSQL (migrated)
 services:  ## make sure PostgreSQL and Redis are up on 127.0.0.1 (tests use both)
 	./scripts/services.sh
 
-test: install services  ## the import contracts, then the whole suite: unit, integration (Postgres, Redis, embedded pgvector)
+TEST_WORKERS ?= 2
+
+test: install services  ## the import contracts, then the whole suite (unit, integration, e2e) on TEST_WORKERS processes
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 test-llm: install services  ## Mnemo against a real LLM server: llama-cpp-python + Gemma 3 270M on loopback
 	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)

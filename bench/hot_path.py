@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the fakes live in the checkout's tests/ (the bench runs from a checkout)
     sys.path.insert(0, str(ROOT))
 
+from bench.databases import create_database, drop_database  # noqa: E402
+from bench.fakes.openai_server import FakeOpenAI  # noqa: E402
 from bench.stats import percentile  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 REPLY = {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
          "response": "Sounds good.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
@@ -37,7 +38,6 @@ def scratch_database(database_url: str | None):
     """A fresh, migrated database for the run; dropped (or the embedded server stopped) afterwards."""
     from shared.db import migrate
     from shared.db.embedded import EmbeddedPostgres
-    from tests.conftest import create_database, drop_database
 
     if database_url:
         url = create_database(database_url)

@@ -39,8 +39,9 @@ class HybridSearch:
 
 def load_hybrid(model: str = BENCH_EMBEDDING_MODEL) -> tuple[HybridSearch | None, str | None]:
     """The hybrid search, or None and the reason it is not available."""
-    from shared.recall.embeddings import EmbeddingError, LocalEmbedder
-    from shared.recall.vectors import VectorIndex
+    from shared.errors import EmbeddingError
+    from shared.recall.embeddings import LocalEmbedder
+    from shared.repositories.vectors import VectorIndex
 
     try:
         embedder = LocalEmbedder(model)
@@ -52,4 +53,4 @@ def load_hybrid(model: str = BENCH_EMBEDDING_MODEL) -> tuple[HybridSearch | None
 def vectors_enabled(search: HybridSearch, new_uow: Callable) -> bool:
     """Whether the database has pgvector (the embedded PostgreSQL 18 does)."""
     with new_uow() as uow:
-        return search.vectors.enabled(uow.session)
+        return search.vectors.enabled(uow)

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from bench.fakes.openai_server import FakeOpenAI
 from bench.hot_path import build_service, message_at, scratch_database
 from bench.llm_calls import TURN, count_kinds, per_message, request_kind, system_prompt
 from bench.stats import distribution
-from tests.fakes.openai_server import FakeOpenAI
 
 MEMORY_TOKENS_TARGET = 700
 REFERENCE_TOKENS = {"mem0": 1_800, "full_context_mem0_paper": 26_000}
@@ -113,12 +113,12 @@ def prompt_tokens(body: dict) -> int:
 def turn_answer(item: ReplayMessage, number: int) -> dict:
     """What the fake LLM answers: the other speaker's reply, and what the user's message states stored as a
     memory (its questions, greetings and requests left out, as the write path would refuse them)."""
-    from shared.llm.turn_schema import MAX_CONTENT_CHARS
+    from shared.memory.policy import MAX_MEMORY_CHARS
     from shared.speech.acts import sentences
 
     stated = " ".join(sentence.text for sentence in sentences(item.text) if sentence.kind == "statement")
     entries = [{"type": "event", "subject": "user", "predicate": f"said_{number}",
-                "content": stated[:MAX_CONTENT_CHARS], "tier": "long"}] if stated else []
+                "content": stated[:MAX_MEMORY_CHARS], "tier": "long"}] if stated else []
     return {"emotion": NEUTRAL, "response": item.reply,
             "memory_update": {"should_store": bool(entries), "entries": entries},
             "todos": [], "topic": None, "context_variables": []}

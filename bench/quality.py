@@ -254,7 +254,7 @@ def _hybrid_search(wanted: bool | None, embedder=None):
     if wanted is False:
         return None, "not asked for"
     if embedder is not None:
-        from shared.recall.vectors import VectorIndex
+        from shared.repositories.vectors import VectorIndex
 
         return HybridSearch(embedder, VectorIndex()), None
     return load_hybrid()

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the fakes live in the checkout's tests/ (the bench runs from a checkout)
     sys.path.insert(0, str(ROOT))
 
+from bench.fakes.openai_server import FakeOpenAI  # noqa: E402
 from bench.hot_path import REPLY, build_service, percentile, scratch_database  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 RETRIEVAL_P99_TARGET_MS = 5.0
 HOT_PATH_P99_TARGET_MS = 25.0

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.fakes.openai_server import FakeOpenAI
 from bench.hot_path import REPLY, build_service, message_at, scratch_database
 from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, TURN, count_kinds, per_message, request_kind
 from bench.prompt_cost import load_replays
 from bench.worker_process import WORKER_START_SECONDS, running_worker, wait_for
-from tests.fakes.openai_server import FakeOpenAI
 
 CONCURRENCIES = (1, 2)
 BACKLOG_JOBS = {("redis", False): 1000, ("redis", True): 200, ("postgresql", False): 60, ("postgresql", True): 10}

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from bench.fakes.openai_server import FakeOpenAI
 from bench.hot_path import ROOT
-from tests.fakes.openai_server import FakeOpenAI
 
 WORKER_START_SECONDS = 90
 POLL_SECONDS = 0.25

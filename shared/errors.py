@@ -36,3 +36,11 @@ class ConfirmationInvalid(MnemoError):
     def __init__(self, key: str = "confirmation_invalid") -> None:
         self.key = key
         super().__init__(key)
+
+
+class EmbeddingError(MnemoError):
+    """Texts could not be embedded, or the vectors do not fit ``EMBEDDING_DIMENSIONS``."""
+
+
+class BrokerUnavailable(MnemoError):
+    """The task broker (Redis, or the database as broker) could not take a message; send it later."""

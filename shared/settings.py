@@ -20,6 +20,8 @@ PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xx
 SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
                  "redis_url", "admin_token")
 MIN_ADMIN_TOKEN_CHARS = 24
+DEFAULT_API_MAX_BODY_BYTES = 6 * 1024 * 1024
+"""Above the largest import file (5 MiB) with room for its multipart wrapping."""
 
 
 class Settings(BaseSettings):
@@ -62,7 +64,8 @@ class Settings(BaseSettings):
     outbox_redispatch_seconds: Annotated[float, Field(ge=0, le=86400)] = 120.0
     worker_concurrency: Annotated[int, Field(ge=1, le=64)] = 2
     api_host: str = "127.0.0.1"
-    api_port: Annotated[int, Field(ge=1, le=65535)] = 8080
+    api_port: Annotated[int, Field(ge=0, le=65535)] = 8080  # 0: a free port, logged when uvicorn listens
+    api_max_body_bytes: Annotated[int, Field(ge=64 * 1024, le=1024**3)] = DEFAULT_API_MAX_BODY_BYTES
     panel_public_url: str = Field("http://127.0.0.1:8080", description="where browsers reach `mnemo api`")
     panel_link_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 10
     panel_session_hours: Annotated[int, Field(ge=1, le=24 * 30)] = 12

@@ -1,44 +1,35 @@
-"""Shared fixtures: a fresh database on the system PostgreSQL (no pgvector) and one on the embedded
-PostgreSQL (pgvector), both migrated; a clean unit of work per test."""
+"""Shared fixtures: migrated databases on the system PostgreSQL 15 (no pgvector) and on the embedded
+PostgreSQL 18 (pgvector), and units of work on them.
+
+A database test runs on the system server; one marked ``pgvector`` runs on both. ``uow_factory``
+gives units of work inside one transaction that is rolled back after the test (a commit releases a
+savepoint), so tests start clean without emptying tables. A test whose data must be seen by another
+connection (a worker, the API's own engine, a second thread) is marked ``committed``: its commits
+are real and the tables are emptied afterwards."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import psycopg
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, select, text
+from sqlalchemy.orm import sessionmaker
 
+from bench.databases import create_database, drop_database
 from shared.db import migrate
 from shared.db.embedded import EmbeddedPostgres
 from shared.db.engine import make_engine, session_factory
+from shared.db.memory_models import MemoryEvent
 from shared.repositories.uow import UnitOfWork
 
 SYSTEM_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 APP_TABLES = ("web_sessions", "one_time_tokens", "memory_events", "jobs_outbox", "profiles", "todos", "memories",
               "conversation_turns", "episodes", "sessions", "chats", "identities", "users")
-
-
-def create_database(admin_url: str) -> str:
-    """A new empty database next to ``admin_url``'s; returns its URL."""
-    name = f"mnemo_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_url, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    base, _, query = admin_url.partition("?")
-    url = base.rsplit("/", 1)[0] + "/" + name
-    return f"{url}?{query}" if query else url
-
-
-def drop_database(admin_url: str, url: str) -> None:
-    name = url.partition("?")[0].rsplit("/", 1)[1]
-    with psycopg.connect(admin_url, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")
@@ -86,9 +77,32 @@ def fresh_embedded_db(embedded_admin_url: str) -> Iterator[str]:
     drop_database(embedded_admin_url, url)
 
 
-@pytest.fixture(scope="session", params=["system", "embedded"])
+SPLITTABLE_E2E = frozenset({"test_offline_console", "test_embedded"})
+"""End-to-end files whose tests share no Redis database, server or browser: they may run in parallel."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests under tests/e2e (processes, the browser, benchmarks) carry the ``e2e`` marker, and, but for
+    the splittable ones, stay together on one test process (``--dist loadgroup``): a file's tests share a
+    Redis database, a browser or a server. Every other test may run on any process."""
+    for item in items:
+        if item.path.parent.name == "e2e":
+            item.add_marker(pytest.mark.e2e)
+            if item.path.stem not in SPLITTABLE_E2E:
+                item.add_marker(pytest.mark.xdist_group(item.path.stem))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Database tests run on the system server; those marked ``pgvector`` on the embedded one too."""
+    if "migrated_url" in metafunc.fixturenames:
+        both = metafunc.definition.get_closest_marker("pgvector") is not None
+        metafunc.parametrize("migrated_url", ["system", "embedded"] if both else ["system"], indirect=True,
+                             scope="session")
+
+
+@pytest.fixture(scope="session")
 def migrated_url(request: pytest.FixtureRequest, system_pg_admin_url: str) -> Iterator[str]:
-    """A migrated database on each server: without pgvector (system) and with it (embedded)."""
+    """A migrated database: without pgvector (system) or with it (embedded)."""
     admin = system_pg_admin_url if request.param == "system" else request.getfixturevalue("embedded_admin_url")
     url = create_database(admin)
     migrate.upgrade(url)
@@ -104,9 +118,23 @@ def engine(migrated_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
-def uow_factory(engine: Engine) -> Iterator[callable]:
-    """Units of work on a migrated database that is emptied after each test."""
-    factory = session_factory(engine)
-    yield lambda: UnitOfWork(factory)
-    with engine.begin() as connection:
-        connection.execute(text(f"TRUNCATE {', '.join(APP_TABLES)} RESTART IDENTITY CASCADE"))
+def uow_factory(request: pytest.FixtureRequest, engine: Engine) -> Iterator[callable]:
+    """Units of work inside one transaction that is rolled back after the test; for a test marked
+    ``committed``, units of work that really commit, with the tables emptied after the test."""
+    if request.node.get_closest_marker("committed"):
+        factory = session_factory(engine)
+        yield lambda: UnitOfWork(factory)
+        with engine.begin() as connection:
+            connection.execute(text(f"TRUNCATE {', '.join(APP_TABLES)} RESTART IDENTITY CASCADE"))
+        return
+    with engine.connect() as connection:
+        outer = connection.begin()
+        factory = sessionmaker(bind=connection, expire_on_commit=False, join_transaction_mode="create_savepoint")
+        yield lambda: UnitOfWork(factory)
+        outer.rollback()
+
+
+def audit_of(uow: UnitOfWork, user_id: int, memory_id: int) -> list[MemoryEvent]:
+    """A memory's audit trail, oldest first (read from the table: no service reads it back)."""
+    query = select(MemoryEvent).where(MemoryEvent.user_id == user_id, MemoryEvent.memory_id == memory_id)
+    return list(uow.session.scalars(query.order_by(MemoryEvent.id)))

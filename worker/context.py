@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from shared.db.engine import make_engine, session_factory
 from shared.llm.client import ChatModel
 from shared.recall.embeddings import Embedder, make_embedder
-from shared.recall.vectors import VectorIndex
 from shared.repositories.uow import UnitOfWork
+from shared.repositories.vectors import VectorIndex
 from shared.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)

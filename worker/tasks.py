@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from kombu.exceptions import OperationalError as BrokerConnectionError
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from shared.errors import BrokerUnavailable
 from shared.lifecycle import decay, dedup, embedding, episodes, reviews
 from shared.lifecycle import extraction as knowledge
 from shared.lifecycle import outbox as jobs
@@ -25,8 +27,15 @@ RETRY = {"autoretry_for": TRANSIENT, "retry_backoff": 2, "retry_backoff_max": 30
 
 
 def send_task(task: str, payload: dict) -> None:
-    """How the outbox relay puts a job on the broker (also used by the bots after each turn)."""
-    app.send_task(f"mnemo.{task}", kwargs=payload, retry=False)
+    """How the outbox relay puts a job on the broker (also used by the bots after each turn).
+
+    Celery raises kombu's ``OperationalError`` for a broker it cannot reach (the Redis or SQL
+    driver's connection error is its cause); that, or a socket error on the way, is an outage.
+    """
+    try:
+        app.send_task(f"mnemo.{task}", kwargs=payload, retry=False)
+    except (BrokerConnectionError, ConnectionError, TimeoutError) as exc:
+        raise BrokerUnavailable(f"the broker did not take {task}: {exc}") from exc
 
 
 def _outbox_job(job_id: int | None) -> bool:

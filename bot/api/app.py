@@ -5,6 +5,10 @@ tests build it on any database. Every answer carries security headers: a Content
 that allows only the panel's own files, a same-origin referrer policy (a sign-in link never leaks to
 another site, and browsers still send the ``Origin`` the sign-in form is checked against), no
 framing, and ``no-store`` for the API and the sign-in page.
+
+Before any route, a body over ``max_body_bytes`` is refused (:mod:`bot.api.body_limit`); routes read
+JSON bodies strictly (:mod:`bot.api.json_body`); an unexpected error is answered 500 and logged once
+(:class:`bot.api.errors.ServerErrors`).
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy import text
 
 from bot.api import routes_memory, routes_session
 from bot.api.auth import ApiContext, SignInLimiter, context
-from bot.api.errors import install_error_handlers
+from bot.api.body_limit import BodyLimit
+from bot.api.errors import ServerErrors, install_error_handlers
+from bot.api.json_body import CheckedJsonRoute
 from shared.commands.panel import PanelService
+from shared.settings import DEFAULT_API_MAX_BODY_BYTES
 
 PANEL_DIR = Path(__file__).resolve().parent.parent / "panel"
 SECURITY_HEADERS = {
@@ -34,14 +40,17 @@ NO_STORE_PREFIXES = ("/api/", "/panel/sign-in")
 
 
 def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
-               limiter: SignInLimiter | None = None) -> FastAPI:
+               limiter: SignInLimiter | None = None, max_body_bytes: int = DEFAULT_API_MAX_BODY_BYTES) -> FastAPI:
     app = FastAPI(title="Mnemo memory API", version="1", openapi_url="/api/openapi.json", docs_url=None,
                   redoc_url=None, description="What Mnemo remembers about a user: see, change, forget, export.")
     parts = urlsplit(public_url)
     app.state.context = ApiContext(panel=panel, admin_token=admin_token, secure_cookies=parts.scheme == "https",
                                    public_origin=f"{parts.scheme}://{parts.netloc}",
                                    limiter=limiter or SignInLimiter())
+    app.router.route_class = CheckedJsonRoute
     install_error_handlers(app)
+    app.add_middleware(ServerErrors)  # added first, so innermost: outside it only what is added below
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next):
@@ -56,7 +65,7 @@ def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
     def health(request: Request) -> dict[str, str]:
         """200 when the database answers."""
         with context(request).panel.uow_factory() as uow:
-            uow.session.execute(text("SELECT 1"))
+            uow.ping()
         return {"status": "ok"}
 
     @app.get("/", include_in_schema=False)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
 from fastapi.responses import Response as PlainResponse
 
 from bot.api.auth import Principal, context, principal
+from bot.api.json_body import CheckedJsonRoute
 from bot.api.schemas import (
     BatchDelete,
     BatchDeleted,
@@ -34,7 +35,7 @@ ERRORS = {status: {"model": ErrorOut} for status in (401, 403, 404, 422)}
 Caller = Annotated[Principal, Depends(principal)]
 MAX_OFFSET = 10**9
 
-router = APIRouter(prefix="/api/v1", responses=ERRORS)
+router = APIRouter(prefix="/api/v1", responses=ERRORS, route_class=CheckedJsonRoute)
 
 
 @router.get("/memory/long-term", response_model=MemoryPageOut, tags=["memories"])

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from bot.api.auth import COOKIE, Principal, context, principal
 from bot.api.errors import ApiError
+from bot.api.json_body import CheckedJsonRoute
 from bot.api.schemas import ErrorOut, SessionOut
 from shared.accounts.panel_access import SIGN_IN_PATH, is_secret
 from shared.errors import ConfirmationInvalid
@@ -26,7 +27,7 @@ PAGE_TEXTS = {
            "invalid": "这个登录链接无效、已使用或已过期。请向机器人发送 /panel 获取新链接。"},
 }
 
-router = APIRouter()
+router = APIRouter(route_class=CheckedJsonRoute)
 
 
 @router.get(SIGN_IN_PATH, response_class=HTMLResponse, include_in_schema=False)

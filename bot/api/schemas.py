@@ -1,21 +1,28 @@
-"""The API's request and response bodies (they are the OpenAPI document's schemas)."""
+"""The API's request and response bodies (they are the OpenAPI document's schemas).
+
+Request bodies are :class:`Strict`: no unknown fields, and no conversion between JSON types (``true``
+is not the id 1, ``"0.5"`` is not a confidence); a wrong type is a 422 like any malformed request.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.commands.editing import MAX_BATCH_IDS, MAX_CONTENT_CHARS, MAX_KEY_CHARS, UNSET, MemoryDraft
+from shared.commands.editing import MAX_BATCH_IDS, UNSET, MemoryDraft
 from shared.db.models import MEMORY_TYPES
+from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 
 MemoryType = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
 Id = Field(ge=1, le=2**63 - 1)
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: only its own fields, each of exactly its JSON type (an integer is a number too)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class MemoryOut(BaseModel):
@@ -41,9 +48,9 @@ class MemoryPageOut(BaseModel):
 
 
 class MemoryCreate(Strict):
-    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    content: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
     type: MemoryType = "fact"
-    key: str | None = Field(None, max_length=MAX_KEY_CHARS)
+    key: str | None = Field(None, max_length=MAX_LABEL_CHARS)
     value: Any = None
     confidence: float = Field(1.0, ge=0, le=1)
 
@@ -55,9 +62,9 @@ class MemoryCreate(Strict):
 class MemoryUpdate(Strict):
     """Only the fields sent are changed; ``key: null`` removes the key."""
 
-    content: str | None = Field(None, min_length=1, max_length=MAX_CONTENT_CHARS)
+    content: str | None = Field(None, min_length=1, max_length=MAX_MEMORY_CHARS)
     type: MemoryType | None = None
-    key: str | None = Field(None, max_length=MAX_KEY_CHARS)
+    key: str | None = Field(None, max_length=MAX_LABEL_CHARS)
     value: Any = None
     confidence: float | None = Field(None, ge=0, le=1)
 
@@ -72,7 +79,7 @@ class MemoryUpdate(Strict):
 
 
 class BatchDelete(Strict):
-    ids: list[int] = Field(min_length=1, max_length=MAX_BATCH_IDS)
+    ids: list[Annotated[int, Id]] = Field(min_length=1, max_length=MAX_BATCH_IDS)
 
 
 class Deleted(BaseModel):

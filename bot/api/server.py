@@ -18,7 +18,8 @@ def run_api(settings: Settings, host: str | None = None, port: int | None = None
         panel = PanelService(rt.uow, session_lifetime=timedelta(hours=settings.panel_session_hours),
                              embeddings_wanted=settings.embeddings_configured)
         token = settings.admin_token.get_secret_value().strip() if settings.admin_token else None
-        app = create_app(panel, admin_token=token, public_url=settings.panel_public_url)
-        uvicorn.run(app, host=host or settings.api_host, port=port or settings.api_port,
+        app = create_app(panel, admin_token=token, public_url=settings.panel_public_url,
+                         max_body_bytes=settings.api_max_body_bytes)
+        uvicorn.run(app, host=host or settings.api_host, port=settings.api_port if port is None else port,
                     log_level=settings.log_level.lower(), proxy_headers=True, server_header=False)
     return 0

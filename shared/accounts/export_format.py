@@ -18,6 +18,7 @@ from typing import Any
 
 from shared.db.kinds import MEMORY_SOURCES, MEMORY_TIERS, MEMORY_TYPES, ROLES, TODO_STATUSES
 from shared.errors import InvalidCommand
+from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from shared.reminders.timeparse import known_zone
 from shared.text import is_utf8_encodable
 
@@ -55,8 +56,10 @@ _MAYBE_WHEN = Field("time", nullable=True)
 SECTIONS: dict[str, dict[str, Field]] = {
     "memories": {
         "id": _ID, "type": Field("choice", required=True, choices=MEMORY_TYPES),
-        "subject": Field("text", nullable=True, limit=200), "predicate": Field("text", nullable=True, limit=200),
-        "content": Field("text", required=True, limit=4000), "value": Field("json", nullable=True, limit=4000),
+        "subject": Field("text", nullable=True, limit=MAX_LABEL_CHARS),
+        "predicate": Field("text", nullable=True, limit=MAX_LABEL_CHARS),
+        "content": Field("text", required=True, limit=MAX_MEMORY_CHARS),
+        "value": Field("json", nullable=True, limit=4000),
         "importance": Field("number", high=100), "confidence": Field("number", high=1),
         "source": Field("choice", choices=MEMORY_SOURCES), "verified": Field("bool"),
         "tier": Field("choice", choices=MEMORY_TIERS), "access_count": Field("int", high=10**9),
@@ -250,14 +253,22 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not allowed")
 
 
-def storable_json(value: Any) -> bool:
-    """JSON that PostgreSQL's jsonb accepts: no NUL and no lone surrogates in any key or string."""
+MAX_JSON_DEPTH = 32
+"""How deeply a stored JSON value may nest: the API's request limit, and far below what its
+serializer can show back (about 250 levels), so a value that is stored can always be listed."""
+
+
+def storable_json(value: Any, depth: int = 0) -> bool:
+    """JSON that PostgreSQL's jsonb accepts and Mnemo can show back: no NUL and no lone surrogates in any
+    key or string, nested at most :data:`MAX_JSON_DEPTH` levels."""
     if isinstance(value, str):
         return "\x00" not in value and is_utf8_encodable(value)
+    if isinstance(value, dict | list) and depth >= MAX_JSON_DEPTH:
+        return False
     if isinstance(value, dict):
-        return all(storable_json(key) and storable_json(item) for key, item in value.items())
+        return all(storable_json(key, depth + 1) and storable_json(item, depth + 1) for key, item in value.items())
     if isinstance(value, list):
-        return all(storable_json(item) for item in value)
+        return all(storable_json(item, depth + 1) for item in value)
     return True
 
 

@@ -15,10 +15,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select, update
-
-from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Profile, Todo
-from shared.db.models import Chat, ConversationSession, ConversationTurn, Identity, User
+from shared.db.models import Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand
 from shared.repositories.uow import UnitOfWork
 
@@ -26,7 +23,6 @@ LINK_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 """No 0/O or 1/I: a code is read on one screen and typed on another."""
 LINK_CODE_LENGTH = 8
 LINK_LIFETIME = timedelta(minutes=10)
-MOVED_WITH_THE_USER = (Memory, MemoryEvent, Episode, Todo, ConversationTurn)
 
 
 @dataclass(frozen=True)
@@ -66,7 +62,7 @@ def link_identity(uow: UnitOfWork, identity: Identity, code: str, now: datetime)
     if len(uow.users.identities_of(previous)) > 1:
         raise InvalidCommand("link_unlink_first")
     uow.tokens.use(code, "link", now)
-    _lock_users(uow, owner, previous)
+    uow.accounts.lock_users(owner, previous)
     _merge_users(uow, previous, owner, now)
 
 
@@ -75,54 +71,26 @@ def unlink_identity(uow: UnitOfWork, identity: Identity) -> None:
     old = identity.user_id
     if len(uow.users.identities_of(old)) < 2:
         raise InvalidCommand("unlink_only_identity")
-    fresh = User(paused_at=uow.users.get(old).paused_at)
-    uow.session.add(fresh)
-    uow.session.flush()
+    fresh = uow.accounts.new_user(paused_at=uow.users.get(old).paused_at)
     identity.user_id = fresh.id
-    on_this_platform = select(Chat.id).where(Chat.platform == identity.platform)
-    uow.session.execute(update(Todo).where(Todo.user_id == old, Todo.status == "pending",
-                                           Todo.chat_id.in_(on_this_platform))
-                        .values(user_id=fresh.id).execution_options(synchronize_session=False))
-    uow.session.flush()
-
-
-def _lock_users(uow: UnitOfWork, *user_ids: int) -> None:
-    """Lock both users in id order, so two links at once cannot interleave."""
-    uow.session.execute(select(User.id).where(User.id.in_(user_ids)).order_by(User.id).with_for_update())
+    uow.accounts.move_pending_reminders(old, fresh.id, identity.platform)
+    uow.flush()
 
 
 def _merge_users(uow: UnitOfWork, source: int, target: int, now: datetime) -> None:
-    session = uow.session
-    moved = {"synchronize_session": False}
-    for model in MOVED_WITH_THE_USER:
-        session.execute(update(model).where(model.user_id == source).values(user_id=target).execution_options(**moved))
-    _merge_sessions(uow, source, target, now)
-    session.execute(update(OutboxJob).where(OutboxJob.user_id == source, OutboxJob.payload.has_key("user_id"))
-                    .values(payload=OutboxJob.payload.op("||")(func.jsonb_build_object("user_id", target)))
-                    .execution_options(**moved))
-    session.execute(update(OutboxJob).where(OutboxJob.user_id == source).values(user_id=target)
-                    .execution_options(**moved))
-    if uow.profiles.get(target) is None:
-        session.execute(update(Profile).where(Profile.user_id == source).values(user_id=target)
-                        .execution_options(**moved))
+    """Everything of ``source`` goes to ``target``; ``source`` is deleted and loaded rows are reloaded."""
+    _close_colliding_sessions(uow, source, target, now)
+    uow.accounts.move_rows(source, target, with_profile=uow.profiles.get(target) is None)
     paused = [at for at in (uow.users.get(source).paused_at, uow.users.get(target).paused_at) if at is not None]
     uow.users.set_paused(target, min(paused) if paused else None)
-    session.flush()
-    session.execute(update(Identity).where(Identity.user_id == source).values(user_id=target)
-                    .execution_options(**moved))
-    session.execute(delete(User).where(User.id == source).execution_options(**moved))
-    session.expire_all()
+    uow.flush()
+    uow.accounts.retire_user(source, target)
+    uow.forget_loaded()
 
 
-def _merge_sessions(uow: UnitOfWork, source: int, target: int, now: datetime) -> None:
-    """Move the working memories; one that would collide with an open one of the target is closed first."""
-    open_of_target = select(ConversationSession.chat_id).where(ConversationSession.user_id == target,
-                                                               ConversationSession.closed_at.is_(None))
-    colliding = uow.session.scalars(select(ConversationSession.id).where(
-        ConversationSession.user_id == source, ConversationSession.closed_at.is_(None),
-        ConversationSession.chat_id.in_(open_of_target))).all()
-    for session_id in colliding:
+def _close_colliding_sessions(uow: UnitOfWork, source: int, target: int, now: datetime) -> None:
+    """Close the working memories of ``source`` in chats where ``target`` has one open, so the two can
+    merge (at most one open session per user and chat); each is owed its summary."""
+    for session_id in uow.sessions.open_in_same_chats(source, target):
         uow.sessions.close(session_id, now)
         uow.outbox.add("close_session", {"session_id": session_id}, dedup_key=f"close:{session_id}", user_id=source)
-    uow.session.execute(update(ConversationSession).where(ConversationSession.user_id == source)
-                        .values(user_id=target).execution_options(synchronize_session=False))

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
-
 from shared.accounts.export_format import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
@@ -59,8 +57,7 @@ class ImportReport:
 
 def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile:
     """Everything Mnemo holds about the user, as ``mnemo-export-<date>.json``."""
-    rows = {model: list(uow.session.scalars(select(model).where(model.user_id == user_id).order_by(model.id)))
-            for model in (Memory, Episode, Todo, ConversationTurn)}
+    rows = {model: uow.accounts.owned(user_id, model) for model in (Memory, Episode, Todo, ConversationTurn)}
     episodes, turns, memories = (_local_ids(rows[model]) for model in (Episode, ConversationTurn, Memory))
     profile = uow.profiles.get(user_id)
     document = {
@@ -140,17 +137,19 @@ class _Importer:
                 found = live.get((e["type"], _fold(e["content"])))
             return found
 
+        built: dict[int, Memory] = {}
+
         def build(e: dict[str, Any]) -> Memory:
             values = {"source": "manual", "created_at": self.now, **_without(e, "id", "superseded_by", "source_turn")}
             values.setdefault("updated_at", values["created_at"])
-            return Memory(user_id=self.user_id, source_turn_id=turns.get(e.get("source_turn")), **values)
+            built[e["id"]] = Memory(user_id=self.user_id, source_turn_id=turns.get(e.get("source_turn")), **values)
+            return built[e["id"]]
 
-        before = set(exact.values())
         mapping = self._insert("memories", entries, known, build)
-        added = [(self.uow.session.get(Memory, mapping[e["id"]]), e) for e in entries if mapping[e["id"]] not in before]
+        added = [(built[e["id"]], e) for e in entries if e["id"] in built]
         for memory, entry in added:
             memory.superseded_by = mapping.get(entry.get("superseded_by"))
-        self.uow.session.flush()
+        self.uow.flush()
         for memory, _ in added:
             self.uow.events.record(self.user_id, memory.id, "add", "user", after=snapshot(memory), reason="imported")
         return [memory.id for memory, _ in added]
@@ -187,14 +186,13 @@ class _Importer:
             else:
                 mapping[entry["id"]] = found
                 self.duplicates += 1
-        self.uow.session.add_all([row for _, row in fresh])
-        self.uow.session.flush()
+        self.uow.accounts.add_owned([row for _, row in fresh])
         mapping.update({local: row.id for local, row in fresh})
         self.imported[section] = len(fresh)
         return mapping
 
     def _mine(self, model) -> list[Any]:
-        return list(self.uow.session.scalars(select(model).where(model.user_id == self.user_id)))
+        return self.uow.accounts.owned(self.user_id, model)
 
 
 def _local_ids(rows: list[Any]) -> dict[int, int]:

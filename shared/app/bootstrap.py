@@ -76,7 +76,7 @@ def conversation_service(rt: Runtime) -> ConversationService:
     from shared.conversation.service import ConversationService
     from shared.llm.client import ChatModel
     from shared.recall.embeddings import make_embedder
-    from shared.recall.vectors import VectorIndex
+    from shared.repositories.vectors import VectorIndex
 
     return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
                                chat_model=ChatModel.from_settings(rt.settings),

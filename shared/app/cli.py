@@ -189,9 +189,12 @@ def _exit_on_signal(signum: int, _frame: object) -> None:
 
 
 def exit_cleanly_on_signals() -> None:
-    """Turn SIGTERM/SIGHUP into a normal exit so every context manager cleans up (embedded server)."""
+    """Turn SIGTERM/SIGHUP into a normal exit so every context manager cleans up (embedded server), and let
+    Ctrl-C interrupt even where the process was started with SIGINT ignored (a background job of a script, a
+    test runner's worker): Python leaves an inherited ignore in place."""
     signal.signal(signal.SIGTERM, _exit_on_signal)
     signal.signal(signal.SIGHUP, _exit_on_signal)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def main(argv: list[str] | None = None) -> int:

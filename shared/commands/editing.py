@@ -14,21 +14,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, text
-
 from shared.accounts.user_data import storable_json
 from shared.commands.memories import forget_memories
 from shared.commands.service import command_text
 from shared.db.memory_models import Memory
 from shared.db.models import MEMORY_TYPES, ConversationSession, ConversationTurn
 from shared.errors import InvalidCommand, NotFound
+from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from shared.memory.writes import normalise_key
-from shared.recall.vectors import VectorIndex
-from shared.repositories.memories import active, snapshot
+from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
+from shared.repositories.vectors import VectorIndex
 
-MAX_CONTENT_CHARS = 500
-MAX_KEY_CHARS = 64
 MAX_VALUE_BYTES = 4096
 MAX_BATCH_IDS = 500
 CREATED_CONFIDENCE = 1.0
@@ -105,7 +102,7 @@ def update_memory(uow: UnitOfWork, user_id: int, memory_id: int, draft: MemoryDr
         _drop_vector(uow, memory)
         if embeddings_wanted:
             _owe_embedding(uow, user_id, memory)
-    uow.session.flush()
+    uow.flush()
     uow.events.record(user_id, memory.id, "update", "user", before=before, after=snapshot(memory),
                       reason="edited in the panel")
     return memory
@@ -114,18 +111,14 @@ def update_memory(uow: UnitOfWork, user_id: int, memory_id: int, draft: MemoryDr
 def forget_by_ids(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> tuple[list[int], list[int]]:
     """Forget those of the ids that are the user's active memories: (deleted, not found)."""
     wanted = sorted(set(memory_ids))
-    found = list(uow.session.scalars(select(Memory.id).where(
-        Memory.user_id == user_id, Memory.id.in_(wanted), active())))
+    found = uow.memories.active_ids(user_id, wanted)
     deleted = forget_memories(uow, user_id, found) if found else []
     return deleted, [i for i in wanted if i not in set(deleted)]
 
 
 def working_memories(uow: UnitOfWork, user_id: int) -> list[WorkingMemory]:
     """The user's open conversation sessions, most recently active first."""
-    rows = uow.session.scalars(select(ConversationSession).where(
-        ConversationSession.user_id == user_id, ConversationSession.closed_at.is_(None))
-        .order_by(ConversationSession.updated_at.desc())).all()
-    return [_working(uow, user_id, row) for row in rows]
+    return [_working(uow, user_id, row) for row in uow.sessions.open_of(user_id)]
 
 
 def working_memory(uow: UnitOfWork, user_id: int, session_id: int) -> WorkingMemory:
@@ -149,7 +142,7 @@ def _checked(draft: MemoryDraft) -> dict[str, Any]:
     """The draft's fields as column values, each checked; a bad one raises :class:`InvalidCommand`."""
     fields: dict[str, Any] = {}
     if draft.content is not UNSET:
-        fields["content"] = command_text(draft.content, MAX_CONTENT_CHARS, "remember_empty")
+        fields["content"] = command_text(draft.content, MAX_MEMORY_CHARS, "remember_empty")
     if draft.type is not UNSET:
         if draft.type not in MEMORY_TYPES:
             raise InvalidCommand("unknown_type", types=", ".join(MEMORY_TYPES))
@@ -170,9 +163,9 @@ def _checked(draft: MemoryDraft) -> dict[str, Any]:
 
 def _key(value: Any) -> str:
     try:
-        return command_text(value, MAX_KEY_CHARS, "bad_key")
+        return command_text(value, MAX_LABEL_CHARS, "bad_key")
     except InvalidCommand:
-        raise InvalidCommand("bad_key", limit=MAX_KEY_CHARS) from None
+        raise InvalidCommand("bad_key", limit=MAX_LABEL_CHARS) from None
 
 
 def _json_value(value: Any) -> Any:
@@ -189,9 +182,7 @@ def _json_value(value: Any) -> Any:
 
 def _drop_vector(uow: UnitOfWork, memory: Memory) -> None:
     memory.embedding_model = None
-    if VectorIndex().enabled(uow.session):
-        uow.session.execute(text("UPDATE memories SET embedding = NULL WHERE id = :id AND user_id = :user_id"),
-                            {"id": memory.id, "user_id": memory.user_id})
+    VectorIndex().clear_memory_embedding(uow, memory.user_id, memory.id)
 
 
 def _owe_embedding(uow: UnitOfWork, user_id: int, memory: Memory) -> None:

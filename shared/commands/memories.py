@@ -16,12 +16,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, null, select, update
-
-from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Profile
-from shared.db.models import MEMORY_TYPES, ConversationSession, ConversationTurn
+from shared.db.memory_models import Memory
+from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
-from shared.repositories.memories import active, snapshot
+from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 
 CONFIRMATION_LIFETIME = timedelta(minutes=5)
@@ -119,8 +117,8 @@ def origin(uow: UnitOfWork, user_id: int, memory_id: int) -> MemoryOrigin:
     memory = uow.memories.get(user_id, memory_id)
     if memory is None:
         raise NotFound("memory_not_found")
-    turn = uow.session.get(ConversationTurn, memory.source_turn_id) if memory.source_turn_id else None
-    if turn is None or turn.user_id != user_id:
+    turn = uow.turns.get(user_id, memory.source_turn_id) if memory.source_turn_id else None
+    if turn is None:
         return MemoryOrigin(memory_item(memory), None, None, None, None, None)
     chat = uow.chats.get(turn.chat_id)
     return MemoryOrigin(memory_item(memory), turn.text, turn.created_at, chat.platform if chat else None,
@@ -132,8 +130,7 @@ def remember(uow: UnitOfWork, user_id: int, text: str, now: datetime, *, embeddi
     type_, content = _typed(text)
     if not content:
         raise InvalidCommand("remember_empty")
-    known = uow.session.scalars(select(Memory).where(Memory.user_id == user_id, Memory.type == type_,
-                                                     Memory.content == content, active())).first()
+    known = uow.memories.active_with_content(user_id, type_, content)
     if known is not None:
         return memory_item(known)
     memory = uow.memories.add(Memory(user_id=user_id, type=type_, content=content, source="manual",
@@ -177,7 +174,7 @@ def confirm_forget(uow: UnitOfWork, user_id: int, token: str, now: datetime) -> 
 
 def forget_memories(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> list[int]:
     """Forget these memories with every earlier version of them; which of ``memory_ids`` were deleted."""
-    deleted = _forget_memories(uow, user_id, _with_earlier_versions(uow, user_id, memory_ids))
+    deleted = _forget_memories(uow, user_id, uow.memories.with_earlier_versions(user_id, memory_ids))
     return sorted(set(memory_ids) & set(deleted))
 
 
@@ -196,25 +193,18 @@ def cancel_confirmation(uow: UnitOfWork, user_id: int, token: str, now: datetime
 def forget_everything(uow: UnitOfWork, user_id: int) -> int:
     """Delete every memory and everything else learnt from the user; reminders and identities stay."""
     count = forget_long_term(uow, user_id)
-    for model in (ConversationTurn, Episode, ConversationSession, Profile, OutboxJob):
-        uow.session.execute(delete(model).where(model.user_id == user_id).execution_options(
-            synchronize_session=False))
-    uow.session.expire_all()
+    uow.accounts.delete_learnt(user_id)
+    uow.forget_loaded()
     return count
 
 
 def _forget_memories(uow: UnitOfWork, user_id: int, memory_ids: list[int] | None) -> list[int]:
     """Delete the memories (all when None) and leave only tombstones of them in the audit."""
     deleted = uow.memories.purge(user_id, memory_ids)
-    events = update(MemoryEvent).where(MemoryEvent.user_id == user_id)
-    if memory_ids is not None:
-        events = events.where(MemoryEvent.memory_id.in_(deleted))
     if memory_ids is None or deleted:
-        uow.session.execute(events.values(before=null(), after=null(), reason=FORGOTTEN)  # SQL NULL, not JSON null
-                            .execution_options(synchronize_session=False))
-    uow.session.add_all([MemoryEvent(user_id=user_id, memory_id=memory_id, action="forget", actor="user",
-                                     reason=FORGOTTEN) for memory_id in deleted])
-    uow.session.flush()
+        uow.events.tombstone(user_id, None if memory_ids is None else deleted, FORGOTTEN)
+    uow.events.record_forgotten(user_id, deleted, "user", FORGOTTEN)
+    uow.flush()
     return deleted
 
 
@@ -230,17 +220,6 @@ def _targets(uow: UnitOfWork, user_id: int, target: str | int) -> list[Memory]:
     if total > MAX_FORGET_BY_SEARCH:
         raise InvalidCommand("forget_too_many", count=total, limit=MAX_FORGET_BY_SEARCH)
     return rows
-
-
-def _with_earlier_versions(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> list[int]:
-    """The memories and every older version they superseded (forgetting a value forgets its history)."""
-    if not memory_ids:
-        return []
-    chain = (select(Memory.id).where(Memory.user_id == user_id, Memory.id.in_(memory_ids))
-             .cte("chain", recursive=True))
-    chain = chain.union(select(Memory.id).join(chain, Memory.superseded_by == chain.c.id)
-                        .where(Memory.user_id == user_id))
-    return list(uow.session.scalars(select(chain.c.id)))
 
 
 def _typed(text: str) -> tuple[str, str]:

@@ -245,8 +245,9 @@ def change_reminder(uow: UnitOfWork, user_id: int, reminder_id: int, allowed: tu
         setattr(todo, name, value)
     if snooze is not None:
         todo.remind_at = now + snooze
+        todo.attempts += 1  # ends a delivery in flight: its claim no longer matches, so it cannot mark this sent
     todo.updated_at = now
-    uow.session.flush()
+    uow.flush()
     return reminder_item(todo)
 
 

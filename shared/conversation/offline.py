@@ -20,7 +20,8 @@ from datetime import datetime
 from shared.conversation.offline_compose import REMIND_CUE, Composer, already_known
 from shared.conversation.offline_view import OFFLINE_HINT_KEY, MemoryNote, OfflineView, replies_in_chinese
 from shared.emotion import Emotion, category_of, detect_emotion_offline
-from shared.llm.turn_schema import MemoryUpdateEntry, TodoEntry, TurnOutput
+from shared.llm.turn_schema import TodoEntry, TurnOutput
+from shared.memory.stated import StatedMemory
 from shared.reminders.timeparse import resolve_when
 from shared.speech.recall_questions import Key, recall_ask
 from shared.speech.statements import Statement, read_statements, statement_keys
@@ -62,7 +63,7 @@ class OfflineResponder:
 
 
 def extract_statements(text: str, *, bot_lines: Iterable[str] = (),
-                       recalled: Iterable[str] = ()) -> list[MemoryUpdateEntry]:
+                       recalled: Iterable[str] = ()) -> list[StatedMemory]:
     """The statements of ``text`` as memory entries (see :func:`shared.speech.statements.read_statements`); the
     knowledge monitor's rule fallback stores these."""
     return [_entry(s) for s in read_statements(text, bot_lines=bot_lines, recalled=recalled)]
@@ -93,6 +94,6 @@ def detect_feeling(text: str) -> Emotion:
     return emotion
 
 
-def _entry(statement: Statement) -> MemoryUpdateEntry:
-    return MemoryUpdateEntry(type=statement.type, subject="user", predicate=statement.predicate,
-                             content=statement.content, tier="long")
+def _entry(statement: Statement) -> StatedMemory:
+    return StatedMemory(type=statement.type, subject="user", predicate=statement.predicate,
+                        content=statement.content, tier="long")

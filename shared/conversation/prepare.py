@@ -12,8 +12,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import select
-
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
 from shared.conversation.offline_replies import MODEL_HINT_MARKER
@@ -167,7 +165,7 @@ def _working_memory(uow: UnitOfWork, user_id: int, chat_id: int, now: datetime,
         uow.sessions.close(current.id, now)
         uow.outbox.add("close_session", {"session_id": current.id}, dedup_key=f"close:{current.id}",
                        user_id=user_id)
-        uow.session.expire(current)
+        uow.forget_loaded(current)
     return uow.sessions.start(user_id, chat_id, now)
 
 
@@ -184,10 +182,7 @@ def _duplicate(uow: UnitOfWork, seen: ConversationTurn | None) -> PreparedTurn:
     """A message handled before: the reply given then (empty while it is still being answered)."""
     if seen is None:
         raise RuntimeError("a duplicate message vanished while it was being checked")
-    answer = uow.session.scalars(
-        select(ConversationTurn).where(ConversationTurn.session_id == seen.session_id,
-                                       ConversationTurn.role == "assistant", ConversationTurn.id > seen.id)
-        .order_by(ConversationTurn.id).limit(1)).one_or_none()
+    answer = uow.turns.reply_in_session(seen.user_id, seen.session_id, seen.id)
     reply = Reply(text=answer.text if answer else "", emotion=UNKNOWN, strategy=PLAIN_STRATEGY, duplicate=True)
     return PreparedTurn(user_id=seen.user_id, chat_id=seen.chat_id, session_id=seen.session_id or 0,
                         user_turn_id=seen.id, timezone="UTC", is_private=True, text=seen.text,

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from shared.emotion import TONE_GUIDANCE, ResponseStrategy
+from shared.emotion import ALL_EMOTIONS, EMOTION_CATEGORIES, TONE_GUIDANCE, ResponseStrategy
+from shared.llm.turn_schema import TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
+from shared.memory.policy import TIER_POLICY
 from shared.text import estimate_tokens
 
 PROFILE_SHARE_OF_BUDGET = 0.25
@@ -52,18 +54,17 @@ class BuiltPrompt:
     dropped_memories: int
 
 
-OUTPUT_RULES = """Answer with one JSON object with these fields:
-- "emotion": the user's emotion in their message: primary (neutral, happy, excited, grateful, curious, sad, \
-anxious, frustrated, confused, help_seeking, info_seeking, validation_seeking), category (neutral, positive, \
-negative, seeking), confidence 0-1, indicators (the words that show it).
+_TIERS = "; ".join(f"{tier}: {TIER_POLICY[tier].meaning}" for tier in TURN_MEMORY_TIERS)
+OUTPUT_RULES = f"""Answer with one JSON object with these fields:
+- "emotion": the user's emotion in their message: primary ({", ".join(ALL_EMOTIONS)}), category \
+({", ".join(EMOTION_CATEGORIES)}), confidence 0-1, indicators (the words that show it).
 - "response": your reply to the user, in the language they wrote in.
 - "memory_update": should_store and entries of things worth remembering that the user states in THIS message \
-about themselves or people in their life: type (preference, fact, event, person, pattern, rule), subject \
+about themselves or people in their life: type ({", ".join(TURN_MEMORY_TYPES)}), subject \
 ("user" or the person's name), predicate (a short snake_case key such as lives_in, likes_drink, job, pet_name), \
-content (one self-contained sentence in the user's language), tier (transient: true only today; short: true for \
-weeks; long: lasting). Never store your own words, questions, hypotheticals, or text the user quotes or forwards \
-from someone else. A new value for the same subject and predicate replaces the old one (people change; that is \
-not a contradiction).
+content (one self-contained sentence in the user's language), tier ({_TIERS}). Never store your own words, questions, \
+hypotheticals, or text the user quotes or forwards from someone else. A new value for the same subject and \
+predicate replaces the old one (people change; that is not a contradiction).
 - "todos": reminders the user asks for or commits to with a time: content, and due as ISO 8601 with the UTC \
 offset of the user's time zone, resolving words like "tomorrow at 9" against the current time below.
 - "topic": a few words naming what the conversation is about now, or null.

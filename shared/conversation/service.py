@@ -25,9 +25,10 @@ from shared.conversation.offline import OfflineResponder
 from shared.conversation.prepare import PreparedTurn, prepare_turn
 from shared.conversation.prompt import BuiltPrompt
 from shared.emotion import UNKNOWN, Emotion
+from shared.errors import EmbeddingError
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.turn_schema import TurnOutput
-from shared.recall.embeddings import Embedder, EmbeddingError
+from shared.recall.embeddings import Embedder
 from shared.recall.retrieval import Recall
 from shared.repositories.uow import UnitOfWork
 

@@ -7,11 +7,10 @@ signs out, or when the user is deleted.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, String, delete, select
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
 
 from shared.db.models import Base, created_column
 
@@ -29,32 +28,3 @@ class WebSession(Base):
     csrf_token: Mapped[str] = mapped_column(String(64), nullable=False)
     created_at: Mapped[datetime] = created_column()
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
-
-
-def secret_hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class WebSessionRepository:
-    """Starts, finds and ends web sessions by the cookie's secret."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def start(self, secret: str, user_id: int, csrf_token: str, *, now: datetime, expires_at: datetime) -> WebSession:
-        row = WebSession(secret_hash=secret_hash(secret), user_id=user_id, csrf_token=csrf_token, created_at=now,
-                         expires_at=expires_at)
-        self.session.add(row)
-        self.session.flush()
-        return row
-
-    def find(self, secret: str, now: datetime) -> WebSession | None:
-        """The unexpired session of this secret, or None."""
-        return self.session.scalars(select(WebSession).where(
-            WebSession.secret_hash == secret_hash(secret), WebSession.expires_at > now)).one_or_none()
-
-    def end(self, secret: str) -> None:
-        self.session.execute(delete(WebSession).where(WebSession.secret_hash == secret_hash(secret)))
-
-    def drop_expired(self, now: datetime) -> int:
-        return self.session.execute(delete(WebSession).where(WebSession.expires_at <= now)).rowcount

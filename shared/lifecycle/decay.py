@@ -25,13 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import ColumnElement, delete, func, or_, select, update
-
-from shared.db.memory_models import Episode, Memory, MemoryEvent
-from shared.db.models import ConversationTurn
-from shared.db.token_models import OneTimeToken
-from shared.db.web_session_models import WebSession
-from shared.repositories.memories import active, snapshot
+from shared.db.memory_models import Memory
+from shared.memory.policy import DECAYING_TIERS, LASTING_TIERS
+from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 
 EPISODE_DECAY_AFTER = timedelta(days=7)
@@ -43,13 +39,15 @@ FORGET_BELOW_IMPORTANCE = 0.3
 TRANSIENT_LIFETIME = timedelta(hours=24)
 TURN_LIFETIME = timedelta(days=30)
 DECAY_AUDIT_RETENTION = timedelta(days=30)
-DECAYING_TIERS = ("short", "long")
-PROTECTED_TIERS = ("core", "system")
 BATCH_SIZE = 500
 ID_BATCH_SIZE = 5000
 USER_PAGE = 200
 
 UowFactory = Callable[[], UnitOfWork]
+Pick = Callable[[UnitOfWork, int], list[Memory]]
+"""The next batch of memories (locked) after the given id."""
+Step = Callable[[UnitOfWork, int], list[int]]
+"""Act on the next batch of rows after the given id; returns their ids."""
 
 
 @dataclass
@@ -77,12 +75,15 @@ def run_decay(uow_factory: UowFactory, now: datetime, *, eviction_threshold: int
         "delete", f"idle and importance under {FORGET_BELOW_IMPORTANCE}"))
     if eviction_threshold is not None:
         report.memories_evicted = _evict_over(uow_factory, eviction_threshold)
-    report.episodes_deleted = _delete_in_batches(uow_factory, Episode, Episode.ended_at <= now - EPISODE_LIFETIME)
-    report.episodes_decayed = _decay_episodes(uow_factory, now)
-    report.turns_deleted = _delete_in_batches(
-        uow_factory, ConversationTurn, ConversationTurn.created_at <= now - TURN_LIFETIME)
-    report.decay_events_pruned = _delete_in_batches(uow_factory, MemoryEvent, (MemoryEvent.action == "decay") & (
-        MemoryEvent.created_at <= now - DECAY_AUDIT_RETENTION))
+    report.episodes_deleted = _each_batch(uow_factory, lambda uow, after: uow.retention.delete_episodes(
+        ended_before=now - EPISODE_LIFETIME, after_id=after, limit=ID_BATCH_SIZE))
+    report.episodes_decayed = _each_batch(uow_factory, lambda uow, after: uow.retention.fade_episodes(
+        EPISODE_DECAY_FACTOR, now, ended_before=now - EPISODE_DECAY_AFTER, not_faded_since=day_start(now),
+        after_id=after, limit=ID_BATCH_SIZE))
+    report.turns_deleted = _each_batch(uow_factory, lambda uow, after: uow.retention.delete_turns(
+        made_before=now - TURN_LIFETIME, after_id=after, limit=ID_BATCH_SIZE))
+    report.decay_events_pruned = _each_batch(uow_factory, lambda uow, after: uow.retention.delete_decay_events(
+        made_before=now - DECAY_AUDIT_RETENTION, after_id=after, limit=ID_BATCH_SIZE))
     report.expired_sign_ins_deleted = _delete_expired_sign_ins(uow_factory, now)
     return report
 
@@ -94,10 +95,7 @@ def day_start(now: datetime) -> datetime:
 
 def forget_with_history(uow: UnitOfWork, memory: Memory, *, action: str, actor: str, reason: str) -> int:
     """Really delete ``memory`` and the rows it replaced, auditing each; returns how many rows went."""
-    chain = select(Memory.id).where(Memory.superseded_by == memory.id).cte("chain", recursive=True)
-    chain = chain.union(select(Memory.id).join(chain, Memory.superseded_by == chain.c.id))
-    history = uow.session.scalars(
-        select(Memory).where(Memory.user_id == memory.user_id, Memory.id.in_(select(chain.c.id)))).all()
+    history = uow.memories.earlier_versions(memory.user_id, memory.id)
     for old in history:
         uow.events.record(old.user_id, old.id, action, actor, before=snapshot(old),
                           reason=f"history of memory {memory.id}, which was removed: {reason}")
@@ -106,25 +104,22 @@ def forget_with_history(uow: UnitOfWork, memory: Memory, *, action: str, actor: 
     return 1 + len(history)
 
 
-def _idle_since(cutoff: datetime) -> ColumnElement[bool]:
-    return func.coalesce(Memory.last_accessed, Memory.created_at) <= cutoff
+def _transient_over(now: datetime) -> Pick:
+    return lambda uow, after: uow.memory_sweeps.expired(
+        now, transient_made_before=now - TRANSIENT_LIFETIME, spared_tiers=LASTING_TIERS,
+        after_id=after, limit=BATCH_SIZE)
 
 
-def _transient_over(now: datetime) -> ColumnElement[bool]:
-    expired = or_((Memory.tier == "transient") & (Memory.created_at <= now - TRANSIENT_LIFETIME),
-                  Memory.expires_at <= now)
-    return active() & Memory.tier.not_in(PROTECTED_TIERS) & expired
+def _decay_due(now: datetime) -> Pick:
+    return lambda uow, after: uow.memory_sweeps.due_to_fade(
+        DECAYING_TIERS, idle_since=now - MEMORY_IDLE_BEFORE_DECAY, not_faded_since=day_start(now),
+        after_id=after, limit=BATCH_SIZE)
 
 
-def _decay_due(now: datetime) -> ColumnElement[bool]:
-    not_today = or_(Memory.decayed_at.is_(None), Memory.decayed_at < day_start(now))
-    return (active() & Memory.tier.in_(DECAYING_TIERS) & _idle_since(now - MEMORY_IDLE_BEFORE_DECAY)
-            & not_today)
-
-
-def _forget_due(now: datetime) -> ColumnElement[bool]:
-    return (active() & Memory.tier.in_(DECAYING_TIERS) & (Memory.importance < FORGET_BELOW_IMPORTANCE)
-            & _idle_since(now - MEMORY_IDLE_BEFORE_DECAY))
+def _forget_due(now: datetime) -> Pick:
+    return lambda uow, after: uow.memory_sweeps.due_to_forget(
+        DECAYING_TIERS, idle_since=now - MEMORY_IDLE_BEFORE_DECAY, importance_below=FORGET_BELOW_IMPORTANCE,
+        after_id=after, limit=BATCH_SIZE)
 
 
 Change = Callable[[UnitOfWork, Memory], None]
@@ -146,13 +141,12 @@ def _forgetting(action: str, reason: str) -> Change:
     return forget
 
 
-def _each_memory(uow_factory: UowFactory, condition: ColumnElement[bool], change: Change) -> int:
-    """``change`` every memory matching ``condition``, in id order, a batch per transaction."""
+def _each_memory(uow_factory: UowFactory, pick: Pick, change: Change) -> int:
+    """``change`` every memory ``pick`` finds, in id order, a batch per transaction."""
     done, after = 0, 0
     while True:
         with uow_factory() as uow:
-            batch = uow.session.scalars(select(Memory).where(condition, Memory.id > after).order_by(Memory.id)
-                                        .limit(BATCH_SIZE).with_for_update(skip_locked=True)).all()
+            batch = pick(uow, after)
             for memory in batch:
                 change(uow, memory)
             uow.commit()
@@ -167,9 +161,7 @@ def _evict_over(uow_factory: UowFactory, threshold: int) -> int:
     evicted, after_user = 0, 0
     while True:
         with uow_factory() as uow:
-            crowded = uow.session.scalars(
-                select(Memory.user_id).where(active(), Memory.user_id > after_user).group_by(Memory.user_id)
-                .having(func.count() > threshold).order_by(Memory.user_id).limit(USER_PAGE)).all()
+            crowded = uow.memory_sweeps.crowded_users(threshold, after_user=after_user, limit=USER_PAGE)
         if not crowded:
             return evicted
         for user_id in crowded:
@@ -183,10 +175,8 @@ def _evict_user(uow_factory: UowFactory, user_id: int, threshold: int) -> int:
     while True:
         with uow_factory() as uow:
             excess = uow.memories.count_active(user_id) - threshold
-            victims = [] if excess <= 0 else uow.session.scalars(
-                select(Memory).where(Memory.user_id == user_id, active(), Memory.tier.not_in(PROTECTED_TIERS))
-                .order_by(Memory.confidence, func.coalesce(Memory.last_accessed, Memory.created_at), Memory.id)
-                .limit(min(excess, BATCH_SIZE)).with_for_update(skip_locked=True)).all()
+            victims = [] if excess <= 0 else uow.memory_sweeps.eviction_victims(
+                user_id, spared_tiers=LASTING_TIERS, limit=min(excess, BATCH_SIZE))
             for memory in victims:
                 forget_with_history(uow, memory, action="delete", actor="rule", reason=reason)
             uow.commit()
@@ -195,45 +185,20 @@ def _evict_user(uow_factory: UowFactory, user_id: int, threshold: int) -> int:
             return evicted
 
 
-def _decay_episodes(uow_factory: UowFactory, now: datetime) -> int:
-    due = (Episode.ended_at <= now - EPISODE_DECAY_AFTER) & or_(
-        Episode.decayed_at.is_(None), Episode.decayed_at < day_start(now))
-
-    def fade(uow: UnitOfWork, ids: list[int]) -> None:
-        uow.session.execute(update(Episode).where(Episode.id.in_(ids)).values(
-            importance=Episode.importance * EPISODE_DECAY_FACTOR, decayed_at=now),
-            execution_options={"synchronize_session": False})
-
-    return _each_id(uow_factory, Episode, due, fade)
-
-
 def _delete_expired_sign_ins(uow_factory: UowFactory, now: datetime) -> int:
     with uow_factory() as uow:
-        deleted = sum(uow.session.execute(delete(model).where(model.expires_at <= now)).rowcount
-                      for model in (OneTimeToken, WebSession))
+        deleted = uow.retention.delete_expired_tokens(now) + uow.web_sessions.drop_expired(now)
         uow.commit()
     return deleted
 
 
-def _delete_in_batches(uow_factory: UowFactory, model: type[Episode | ConversationTurn | MemoryEvent],
-                       condition: ColumnElement[bool]) -> int:
-    def remove(uow: UnitOfWork, ids: list[int]) -> None:
-        uow.session.execute(delete(model).where(model.id.in_(ids)), execution_options={"synchronize_session": False})
-
-    return _each_id(uow_factory, model, condition, remove)
-
-
-def _each_id(uow_factory: UowFactory, model: type[Episode | ConversationTurn | MemoryEvent],
-             condition: ColumnElement[bool],
-             act: Callable[[UnitOfWork, list[int]], None]) -> int:
-    """``act`` on the ids of the rows matching ``condition``, in id order, a batch per transaction."""
+def _each_batch(uow_factory: UowFactory, step: Step) -> int:
+    """Run ``step`` batch after batch, in id order, one transaction each, until a batch is not full."""
     done, after = 0, 0
     while True:
         with uow_factory() as uow:
-            ids = list(uow.session.scalars(select(model.id).where(condition, model.id > after).order_by(model.id)
-                                           .limit(ID_BATCH_SIZE).with_for_update(skip_locked=True)))
+            ids = step(uow, after)
             if ids:
-                act(uow, ids)
                 uow.commit()
         done += len(ids)
         if len(ids) < ID_BATCH_SIZE:

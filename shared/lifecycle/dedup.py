@@ -34,11 +34,11 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, func, literal, select, tuple_, update
-
 from shared.db.memory_models import Memory
 from shared.llm.client import ChatModel, LLMUnavailable
-from shared.repositories.memories import active, snapshot
+from shared.memory.policy import DEDUP_TIERS, PREFERRED_TIERS
+from shared.repositories.memories import snapshot
+from shared.repositories.memory_sweeps import DedupRow
 from shared.repositories.uow import UnitOfWork
 
 KEYS_PER_MEMORY = 3
@@ -49,9 +49,7 @@ AMBIGUOUS_SIMILARITY = 0.5
 MAX_CONFIRM_CLUSTER = 8
 DUPLICATE_IMPORTANCE_STEP = 0.3
 """What each absorbed duplicate adds to the survivor's importance (the knowledge monitor's BOOST step)."""
-DEDUP_TIERS = ("short", "long", "core")
 """Transient memories expire anyway and system memories are not the user's; neither is merged."""
-PREFERRED_TIERS = ("core",)
 BATCH_ROWS = 20_000
 USER_PAGE = 1_000
 MERGES_PER_TRANSACTION = 100
@@ -284,8 +282,7 @@ def _write(uow_factory: UowFactory, merges: list[_Merge], now: datetime, report:
         chunk = merges[start:start + MERGES_PER_TRANSACTION]
         with uow_factory() as uow:
             ids = [item.id for merge in chunk for item in merge.items]
-            locked = {m.id: m for m in uow.session.scalars(
-                select(Memory).where(Memory.id.in_(ids), _dedupable()).order_by(Memory.id).with_for_update())}
+            locked = {m.id: m for m in uow.memory_sweeps.lock_for_merge(ids, DEDUP_TIERS)}
             for merge in chunk:
                 _merge(uow, merge, locked, now, report)
             uow.commit()
@@ -295,8 +292,7 @@ def _mark_judged(uow_factory: UowFactory, memory_ids: list[int], now: datetime) 
     """Remember the model's verdict on these memories (merged ones included: they are no longer active)."""
     for start in range(0, len(memory_ids), BATCH_ROWS):
         with uow_factory() as uow:
-            uow.session.execute(update(Memory).where(Memory.id.in_(memory_ids[start:start + BATCH_ROWS]))
-                                .values(dedup_reviewed_at=now).execution_options(synchronize_session=False))
+            uow.memory_sweeps.mark_dedup_reviewed(memory_ids[start:start + BATCH_ROWS], now)
             uow.commit()
 
 
@@ -331,22 +327,12 @@ def _picture(memory: Memory) -> dict[str, Any]:
     return {**snapshot(memory), "access_count": memory.access_count}
 
 
-def _dedupable() -> ColumnElement[bool]:
-    return active() & Memory.tier.in_(DEDUP_TIERS)
-
-
-_COLUMNS = (Memory.user_id, Memory.type, Memory.id, Memory.tier, Memory.content, Memory.search_tokens,
-            Memory.confidence, Memory.access_count, Memory.created_at, Memory.updated_at, Memory.dedup_reviewed_at)
-
-
-def _row_batches(uow_factory: UowFactory) -> Iterator[list[Row]]:
+def _row_batches(uow_factory: UowFactory) -> Iterator[list[DedupRow]]:
     """Active rows, ordered by user, type and id, a batch of whole users (≤ BATCH_ROWS rows) at a time."""
     after_user = 0
     while True:
         with uow_factory() as uow:
-            counts = uow.session.execute(
-                select(Memory.user_id, func.count()).where(_dedupable(), Memory.user_id > after_user)
-                .group_by(Memory.user_id).having(func.count() > 1).order_by(Memory.user_id).limit(USER_PAGE)).all()
+            counts = uow.memory_sweeps.dedup_counts(DEDUP_TIERS, after_user=after_user, limit=USER_PAGE)
         if not counts:
             return
         after_user = counts[-1][0]
@@ -361,14 +347,11 @@ def _row_batches(uow_factory: UowFactory) -> Iterator[list[Row]]:
         yield from _windows(uow_factory, users)
 
 
-def _windows(uow_factory: UowFactory, user_ids: list[int]) -> Iterator[list[Row]]:
+def _windows(uow_factory: UowFactory, user_ids: list[int]) -> Iterator[list[DedupRow]]:
     after: tuple[int, str, int] = (0, "", 0)
     while True:
         with uow_factory() as uow:
-            rows = uow.session.execute(
-                select(*_COLUMNS).where(_dedupable(), Memory.user_id.in_(user_ids),
-                                        tuple_(Memory.user_id, Memory.type, Memory.id) > tuple_(*map(literal, after)))
-                .order_by(Memory.user_id, Memory.type, Memory.id).limit(BATCH_ROWS)).all()
+            rows = uow.memory_sweeps.dedup_window(user_ids, DEDUP_TIERS, after=after, limit=BATCH_ROWS)
         if len(rows) < BATCH_ROWS:
             if rows:
                 yield rows
@@ -378,7 +361,7 @@ def _windows(uow_factory: UowFactory, user_ids: list[int]) -> Iterator[list[Row]
         after = (rows[-1].user_id, rows[-1].type, rows[-1].id)
 
 
-def _whole_groups(rows: list[Row]) -> list[Row]:
+def _whole_groups(rows: list[DedupRow]) -> list[DedupRow]:
     """A full window without its last (user, type) group, which the next window reads whole; unless that
     group fills the window by itself."""
     last = (rows[-1].user_id, rows[-1].type)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from shared.recall.embeddings import Embedder
-from shared.recall.vectors import VectorIndex
 from shared.repositories.uow import UnitOfWork
+from shared.repositories.vectors import VectorIndex
 
 
 def embed_memories(uow_factory: Callable[[], UnitOfWork], embedder: Embedder, vectors: VectorIndex,
@@ -17,7 +17,7 @@ def embed_memories(uow_factory: Callable[[], UnitOfWork], embedder: Embedder, ve
     it was being embedded is left for the next job.
     """
     with uow_factory() as uow:
-        if not vectors.enabled(uow.session):
+        if not vectors.enabled(uow):
             return 0
         wanted = [memory for memory_id in memory_ids
                   if (memory := uow.memories.get(user_id, memory_id)) is not None
@@ -31,6 +31,6 @@ def embed_memories(uow_factory: Callable[[], UnitOfWork], embedder: Embedder, ve
         for (memory_id, (_content, updated_at)), vector in zip(texts.items(), embedded, strict=True):
             current = uow.memories.get(user_id, memory_id)
             if current is not None and current.updated_at == updated_at:
-                stored += vectors.store_memory_embedding(uow.session, user_id, memory_id, vector, embedder.name)
+                stored += vectors.store_memory_embedding(uow, user_id, memory_id, vector, embedder.name)
         uow.commit()
     return stored

@@ -19,11 +19,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import select, update
-
 from shared.conversation.apply import MESSAGES_PER_SUMMARY
 from shared.db.memory_models import Episode
-from shared.db.models import ConversationSession, ConversationTurn
 from shared.llm.answers import is_machine_text
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.reminders.timeparse import known_zone
@@ -102,15 +99,9 @@ def close_idle_sessions(uow_factory: Callable[[], UnitOfWork], now: datetime, id
     """Close open sessions with no activity for longer than ``idle``; returns their ids (the caller
     owes each a summary). Sessions a turn holds locked right now are left for the next run."""
     with uow_factory() as uow:
-        idle_ids = (select(ConversationSession.id)
-                    .where(ConversationSession.closed_at.is_(None), ConversationSession.updated_at < now - idle)
-                    .order_by(ConversationSession.updated_at).limit(IDLE_CLOSE_BATCH)
-                    .with_for_update(skip_locked=True))
-        closed = uow.session.scalars(
-            update(ConversationSession).where(ConversationSession.id.in_(idle_ids.scalar_subquery()))
-            .values(closed_at=now).returning(ConversationSession.id)).all()
+        closed = uow.sessions.close_idle(now - idle, now, IDLE_CLOSE_BATCH)
         uow.commit()
-    return sorted(closed)
+    return closed
 
 
 def summarise_session(uow_factory: Callable[[], UnitOfWork], chat_model: ChatModel | None, session_id: int,
@@ -135,17 +126,14 @@ def _read_work(uow_factory: Callable[[], UnitOfWork], session_id: int, *, part: 
                default_timezone: str) -> SessionWork | None:
     """The unlinked turns to summarise, with the user's time zone and profile; None when there are none."""
     with uow_factory() as uow:
-        session = uow.session.get(ConversationSession, session_id)
+        session = uow.sessions.to_summarise(session_id)
         if session is None:
             return None
         user = uow.users.get(session.user_id)
         if user is not None and user.paused_at is not None:  # remembering is paused: no episodes either
             return None
         whole = session.closed_at is not None or part is None
-        query = (select(ConversationTurn)
-                 .where(ConversationTurn.session_id == session_id, ConversationTurn.episode_id.is_(None))
-                 .order_by(ConversationTurn.id))
-        turns = uow.session.scalars(query if whole else query.limit(MESSAGES_PER_SUMMARY)).all()
+        turns = uow.turns.unsummarised(session.user_id, session_id, None if whole else MESSAGES_PER_SUMMARY)
         if not turns or (not whole and len(turns) < MESSAGES_PER_SUMMARY):
             return None
         profile = uow.profiles.get(session.user_id)
@@ -241,11 +229,7 @@ def _write_episode(uow_factory: Callable[[], UnitOfWork], work: SessionWork, dra
     """Episode, links and profile in one transaction; None when another run linked some turns first."""
     ids = [turn_id for turn_id, *_ in work.turns]
     with uow_factory() as uow:
-        free = uow.session.scalars(
-            select(ConversationTurn.id)
-            .where(ConversationTurn.id.in_(ids), ConversationTurn.episode_id.is_(None))
-            .with_for_update()).all()
-        if len(free) != len(ids):
+        if len(uow.turns.lock_unsummarised(work.user_id, ids)) != len(ids):
             return None
         _refresh_profile(uow, work.user_id, draft, now)  # first: saving the profile expires loaded objects
         started, ended = work.turns[0][3], work.turns[-1][3]
@@ -253,7 +237,7 @@ def _write_episode(uow_factory: Callable[[], UnitOfWork], work: SessionWork, dra
             user_id=work.user_id, chat_id=work.chat_id, session_id=work.session_id,
             summary=stamped(draft.summary, started, work.timezone), started_at=started, ended_at=ended,
             entities=list(draft.entities), importance=draft.importance, created_at=now))
-        uow.session.execute(update(ConversationTurn).where(ConversationTurn.id.in_(ids)).values(episode_id=episode.id))
+        uow.turns.link_to_episode(work.user_id, ids, episode.id)
         uow.commit()
     return episode
 

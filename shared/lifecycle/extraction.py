@@ -18,15 +18,13 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import select
-
 from shared.conversation.offline import extract_statements
 from shared.db.memory_models import Memory
-from shared.db.models import ConversationTurn
 from shared.llm.client import ChatModel, LLMUnavailable
-from shared.llm.turn_schema import MAX_CONTENT_CHARS, MAX_LABEL_CHARS, TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
+from shared.llm.turn_schema import TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
+from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS, MODEL_CHANGED_TIERS
 from shared.memory.writes import StatedMemory, store_stated_memories
-from shared.repositories.memories import active, snapshot
+from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import keywords, query_terms
 from shared.text import clean_text
@@ -36,7 +34,6 @@ MAX_OPERATIONS = 20
 BOOST_STEP = 0.3
 EXTRACTION_MAX_TOKENS = 800
 MAX_PROMPT_LINE_CHARS = 600
-PROTECTED_TIERS = ("system",)
 """Memories the monitor may never update or delete."""
 GENERIC_WORDS = frozenset({"user", "users", "用户"})
 """Words a model writes about anyone; sharing only these does not show the user said it."""
@@ -196,7 +193,7 @@ def _operation(raw: object, id_map: Mapping[str, int]) -> MemoryOp | None:
     name = _label(raw.get("op")).upper()
     if name == "SKIP":
         return MemoryOp("SKIP")
-    content = _label(raw.get("content"), MAX_CONTENT_CHARS)
+    content = _label(raw.get("content"), MAX_MEMORY_CHARS)
     if name == "ADD":
         kind, tier = _label(raw.get("type")).lower(), _label(raw.get("tier")).lower()
         if kind not in TURN_MEMORY_TYPES or not content:
@@ -252,16 +249,13 @@ def _load_batches(uow_factory: Callable[[], UnitOfWork], turn_ids: list[int],
                   recalled_memory_ids: list[int]) -> list[_Batch]:
     """Waiting user turns grouped by user and session, each group with that user's recalled memories."""
     with uow_factory() as uow:
-        rows = uow.session.scalars(
-            select(ConversationTurn)
-            .where(ConversationTurn.id.in_(turn_ids), ConversationTurn.role == "user",
-                   ConversationTurn.extracted.is_(False))
-            .order_by(ConversationTurn.user_id, ConversationTurn.session_id, ConversationTurn.id)).all()
+        rows = uow.turns.waiting_for_extraction(turn_ids)
         batches = []
         for (user_id, session_id), group in groupby(rows, key=lambda t: (t.user_id, t.session_id)):
             memories = _recalled(uow, user_id, recalled_memory_ids)
             paused = _paused(uow, user_id)
-            turns = [BatchTurn(t.id, t.text, _reply_to(uow, t), t.created_at) for t in group]
+            turns = [BatchTurn(t.id, t.text, uow.turns.reply_text_in_chat(user_id, t.chat_id, t.id), t.created_at)
+                     for t in group]
             for start in range(0, len(turns), MAX_TURNS_PER_BATCH):
                 batches.append(_Batch(user_id, session_id, tuple(turns[start:start + MAX_TURNS_PER_BATCH]),
                                       memories, paused))
@@ -275,17 +269,9 @@ def _paused(uow: UnitOfWork, user_id: int) -> bool:
 
 def _recalled(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> tuple[RecalledMemory, ...]:
     """The user's own active memories among ``memory_ids``, in the order given."""
-    rows = uow.session.scalars(select(Memory).where(Memory.user_id == user_id, Memory.id.in_(memory_ids), active()))
-    found = {m.id: RecalledMemory(m.id, m.type, m.subject, m.predicate, m.content, m.created_at) for m in rows}
+    found = {m.id: RecalledMemory(m.id, m.type, m.subject, m.predicate, m.content, m.created_at)
+             for m in uow.memories.active_among(user_id, memory_ids)}
     return tuple(found[i] for i in dict.fromkeys(memory_ids) if i in found)
-
-
-def _reply_to(uow: UnitOfWork, turn: ConversationTurn) -> str | None:
-    return uow.session.scalars(
-        select(ConversationTurn.text)
-        .where(ConversationTurn.user_id == turn.user_id, ConversationTurn.chat_id == turn.chat_id,
-               ConversationTurn.role == "assistant", ConversationTurn.id > turn.id)
-        .order_by(ConversationTurn.id).limit(1)).first()
 
 
 def _ask_model(chat_model: ChatModel, batch: _Batch, part: ExtractionReport) -> list[MemoryOp] | None:
@@ -310,11 +296,7 @@ def _ask_model(chat_model: ChatModel, batch: _Batch, part: ExtractionReport) -> 
 def _claim_turns(uow: UnitOfWork, batch: _Batch) -> bool:
     """Lock the batch's turns; False when one is gone or was extracted by another run meanwhile."""
     ids = [turn.turn_id for turn in batch.turns]
-    extracted = uow.session.scalars(
-        select(ConversationTurn.extracted)
-        .where(ConversationTurn.user_id == batch.user_id, ConversationTurn.id.in_(ids))
-        .with_for_update()).all()
-    return len(extracted) == len(ids) and not any(extracted)
+    return len(uow.turns.lock_unextracted(batch.user_id, ids)) == len(ids)
 
 
 def _apply_rules(uow: UnitOfWork, batch: _Batch, now: datetime, part: ExtractionReport) -> None:
@@ -333,8 +315,8 @@ def _apply_operations(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp], now: 
             entry = StatedMemory(op.type, op.subject, op.predicate, op.content, op.tier)
             _store(uow, batch, [entry], _source_turn(batch, op.content), now, part, actor="llm")
             continue
-        memory = _locked_memory(uow, batch.user_id, op.memory_id)
-        if memory is None or (op.op != "BOOST" and memory.tier in PROTECTED_TIERS):
+        memory = None if op.memory_id is None else uow.memories.get(batch.user_id, op.memory_id, lock=True)
+        if memory is None or (op.op != "BOOST" and memory.tier not in MODEL_CHANGED_TIERS):
             part.ignored += 1
         elif op.op == "UPDATE":
             _update(uow, batch, memory, op, now, part)
@@ -382,12 +364,6 @@ def _store(uow: UnitOfWork, batch: _Batch, entries: list[StatedMemory], turn_id:
         if write.replaced is not None:
             part.superseded.append(write.replaced.id)
     return [write.memory for write in writes]
-
-
-def _locked_memory(uow: UnitOfWork, user_id: int, memory_id: int | None) -> Memory | None:
-    """The user's active memory, locked for this transaction; None when gone (or not theirs)."""
-    query = select(Memory).where(Memory.user_id == user_id, Memory.id == memory_id, active()).with_for_update()
-    return uow.session.scalars(query).one_or_none()
 
 
 def _source_turn(batch: _Batch, content: str) -> int:

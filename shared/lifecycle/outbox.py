@@ -2,7 +2,9 @@
 the sweep when it was lost (a broker that dropped its queue, a worker killed mid-task).
 
 ``send`` is whatever puts a task on the broker (the Celery app in workers and bots); this module
-knows nothing of Celery. Tasks are idempotent, so sending a job twice is safe.
+knows nothing of Celery. A send that cannot reach the broker raises :class:`BrokerUnavailable`: the
+job stays owed and the sweep sends it later. Any other error is a bug and propagates. Tasks are
+idempotent, so sending a job twice is safe.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
-
 from shared.db.memory_models import OutboxJob
+from shared.errors import BrokerUnavailable
 from shared.repositories.uow import UnitOfWork
 
 REDISPATCH_AFTER = timedelta(minutes=2)
@@ -31,8 +32,7 @@ def dispatch_jobs(uow_factory: Callable[[], UnitOfWork], send: Send, job_ids: It
     if not ids:
         return 0
     with uow_factory() as uow:
-        jobs = list(uow.session.scalars(select(OutboxJob).where(OutboxJob.id.in_(ids),
-                                                                OutboxJob.status.in_(("pending", "sent")))))
+        jobs = uow.outbox.still_owed(ids)
         sent = _send_all(uow, send, jobs, now)
         uow.commit()
     return sent
@@ -63,8 +63,7 @@ def job_is_done(uow_factory: Callable[[], UnitOfWork], job_id: int | None) -> bo
     if job_id is None:
         return False
     with uow_factory() as uow:
-        job = uow.session.get(OutboxJob, job_id)
-        return job is None or job.status == "done"
+        return uow.outbox.is_done(job_id)
 
 
 def _send_all(uow: UnitOfWork, send: Send, jobs: list[OutboxJob], now: datetime) -> int:
@@ -72,7 +71,7 @@ def _send_all(uow: UnitOfWork, send: Send, jobs: list[OutboxJob], now: datetime)
     for job in jobs:
         try:
             send(job.task, {"job_id": job.id, **job.payload})
-        except Exception as exc:  # the broker is down: the job stays owed and the sweep retries
+        except BrokerUnavailable as exc:  # the job stays owed and the sweep retries
             log.warning("could not send job %s (%s) to the broker: %s", job.id, job.task, exc, exc_info=True)
             break
         uow.outbox.mark_sent(job.id, now)

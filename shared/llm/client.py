@@ -20,8 +20,6 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import openai
-
 from shared.llm.answers import strip_reasoning
 from shared.llm.modes import (
     JSON_LADDER,
@@ -32,6 +30,7 @@ from shared.llm.modes import (
     response_format,
 )
 from shared.llm.retries import LLMUnavailable, describe, retry_delay, status_and_body
+from shared.llm.sdk import openai
 from shared.llm.transport import RawAnswer, send_chat
 from shared.llm.turn_answer import (
     EXAMPLE_INSTRUCTION,

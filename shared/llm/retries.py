@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-import openai
-
 from shared.errors import MnemoError
+from shared.llm.sdk import openai
 
 BACKOFF_BASE_SECONDS = 0.5
 MAX_RETRY_AFTER_SECONDS = 10.0

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import openai
+
+from shared.llm.sdk import openai
 
 MAX_ANSWER_CHARS = 64_000
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")

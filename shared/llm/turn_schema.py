@@ -14,20 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.db.kinds import MEMORY_TYPES
+from shared.emotion import ALL_EMOTIONS, EMOTION_CATEGORIES
 from shared.errors import MnemoError
+from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS, MODEL_WRITTEN_TIERS
+from shared.memory.stated import StatedMemory
 from shared.text import clean_text
 
-EMOTIONS = (
-    "neutral", "happy", "excited", "grateful", "curious", "sad", "anxious", "frustrated", "confused",
-    "help_seeking", "info_seeking", "validation_seeking",
-)
-EMOTION_CATEGORIES = ("neutral", "positive", "negative", "seeking")
 TURN_MEMORY_TYPES = tuple(kind for kind in MEMORY_TYPES if kind != "todo")  # todos have their own list
-TURN_MEMORY_TIERS = ("transient", "short", "long")
+TURN_MEMORY_TIERS = MODEL_WRITTEN_TIERS
 
 MAX_RESPONSE_CHARS = 4000
-MAX_CONTENT_CHARS = 500
-MAX_LABEL_CHARS = 100  # subject, predicate, topic, todo due, context keys and values
+# MAX_MEMORY_CHARS bounds a todo's content too; MAX_LABEL_CHARS the topic, a todo's due, context keys and values
 MAX_MEMORY_ENTRIES = 10
 MAX_TODOS = 5
 MAX_CONTEXT_VARIABLES = 10
@@ -52,8 +49,8 @@ TURN_JSON_SCHEMA: dict[str, Any] = _strict_object(
     # the reply comes first: a model cut short by max_tokens has written it already (salvage)
     response=_string("The reply to send to the user"),
     emotion=_strict_object(
-        primary=_string("The user's main emotion in their last message", EMOTIONS),
-        category=_string(enum=EMOTION_CATEGORIES),
+        primary=_string("The user's main emotion in their last message", ALL_EMOTIONS),
+        category=_string(enum=tuple(EMOTION_CATEGORIES)),
         confidence={"type": "number", "description": "0 to 1"},
         indicators={"type": "array", "items": _string(), "description": "Words or cues that show it"},
     ),
@@ -81,15 +78,6 @@ class InvalidTurnOutput(MnemoError):
 
 
 @dataclass(frozen=True)
-class MemoryUpdateEntry:
-    type: str
-    subject: str
-    predicate: str
-    content: str
-    tier: str = "long"
-
-
-@dataclass(frozen=True)
 class TodoEntry:
     content: str
     due: str | None  # as the model wrote it (ISO 8601 expected); None when it gave none
@@ -99,7 +87,7 @@ class TodoEntry:
 class TurnOutput:
     response: str
     emotion: Mapping[str, Any] | None  # raw; normalised by shared.emotion
-    memory_update: tuple[MemoryUpdateEntry, ...] = ()
+    memory_update: tuple[StatedMemory, ...] = ()
     todos: tuple[TodoEntry, ...] = ()
     topic: str | None = None
     context_variables: dict[str, str] = field(default_factory=dict)
@@ -146,7 +134,7 @@ def first_json_object(text: object) -> dict[str, Any]:
     raise InvalidTurnOutput(f"the answer contains no JSON object: {problem}")
 
 
-def _memory_entries(update: object) -> tuple[MemoryUpdateEntry, ...]:
+def _memory_entries(update: object) -> tuple[StatedMemory, ...]:
     if isinstance(update, Mapping):
         if _says_no(update.get("should_store", True)):
             return ()
@@ -157,16 +145,16 @@ def _memory_entries(update: object) -> tuple[MemoryUpdateEntry, ...]:
     return tuple(entry for entry in entries if entry is not None)[:MAX_MEMORY_ENTRIES]
 
 
-def _memory_entry(raw: object) -> MemoryUpdateEntry | None:
+def _memory_entry(raw: object) -> StatedMemory | None:
     if not isinstance(raw, Mapping):
         return None
     legacy = "type" not in raw and "category" in raw  # the seed's {category, key, value}
     kind = _text(raw.get("category") if legacy else raw.get("type"), MAX_LABEL_CHARS).lower()
-    content = _text(raw.get("value") if legacy else raw.get("content"), MAX_CONTENT_CHARS)
+    content = _text(raw.get("value") if legacy else raw.get("content"), MAX_MEMORY_CHARS)
     if kind not in TURN_MEMORY_TYPES or not content:
         return None
     tier = _text(raw.get("tier"), MAX_LABEL_CHARS).lower()
-    return MemoryUpdateEntry(
+    return StatedMemory(
         type=kind,
         subject=(None if legacy else _text(raw.get("subject"), MAX_LABEL_CHARS)) or "user",
         predicate=_text(raw.get("key") if legacy else raw.get("predicate"), MAX_LABEL_CHARS),
@@ -179,7 +167,7 @@ def _todos(raw: object) -> tuple[TodoEntry, ...]:
     if not isinstance(raw, list):
         return ()
     todos = [
-        TodoEntry(content=_text(item.get("content"), MAX_CONTENT_CHARS),
+        TodoEntry(content=_text(item.get("content"), MAX_MEMORY_CHARS),
                   due=_text(item.get("due"), MAX_LABEL_CHARS) or None)
         for item in raw if isinstance(item, Mapping)
     ]

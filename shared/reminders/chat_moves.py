@@ -11,10 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sqlalchemy import select, update
-
-from shared.db.memory_models import Todo
-from shared.db.models import Chat
 from shared.repositories.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -27,17 +23,14 @@ def record_chat_move(uow_factory: Callable[[], UnitOfWork], platform: str, old_c
     if old_chat_id == new_chat_id:
         return False
     with uow_factory() as uow:
-        chats = {chat.platform_chat_id: chat for chat in uow.session.scalars(
-            select(Chat).where(Chat.platform == platform, Chat.platform_chat_id.in_([old_chat_id, new_chat_id]))
-            .with_for_update())}
+        chats = uow.chats.lock_by_platform_ids(platform, [old_chat_id, new_chat_id])
         old, new = chats.get(old_chat_id), chats.get(new_chat_id)
         if old is None:
             return False
         if new is None:
             old.platform_chat_id = new_chat_id
         else:
-            uow.session.execute(update(Todo).where(Todo.chat_id == old.id, Todo.status == "pending")
-                                .values(chat_id=new.id).execution_options(synchronize_session=False))
+            uow.todos.move_pending_to_chat(old.id, new.id)
         uow.commit()
     log.info("%s chat %s moved to %s", platform, old_chat_id, new_chat_id)
     return True

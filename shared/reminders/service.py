@@ -49,10 +49,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import func, select, update
-
-from shared.db.memory_models import Todo
-from shared.db.models import Chat, Identity
 from shared.errors import MnemoError
 from shared.reminders.chat_moves import record_chat_move
 from shared.reminders.timeparse import known_zone
@@ -132,6 +128,7 @@ class DeliveryOutcome:
 
 @dataclass(frozen=True)
 class _Delivery:
+    user_id: int
     target: ReminderTarget
     text: str
 
@@ -167,30 +164,32 @@ def deliver_reminder(uow_factory: UowFactory, senders: Mapping[str, ReminderSend
         uow.commit()
     if isinstance(delivery, DeliveryOutcome):
         return delivery
-    sender = senders.get(delivery.target.platform)
+    user_id, platform = delivery.user_id, delivery.target.platform
+    sender = senders.get(platform)
     if sender is None:
-        return _hold(uow_factory, todo_id, attempt, now, f"no sender configured for {delivery.target.platform}")
+        return _hold(uow_factory, user_id, todo_id, attempt, now, f"no sender configured for {platform}")
     try:
         sender.send(delivery.target, delivery.text, idempotency_key=idempotency_key(todo_id))
     except SenderMisconfigured as exc:
-        return _hold(uow_factory, todo_id, attempt, now, exc.reason)
+        return _hold(uow_factory, user_id, todo_id, attempt, now, exc.reason)
     except DeliveryRefused as exc:
-        _update_claimed(uow_factory, todo_id, attempt, status="cancelled", claimed_until=None,
-                        last_error=f"refused: {exc.reason}"[:1000], updated_at=now)
+        with uow_factory() as uow:
+            uow.todos.cancel_refused(user_id, todo_id, attempt, exc.reason, now)
+            uow.commit()
         log.warning("reminder %s refused and cancelled: %s", todo_id, exc.reason)
         return DeliveryOutcome("refused", exc.reason)
     except ChatMoved as exc:
-        record_chat_move(uow_factory, delivery.target.platform, delivery.target.platform_chat_id,
-                         exc.new_platform_chat_id)
-        _update_claimed(uow_factory, todo_id, attempt, last_error=exc.reason[:1000], updated_at=now)
+        record_chat_move(uow_factory, platform, delivery.target.platform_chat_id, exc.new_platform_chat_id)
+        _note_failure(uow_factory, user_id, todo_id, attempt, exc.reason, now)
         return DeliveryOutcome("retry", exc.reason, retry_after=0.0)
     except RetryLater as exc:
         hold_until = now + timedelta(seconds=exc.seconds) + SEND_WINDOW
-        _update_claimed(uow_factory, todo_id, attempt, last_error=exc.reason[:1000], updated_at=now,
-                        claimed_until=func.greatest(Todo.claimed_until, hold_until))
+        _note_failure(uow_factory, user_id, todo_id, attempt, exc.reason, now, hold_until=hold_until)
         return DeliveryOutcome("retry", exc.reason, retry_after=exc.seconds)
-    if not _update_claimed(uow_factory, todo_id, attempt, status="sent", sent_at=now, claimed_until=None,
-                           updated_at=now):
+    with uow_factory() as uow:
+        marked = uow.todos.mark_sent(user_id, todo_id, attempt, now)
+        uow.commit()
+    if not marked:
         log.warning("reminder %s was sent but changed meanwhile; not marked sent by attempt %s", todo_id, attempt)
     return DeliveryOutcome("sent")
 
@@ -198,21 +197,16 @@ def deliver_reminder(uow_factory: UowFactory, senders: Mapping[str, ReminderSend
 def console_reminders_sent_since(uow_factory: UowFactory, user_id: int, since: datetime,
                                  until: datetime | None = None) -> list[str]:
     """This user's console reminders sent in (``since``, ``until``]: what the console shows between prompts."""
-    console_chats = select(Chat.id).where(Chat.platform == "console")
     with uow_factory() as uow:
-        query = (select(Todo).where(Todo.user_id == user_id, Todo.status == "sent", Todo.sent_at > since,
-                                    Todo.sent_at <= (until or datetime.max.replace(tzinfo=UTC)),
-                                    Todo.chat_id.in_(console_chats))
-                 .order_by(Todo.sent_at, Todo.id))
-        todos = list(uow.session.scalars(query))
-        locale = uow.session.scalars(select(Identity.locale).where(
-            Identity.user_id == user_id, Identity.platform == "console").order_by(Identity.id).limit(1)).first()
+        todos = uow.todos.sent_on_platform(user_id, "console", since, until or datetime.max.replace(tzinfo=UTC))
+        identity = uow.users.identity_on(user_id, "console")
+    locale = identity.locale if identity else None
     return [reminder_text(t.content, t.due_at, t.timezone, locale) for t in todos]
 
 
 def _take_over(uow: UnitOfWork, todo_id: int, attempt: int, now: datetime) -> _Delivery | DeliveryOutcome:
     """Check the claim is still ours and hold it over the send; what to send, or why not."""
-    todo = uow.session.get(Todo, todo_id, with_for_update=True)
+    todo = uow.todos.lock_for_delivery(todo_id)
     if todo is None:
         return DeliveryOutcome("skipped", "the reminder no longer exists")
     if todo.status != "pending":
@@ -227,26 +221,24 @@ def _take_over(uow: UnitOfWork, todo_id: int, attempt: int, now: datetime) -> _D
         todo.status, todo.claimed_until, todo.last_error, todo.updated_at = "cancelled", None, f"refused: {reason}", now
         return DeliveryOutcome("refused", reason)
     todo.claimed_until = max(todo.claimed_until, now + SEND_WINDOW)
-    identity = uow.session.scalars(select(Identity).where(
-        Identity.user_id == todo.user_id, Identity.platform == chat.platform).order_by(Identity.id).limit(1)).first()
+    identity = uow.users.identity_on(todo.user_id, chat.platform)
     target = ReminderTarget(chat.platform, chat.platform_chat_id,
                             identity.platform_user_id if identity else None, chat.kind)
-    return _Delivery(target, reminder_text(todo.content, todo.due_at, todo.timezone,
-                                           identity.locale if identity else None))
+    text = reminder_text(todo.content, todo.due_at, todo.timezone, identity.locale if identity else None)
+    return _Delivery(todo.user_id, target, text)
 
 
-def _hold(uow_factory: UowFactory, todo_id: int, attempt: int, now: datetime, reason: str) -> DeliveryOutcome:
+def _hold(uow_factory: UowFactory, user_id: int, todo_id: int, attempt: int, now: datetime,
+          reason: str) -> DeliveryOutcome:
     """Our side cannot send: keep the todo pending (its lease runs out and it is claimed again)."""
-    _update_claimed(uow_factory, todo_id, attempt, last_error=reason[:1000], updated_at=now)
+    _note_failure(uow_factory, user_id, todo_id, attempt, reason, now)
     log.error("reminder %s not sent, kept for a later claim: %s", todo_id, reason)
     return DeliveryOutcome("refused", reason)
 
 
-def _update_claimed(uow_factory: UowFactory, todo_id: int, attempt: int, **values: object) -> bool:
-    """Apply ``values`` only if the todo is still pending under this claim."""
+def _note_failure(uow_factory: UowFactory, user_id: int, todo_id: int, attempt: int, error: str, now: datetime, *,
+                  hold_until: datetime | None = None) -> None:
+    """Record why the send failed, if the todo is still pending under this claim."""
     with uow_factory() as uow:
-        result = uow.session.execute(
-            update(Todo).where(Todo.id == todo_id, Todo.status == "pending", Todo.attempts == attempt)
-            .values(**values).execution_options(synchronize_session=False))
+        uow.todos.note_failure(user_id, todo_id, attempt, error, now, hold_until=hold_until)
         uow.commit()
-    return result.rowcount == 1

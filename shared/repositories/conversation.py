@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -45,15 +45,41 @@ class SessionRepository:
             ConversationSession.id == session_id, ConversationSession.user_id == user_id)
         return self.session.scalars(query).one_or_none()
 
-    def idle_since(self, cutoff: datetime, limit: int = 100) -> list[ConversationSession]:
-        """Open sessions with no activity since ``cutoff``, oldest first."""
-        query = (
-            select(ConversationSession)
+    def open_of(self, user_id: int) -> list[ConversationSession]:
+        """The user's open sessions (one per chat), most recently active first."""
+        query = (select(ConversationSession)
+                 .where(ConversationSession.user_id == user_id, ConversationSession.closed_at.is_(None))
+                 .order_by(ConversationSession.updated_at.desc()))
+        return list(self.session.scalars(query))
+
+    def open_in_same_chats(self, user_id: int, other_user_id: int) -> list[int]:
+        """Ids of the user's open sessions in chats where ``other_user_id`` has an open session too."""
+        open_of_other = select(ConversationSession.chat_id).where(ConversationSession.user_id == other_user_id,
+                                                                  ConversationSession.closed_at.is_(None))
+        query = select(ConversationSession.id).where(
+            ConversationSession.user_id == user_id, ConversationSession.closed_at.is_(None),
+            ConversationSession.chat_id.in_(open_of_other))
+        return list(self.session.scalars(query))
+
+    def to_summarise(self, session_id: int) -> ConversationSession | None:
+        """Any user's session, for the summary job that carries only its id: the row's ``user_id``
+        says whose it is, and every read that follows is scoped by it."""
+        return self.session.get(ConversationSession, session_id)
+
+    def close_idle(self, cutoff: datetime, now: datetime, limit: int = 100) -> list[int]:
+        """Close every user's open sessions with no activity since ``cutoff`` (the idle sweep), oldest
+        first; sessions a turn holds locked are skipped. Returns the closed ids, ascending."""
+        idle = (
+            select(ConversationSession.id)
             .where(ConversationSession.closed_at.is_(None), ConversationSession.updated_at < cutoff)
             .order_by(ConversationSession.updated_at)
             .limit(limit)
+            .with_for_update(skip_locked=True)
         )
-        return list(self.session.scalars(query))
+        closed = self.session.scalars(
+            update(ConversationSession).where(ConversationSession.id.in_(idle.scalar_subquery()))
+            .values(closed_at=now).returning(ConversationSession.id))
+        return sorted(closed)
 
     def close(self, session_id: int, now: datetime) -> bool:
         """Close an open session; False when it was already closed."""
@@ -88,6 +114,10 @@ class TurnRepository:
                      .returning(ConversationTurn.id))
         return self.session.execute(statement).scalar_one_or_none()
 
+    def get(self, user_id: int, turn_id: int) -> ConversationTurn | None:
+        query = select(ConversationTurn).where(ConversationTurn.id == turn_id, ConversationTurn.user_id == user_id)
+        return self.session.scalars(query).one_or_none()
+
     def by_platform_message(self, chat_id: int, role: str, platform_message_id: str) -> ConversationTurn | None:
         query = select(ConversationTurn).where(
             ConversationTurn.chat_id == chat_id,
@@ -116,9 +146,44 @@ class TurnRepository:
         )
         return list(self.session.scalars(query))
 
-    def count_for_user(self, user_id: int) -> int:
-        query = select(func.count()).select_from(ConversationTurn).where(ConversationTurn.user_id == user_id)
-        return self.session.scalar(query) or 0
+    def reply_in_session(self, user_id: int, session_id: int | None, after_turn_id: int) -> ConversationTurn | None:
+        """The first assistant turn of the session after ``after_turn_id``: the answer to that message."""
+        query = (
+            select(ConversationTurn)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.session_id == session_id,
+                   ConversationTurn.role == "assistant", ConversationTurn.id > after_turn_id)
+            .order_by(ConversationTurn.id)
+            .limit(1)
+        )
+        return self.session.scalars(query).one_or_none()
+
+    def unsummarised(self, user_id: int, session_id: int, limit: int | None = None) -> list[ConversationTurn]:
+        """The session's turns not yet in an episode, oldest first (the first ``limit`` of them)."""
+        query = (
+            select(ConversationTurn)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.session_id == session_id,
+                   ConversationTurn.episode_id.is_(None))
+            .order_by(ConversationTurn.id)
+            .limit(limit)
+        )
+        return list(self.session.scalars(query))
+
+    def lock_unsummarised(self, user_id: int, turn_ids: list[int]) -> list[int]:
+        """Lock those of the turns that are in no episode yet; returns their ids."""
+        query = (
+            select(ConversationTurn.id)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.id.in_(turn_ids),
+                   ConversationTurn.episode_id.is_(None))
+            .with_for_update()
+        )
+        return list(self.session.scalars(query))
+
+    def link_to_episode(self, user_id: int, turn_ids: list[int], episode_id: int) -> None:
+        self.session.execute(
+            update(ConversationTurn)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.id.in_(turn_ids))
+            .values(episode_id=episode_id)
+        )
 
     def waiting_with(self, turn_id: int, limit: int) -> list[int]:
         """This user turn and the older not-yet-extracted user turns of its session, oldest first:
@@ -135,6 +200,38 @@ class TurnRepository:
             .limit(limit)
         )
         return sorted(self.session.scalars(query)) or [turn_id]
+
+    def waiting_for_extraction(self, turn_ids: list[int]) -> list[ConversationTurn]:
+        """Those of the turns that are user turns not yet extracted, whoever's, ordered by user, session
+        and id: the knowledge monitor's job carries only turn ids, and each row says whose it is."""
+        query = (
+            select(ConversationTurn)
+            .where(ConversationTurn.id.in_(turn_ids), ConversationTurn.role == "user",
+                   ConversationTurn.extracted.is_(False))
+            .order_by(ConversationTurn.user_id, ConversationTurn.session_id, ConversationTurn.id)
+        )
+        return list(self.session.scalars(query))
+
+    def reply_text_in_chat(self, user_id: int, chat_id: int, after_turn_id: int) -> str | None:
+        """The text of the bot's first reply to the user in the chat after ``after_turn_id``."""
+        query = (
+            select(ConversationTurn.text)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.chat_id == chat_id,
+                   ConversationTurn.role == "assistant", ConversationTurn.id > after_turn_id)
+            .order_by(ConversationTurn.id)
+            .limit(1)
+        )
+        return self.session.scalars(query).first()
+
+    def lock_unextracted(self, user_id: int, turn_ids: list[int]) -> list[int]:
+        """Lock those of the turns that are not extracted yet; returns their ids."""
+        query = (
+            select(ConversationTurn.id)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.id.in_(turn_ids),
+                   ConversationTurn.extracted.is_(False))
+            .with_for_update()
+        )
+        return list(self.session.scalars(query))
 
     def mark_extracted(self, user_id: int, turn_ids: list[int]) -> None:
         self.session.execute(

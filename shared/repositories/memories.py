@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, delete, func, literal_column, select, update
+from sqlalchemy import CTE, ColumnElement, Select, delete, func, literal_column, null, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Memory, MemoryEvent
@@ -42,6 +42,14 @@ def active() -> ColumnElement[bool]:
     return Memory.deleted_at.is_(None) & Memory.superseded_by.is_(None)
 
 
+def _version_chain(user_id: int, memory_ids: Sequence[int]) -> CTE:
+    """The ids of these memories of the user and of every older row they superseded."""
+    chain = (select(Memory.id).where(Memory.user_id == user_id, Memory.id.in_(memory_ids))
+             .cte("chain", recursive=True))
+    return chain.union(select(Memory.id).join(chain, Memory.superseded_by == chain.c.id)
+                       .where(Memory.user_id == user_id))
+
+
 class MemoryRepository:
     """Reads and writes one user's memories; search tokens follow the text automatically."""
 
@@ -54,10 +62,14 @@ class MemoryRepository:
         self.session.flush()
         return memory
 
-    def get(self, user_id: int, memory_id: int, *, include_inactive: bool = False) -> Memory | None:
+    def get(self, user_id: int, memory_id: int, *, include_inactive: bool = False,
+            lock: bool = False) -> Memory | None:
+        """The user's memory (active unless ``include_inactive``); ``lock`` holds it for this transaction."""
         query = select(Memory).where(Memory.user_id == user_id, Memory.id == memory_id)
         if not include_inactive:
             query = query.where(active())
+        if lock:
+            query = query.with_for_update()
         return self.session.scalars(query).one_or_none()
 
     def active_by_key(self, user_id: int, type_: str, subject: str | None, predicate: str | None) -> list[Memory]:
@@ -133,6 +145,35 @@ class MemoryRepository:
         query = select(func.count()).select_from(Memory).where(Memory.user_id == user_id, active())
         return self.session.scalar(query) or 0
 
+    def active_with_content(self, user_id: int, type_: str, content: str) -> Memory | None:
+        """An active memory of this type with exactly this content, if the user has one."""
+        query = select(Memory).where(Memory.user_id == user_id, Memory.type == type_, Memory.content == content,
+                                     active())
+        return self.session.scalars(query).first()
+
+    def active_ids(self, user_id: int, memory_ids: Sequence[int]) -> list[int]:
+        """Those of ``memory_ids`` that are the user's active memories."""
+        query = select(Memory.id).where(Memory.user_id == user_id, Memory.id.in_(memory_ids), active())
+        return list(self.session.scalars(query))
+
+    def active_among(self, user_id: int, memory_ids: Sequence[int]) -> list[Memory]:
+        """Those of ``memory_ids`` that are the user's active memories (in no particular order)."""
+        query = select(Memory).where(Memory.user_id == user_id, Memory.id.in_(memory_ids), active())
+        return list(self.session.scalars(query))
+
+    def with_earlier_versions(self, user_id: int, memory_ids: Sequence[int]) -> list[int]:
+        """The memories and every older version they superseded, however far back the chain goes."""
+        if not memory_ids:
+            return []
+        return list(self.session.scalars(select(_version_chain(user_id, memory_ids).c.id)))
+
+    def earlier_versions(self, user_id: int, memory_id: int) -> list[Memory]:
+        """The older rows this memory superseded, however far back the chain goes, in id order."""
+        chain = _version_chain(user_id, [memory_id])
+        query = select(Memory).where(Memory.user_id == user_id, Memory.id.in_(select(chain.c.id)),
+                                     Memory.id != memory_id)
+        return list(self.session.scalars(query.order_by(Memory.id)))
+
 
 class MemoryEventRepository:
     """The append-only audit of memory changes."""
@@ -148,6 +189,16 @@ class MemoryEventRepository:
         self.session.add(event)
         return event
 
-    def for_memory(self, user_id: int, memory_id: int) -> list[MemoryEvent]:
-        query = select(MemoryEvent).where(MemoryEvent.user_id == user_id, MemoryEvent.memory_id == memory_id)
-        return list(self.session.scalars(query.order_by(MemoryEvent.id)))
+    def tombstone(self, user_id: int, memory_ids: Sequence[int] | None, reason: str) -> None:
+        """Strip the content from the audit of these memories (all of the user's when None), keeping
+        that something happened and ``reason``; loaded events are not updated."""
+        statement = update(MemoryEvent).where(MemoryEvent.user_id == user_id)
+        if memory_ids is not None:
+            statement = statement.where(MemoryEvent.memory_id.in_(memory_ids))
+        self.session.execute(statement.values(before=null(), after=null(), reason=reason)  # SQL NULL, not JSON null
+                             .execution_options(synchronize_session=False))
+
+    def record_forgotten(self, user_id: int, memory_ids: Sequence[int], actor: str, reason: str) -> None:
+        """One ``forget`` event per memory, without content (SQL NULL before and after, unlike ``record``)."""
+        self.session.add_all([MemoryEvent(user_id=user_id, memory_id=memory_id, action="forget", actor=actor,
+                                          reason=reason) for memory_id in memory_ids])

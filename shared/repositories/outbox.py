@@ -41,6 +41,16 @@ class OutboxRepository:
         )
         return list(self.session.scalars(query))
 
+    def still_owed(self, job_ids: list[int]) -> list[OutboxJob]:
+        """Those of the jobs that are not done yet."""
+        query = select(OutboxJob).where(OutboxJob.id.in_(job_ids), OutboxJob.status.in_(("pending", "sent")))
+        return list(self.session.scalars(query))
+
+    def is_done(self, job_id: int) -> bool:
+        """True when the job is done, or gone (its user was forgotten)."""
+        job = self.session.get(OutboxJob, job_id)
+        return job is None or job.status == "done"
+
     def mark_sent(self, job_id: int, now: datetime) -> None:
         self.session.execute(
             update(OutboxJob).where(OutboxJob.id == job_id, OutboxJob.status != "done")

@@ -51,6 +51,12 @@ class UserRepository:
         query = select(Identity).where(Identity.user_id == user_id).order_by(Identity.id)
         return list(self.session.scalars(query))
 
+    def identity_on(self, user_id: int, platform: str) -> Identity | None:
+        """The user's (first) identity on ``platform``."""
+        query = (select(Identity).where(Identity.user_id == user_id, Identity.platform == platform)
+                 .order_by(Identity.id).limit(1))
+        return self.session.scalars(query).first()
+
     def set_paused(self, user_id: int, paused_at: datetime | None) -> None:
         """Pause (a time) or resume (None) remembering for this user."""
         user = self.session.get(User, user_id)
@@ -99,3 +105,9 @@ class ChatRepository:
 
     def get(self, chat_id: int) -> Chat | None:
         return self.session.get(Chat, chat_id)
+
+    def lock_by_platform_ids(self, platform: str, platform_chat_ids: list[str]) -> dict[str, Chat]:
+        """The known chats among ``platform_chat_ids``, locked, by their platform chat id."""
+        query = (select(Chat).where(Chat.platform == platform, Chat.platform_chat_id.in_(platform_chat_ids))
+                 .with_for_update())
+        return {chat.platform_chat_id: chat for chat in self.session.scalars(query)}

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Todo
+from shared.db.models import Chat
 from shared.text import clean_text
 
 CLAIM_LEASE = timedelta(minutes=5)
 """A claimed reminder not marked sent within this time is claimable again (the worker died)."""
+MAX_ERROR_CHARS = 1000
 
 
 class TodoRepository:
-    """One user's todos, plus the cross-user claim used by the reminder scan."""
+    """One user's todos, plus what works across users and says so: the reminder scan's claim, the
+    delivery job's lock, and a chat that moved."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -35,7 +38,8 @@ class TodoRepository:
         return list(self.session.scalars(query.order_by(Todo.remind_at, Todo.id)))
 
     def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE) -> list[Todo]:
-        """Lease pending reminders that are due; concurrent callers never get the same row."""
+        """Lease every user's pending reminders that are due (the beat's scan); concurrent callers
+        never get the same row."""
         due = (
             select(Todo.id)
             .where(Todo.status == "pending", Todo.remind_at <= now,
@@ -52,10 +56,48 @@ class TodoRepository:
         )
         return list(self.session.scalars(claimed))
 
-    def mark_sent(self, todo_id: int, now: datetime) -> bool:
-        """Mark a claimed reminder sent; False if it was cancelled or sent meanwhile."""
+    def lock_for_delivery(self, todo_id: int) -> Todo | None:
+        """Any user's todo, locked, for the delivery job that carries only its id: the row's
+        ``user_id`` says whose it is, and every change that follows is scoped by it."""
+        return self.session.get(Todo, todo_id, with_for_update=True)
+
+    def sent_on_platform(self, user_id: int, platform: str, since: datetime, until: datetime) -> list[Todo]:
+        """The user's reminders sent in (``since``, ``until``] to chats on ``platform``, in sending order."""
+        chats = select(Chat.id).where(Chat.platform == platform)
+        query = (select(Todo)
+                 .where(Todo.user_id == user_id, Todo.status == "sent", Todo.sent_at > since, Todo.sent_at <= until,
+                        Todo.chat_id.in_(chats))
+                 .order_by(Todo.sent_at, Todo.id))
+        return list(self.session.scalars(query))
+
+    def mark_sent(self, user_id: int, todo_id: int, attempt: int, now: datetime) -> bool:
+        """Mark a claimed reminder sent; False if it was cancelled, sent or claimed again meanwhile."""
+        return self._update_claimed(user_id, todo_id, attempt, status="sent", sent_at=now, claimed_until=None,
+                                    updated_at=now)
+
+    def cancel_refused(self, user_id: int, todo_id: int, attempt: int, reason: str, now: datetime) -> bool:
+        """The platform will never deliver it: cancelled, with ``refused: <reason>`` as its error."""
+        return self._update_claimed(user_id, todo_id, attempt, status="cancelled", claimed_until=None,
+                                    last_error=f"refused: {reason}"[:MAX_ERROR_CHARS], updated_at=now)
+
+    def note_failure(self, user_id: int, todo_id: int, attempt: int, error: str, now: datetime, *,
+                     hold_until: datetime | None = None) -> bool:
+        """Record why a send failed; the claim stays, held at least until ``hold_until`` when given."""
+        values: dict[str, object] = {"last_error": error[:MAX_ERROR_CHARS], "updated_at": now}
+        if hold_until is not None:
+            values["claimed_until"] = func.greatest(Todo.claimed_until, hold_until)
+        return self._update_claimed(user_id, todo_id, attempt, **values)
+
+    def move_pending_to_chat(self, from_chat_id: int, to_chat_id: int) -> None:
+        """Every user's pending reminders in a chat that moved go with it (the chat, not a user, moved)."""
+        self.session.execute(
+            update(Todo).where(Todo.chat_id == from_chat_id, Todo.status == "pending")
+            .values(chat_id=to_chat_id).execution_options(synchronize_session=False))
+
+    def _update_claimed(self, user_id: int, todo_id: int, attempt: int, **values: object) -> bool:
+        """Apply ``values`` only if the todo is still pending under claim ``attempt``."""
         result = self.session.execute(
-            update(Todo).where(Todo.id == todo_id, Todo.status == "pending")
-            .values(status="sent", sent_at=now, claimed_until=None, updated_at=now)
-        )
+            update(Todo).where(Todo.user_id == user_id, Todo.id == todo_id, Todo.status == "pending",
+                               Todo.attempts == attempt)
+            .values(**values).execution_options(synchronize_session=False))
         return result.rowcount == 1

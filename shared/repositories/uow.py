@@ -8,17 +8,22 @@ from __future__ import annotations
 
 from types import TracebackType
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from shared.db.token_models import OneTimeTokenRepository
-from shared.db.web_session_models import WebSessionRepository
+from shared.repositories.accounts import AccountDataRepository
 from shared.repositories.conversation import SessionRepository, TurnRepository
 from shared.repositories.episodes import EpisodeRepository
 from shared.repositories.memories import MemoryEventRepository, MemoryRepository
+from shared.repositories.memory_sweeps import MemorySweepRepository
 from shared.repositories.outbox import OutboxRepository
 from shared.repositories.people import ChatRepository, UserRepository
 from shared.repositories.profiles import ProfileRepository
 from shared.repositories.reminders import TodoRepository
+from shared.repositories.retention import RetentionRepository
+from shared.repositories.search_index import SearchIndexRepository
+from shared.repositories.tokens import OneTimeTokenRepository
+from shared.repositories.web_sessions import WebSessionRepository
 
 
 class UnitOfWork:
@@ -37,12 +42,16 @@ class UnitOfWork:
         self.turns = TurnRepository(self.session)
         self.memories = MemoryRepository(self.session)
         self.events = MemoryEventRepository(self.session)
+        self.memory_sweeps = MemorySweepRepository(self.session)
+        self.search_index = SearchIndexRepository(self.session)
+        self.retention = RetentionRepository(self.session)
         self.episodes = EpisodeRepository(self.session)
         self.todos = TodoRepository(self.session)
         self.profiles = ProfileRepository(self.session)
         self.outbox = OutboxRepository(self.session)
         self.tokens = OneTimeTokenRepository(self.session)
         self.web_sessions = WebSessionRepository(self.session)
+        self.accounts = AccountDataRepository(self.session)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -51,6 +60,23 @@ class UnitOfWork:
 
     def commit(self) -> None:
         self.session.commit()
+
+    def flush(self) -> None:
+        """Send pending changes (ids become known) without committing."""
+        self.session.flush()
+
+    def forget_loaded(self, *rows: object) -> None:
+        """Reload ``rows`` (all loaded objects when none is named) from the database on next access,
+        after a bulk statement changed them behind the identity map."""
+        if rows:
+            for row in rows:
+                self.session.expire(row)
+        else:
+            self.session.expire_all()
+
+    def ping(self) -> None:
+        """Ask the database for an answer (readiness checks); raises when it gives none."""
+        self.session.execute(text("SELECT 1"))
 
     def rollback(self) -> None:
         self.session.rollback()

@@ -47,7 +47,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from tests.fakes.loopback import LoopbackFake, LoopbackServer
+from bench.fakes.loopback import LoopbackFake, LoopbackServer
 
 _log = logging.getLogger(__name__)
 API_PREFIX = "/api/v10"

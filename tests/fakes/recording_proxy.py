@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from tests.fakes.loopback import LoopbackFake, LoopbackServer
+from bench.fakes.loopback import LoopbackFake, LoopbackServer
 
 HOP_HEADERS = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding"}
 

@@ -44,7 +44,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from tests.fakes.loopback import LoopbackFake, LoopbackServer
+from bench.fakes.loopback import LoopbackFake, LoopbackServer
 
 Handler = Callable[[dict[str, Any]], Any]
 

@@ -19,6 +19,8 @@ from bot.api.auth import COOKIE, CSRF_HEADER, USER_HEADER, SignInLimiter
 from shared.commands.panel import PanelService
 from shared.commands.service import Caller, MemoryCommands
 from shared.db.memory_models import MemoryEvent
+from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
+from tests.conftest import audit_of
 
 BASE = "http://testserver"
 ADMIN = "operator-token-0123456789abcdef"
@@ -258,9 +260,10 @@ def test_a_memory_is_created_as_user_stated_and_read_back(api):
 
 
 @pytest.mark.parametrize("body", [
-    {}, {"content": ""}, {"content": "   "}, {"content": "x" * 501}, {"content": "nul \u0000 byte"},
+    {}, {"content": ""}, {"content": "   "}, {"content": "x" * (MAX_MEMORY_CHARS + 1)}, {"content": "nul \u0000 byte"},
     {"content": "ok", "confidence": 1.5}, {"content": "ok", "confidence": -0.1}, {"content": "ok", "type": "secret"},
-    {"content": "ok", "extra": 1}, {"content": "ok", "key": "k" * 65}, {"content": "ok", "value": {"a": "\u0000"}},
+    {"content": "ok", "extra": 1}, {"content": "ok", "key": "k" * (MAX_LABEL_CHARS + 1)},
+    {"content": "ok", "value": {"a": "\u0000"}},
     {"content": "ok", "value": "v" * 5000}, {"content": 12},
 ])
 def test_invalid_memories_are_refused_with_422_and_nothing_is_stored(api, body):
@@ -282,7 +285,7 @@ def test_a_memory_is_edited_in_place_and_the_audit_keeps_before_and_after(api):
     assert client.put(f"{MEMORIES}/{made['id']}", json={"key": None}).json()["key"] is None
     assert client.put(f"{MEMORIES}/{made['id']}", json={"confidence": 3}).status_code == 422
     with api.uow_factory() as uow:
-        [_add, edit, unkey] = uow.events.for_memory(api.user_id(ANN), made["id"])
+        [_add, edit, unkey] = audit_of(uow, api.user_id(ANN), made["id"])
     assert (edit.action, edit.actor) == ("update", "user")
     assert edit.before["content"] == "lives in Berlin" and edit.after["content"] == "lives in Hamburg"
     assert unkey.after["predicate"] is None

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 
+from bench.databases import create_database, drop_database
 from bot.api.app import create_app
 from bot.api.auth import USER_HEADER, SignInLimiter
 from shared.commands.panel import PanelService
@@ -22,7 +23,6 @@ from shared.commands.service import Caller, MemoryCommands
 from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.repositories.uow import UnitOfWork
-from tests.conftest import create_database, drop_database
 
 ADMIN = "fuzzing-operator-token-0123456789"
 EXAMPLES = 40

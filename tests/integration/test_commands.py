@@ -23,7 +23,7 @@ from shared.conversation.service import ConversationService
 from shared.db.memory_models import Episode
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.memory.writes import StatedMemory, store_stated_memories
-from tests.conftest import APP_TABLES
+from tests.conftest import APP_TABLES, audit_of
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai, a Sunday
 ALICE = Caller("telegram", "1001", display_name="Alice", locale="zh-CN")
@@ -155,7 +155,7 @@ def test_remember_stores_a_manual_fact_with_full_confidence_search_tokens_and_an
     with uow_factory() as uow:
         user_id = uow.users.identity("telegram", "1001").user_id
         assert [m.id for m, _ in uow.memories.text_candidates(user_id, ["咪咪"])] == [item.id]
-        events = uow.events.for_memory(user_id, item.id)
+        events = audit_of(uow, user_id, item.id)
     assert [(e.action, e.actor, e.after["content"]) for e in events] == [("add", "user", "我的猫叫咪咪")]
 
 
@@ -186,8 +186,8 @@ def test_forget_one_asks_first_then_deletes_it_and_its_audit_keeps_only_a_tombst
     assert memories_of(commands, ALICE) == ["lives in Shanghai"]
     with uow_factory() as uow:
         user_id = uow.users.identity("telegram", "1001").user_id
-        events = [(e.action, e.actor, e.before, e.after, e.reason) for e in uow.events.for_memory(user_id, gone.id)]
-        assert uow.events.for_memory(user_id, keep.id)[0].after["content"] == "lives in Shanghai"
+        events = [(e.action, e.actor, e.before, e.after, e.reason) for e in audit_of(uow, user_id, gone.id)]
+        assert audit_of(uow, user_id, keep.id)[0].after["content"] == "lives in Shanghai"
     assert events == [("add", "user", None, None, "forgotten by the user"),
                       ("forget", "user", None, None, "forgotten by the user")]
     assert count(uow_factory, "SELECT count(*) FROM memory_events WHERE cast(before AS text) LIKE '%乌龙%' "
@@ -218,6 +218,7 @@ def test_forget_by_search_deletes_only_the_matching_memories(commands):
     assert memories_of(commands, BOB) == ["喜欢红茶"]
 
 
+@pytest.mark.pgvector
 def test_forget_all_leaves_no_row_of_the_users_memories_vectors_turns_or_episodes_but_keeps_other_users(
         commands, conversation, uow_factory, request):
     for caller in (ALICE, BOB):
@@ -395,7 +396,7 @@ def test_reminders_are_listed_soonest_first_and_can_be_cancelled_done_and_snooze
     clock.now = START + timedelta(days=1)
     with uow_factory() as uow:
         claimed = uow.todos.claim_due(clock.now)
-        uow.todos.mark_sent(claimed[0].id, clock.now)
+        uow.todos.mark_sent(claimed[0].user_id, claimed[0].id, claimed[0].attempts, clock.now)
         uow.commit()
     snoozed = commands.snooze_reminder(BOB, third.id, 15)
     assert snoozed.status == "pending" and snoozed.due_at == clock.now + timedelta(minutes=15)
@@ -426,7 +427,7 @@ def test_another_users_reminder_cannot_be_touched(commands):
 
 HOSTILE_TEXTS = ("", "   ", HUGE, "a\x00b", "bell\x07", "esc\x1b[31m", "lone \ud800 surrogate", None, 12, b"bytes")
 HOSTILE_IDS = (-1, 0, "-1", "999999999999999999999", 10**30, "#", "", "abc", None, True, 1.5, HUGE, "1; DROP TABLE x",
-               "\x00", "１２")
+               "\x00", "９９９９９９９")  # full-width digits read as a number: one nobody has
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
 from shared.lifecycle import decay
 from shared.lifecycle.decay import run_decay
+from tests.conftest import audit_of
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -37,7 +38,7 @@ def memory(uow_factory, memory_id: int) -> Memory | None:
 
 def actions(uow_factory, user_id: int, memory_id: int) -> list[tuple[str, str]]:
     with uow_factory() as uow:
-        return [(e.action, e.actor) for e in uow.events.for_memory(user_id, memory_id)]
+        return [(e.action, e.actor) for e in audit_of(uow, user_id, memory_id)]
 
 
 def test_an_idle_fact_loses_five_percent_once_a_day_and_a_second_run_the_same_day_changes_nothing(uow_factory):
@@ -51,7 +52,7 @@ def test_an_idle_fact_loses_five_percent_once_a_day_and_a_second_run_the_same_da
     run_decay(uow_factory, NOW + DAY, eviction_threshold=None)
     assert memory(uow_factory, fact).importance == pytest.approx(0.95 ** 2)
     with uow_factory() as uow:
-        events = uow.events.for_memory(alice, fact)
+        events = audit_of(uow, alice, fact)
     assert [(e.action, e.actor) for e in events] == [("decay", "rule"), ("decay", "rule")]
     assert (events[0].before["importance"], events[0].after["importance"]) == pytest.approx((1.0, 0.95))
 
@@ -89,7 +90,7 @@ def test_an_idle_memory_under_0_3_is_forgotten_together_with_the_values_it_repla
     assert memory(uow_factory, new) is None and memory(uow_factory, old) is None
     assert actions(uow_factory, alice, new) == [("decay", "rule"), ("delete", "rule")]
     with uow_factory() as uow:
-        tombstone = uow.events.for_memory(alice, old)[-1]
+        tombstone = audit_of(uow, alice, old)[-1]
     assert tombstone.action == "delete" and tombstone.before["content"] == "I live in Shanghai"
 
 
@@ -211,7 +212,7 @@ def test_decay_events_older_than_30_days_are_pruned_and_the_rest_of_the_audit_st
     report = run_decay(uow_factory, NOW, eviction_threshold=None)
     assert report.decay_events_pruned == 2
     with uow_factory() as uow:
-        events = uow.events.for_memory(alice, fact)
+        events = audit_of(uow, alice, fact)
     assert sorted((NOW - e.created_at).days for e in events if e.reason == "test") == [29, 60]
     assert [e.action for e in events if e.reason != "test"] == ["decay"]  # today's run
 

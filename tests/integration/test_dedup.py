@@ -7,11 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Memory
 from shared.lifecycle import dedup
 from shared.lifecycle.dedup import run_dedup
 from shared.llm.client import ChatModel
-from tests.fakes.openai_server import FakeOpenAI
+from tests.conftest import audit_of
 
 NOW = datetime(2026, 11, 22, 3, 40, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -49,8 +50,8 @@ def test_near_duplicates_are_merged_into_the_survivor_which_keeps_their_history(
     assert rows[again].importance == pytest.approx(1.8)
     with uow_factory() as uow:
         user_id = survivor.user_id
-        dup_events = uow.events.for_memory(user_id, first)
-        survivor_events = uow.events.for_memory(user_id, used)
+        dup_events = audit_of(uow, user_id, first)
+        survivor_events = audit_of(uow, user_id, used)
     assert [(e.action, e.actor, e.reason) for e in dup_events] == [("supersede", "rule", f"duplicate of {used}")]
     assert dup_events[0].after["superseded_by"] == used
     assert [(e.action, e.before["access_count"], e.after["access_count"]) for e in survivor_events] == [
@@ -116,7 +117,7 @@ def test_with_a_model_a_looser_cluster_is_confirmed_in_one_call_and_clear_ones_n
     assert sum(rows[i].superseded_by is not None for i in clear) == 1
     merged = next(i for i in loose if rows[i].superseded_by is not None)
     with uow_factory() as uow:
-        assert [(e.action, e.actor) for e in uow.events.for_memory(rows[merged].user_id, merged)] == [
+        assert [(e.action, e.actor) for e in audit_of(uow, rows[merged].user_id, merged)] == [
             ("supersede", "llm")]
 
 

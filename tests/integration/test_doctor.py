@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from bench.fakes.openai_server import FakeOpenAI
 from shared.app.cli import main
 from shared.db import migrate
 from shared.settings import Settings
-from tests.fakes.openai_server import FakeOpenAI
 
 API_KEY = "sk-doctor-test-secret-0123456789"
 

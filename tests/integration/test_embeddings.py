@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
+from bench.fakes.openai_server import FakeOpenAI, fake_embedding
+from shared.errors import EmbeddingError
 from shared.recall.embeddings import (
     EMBEDDING_BATCH_SIZE,
     MAX_EMBEDDED_CHARS,
-    EmbeddingError,
     LocalEmbedder,
     OpenAIEmbedder,
     make_embedder,
-    vector_literal,
 )
+from shared.repositories.vectors import vector_literal
 from shared.settings import Settings
-from tests.fakes.openai_server import FakeOpenAI, fake_embedding
 
 DIMENSIONS = 16
 

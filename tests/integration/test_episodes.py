@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Episode
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.lifecycle.episodes import close_idle_sessions, parse_summary, summarise_session
 from shared.llm.client import ChatModel
-from tests.fakes.openai_server import FakeOpenAI
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)  # 18:00 in Shanghai
 NOW = START + timedelta(hours=2)

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Memory, MemoryEvent
 from shared.db.models import ConversationTurn
 from shared.lifecycle.extraction import BOOST_STEP, extract_turns
 from shared.llm.client import ChatModel
 from shared.memory.writes import StatedMemory, store_stated_memories
-from tests.fakes.openai_server import FakeOpenAI
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)
 NOW = START + timedelta(hours=1)

@@ -19,6 +19,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
+from bench.databases import create_database, drop_database
+from bench.fakes.llm_personalities import PERSONALITIES
+from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
@@ -31,9 +34,7 @@ from shared.lifecycle.extraction import extract_turns
 from shared.lifecycle.reviews import run_reviews
 from shared.llm.client import ChatModel
 from shared.repositories.uow import UnitOfWork
-from tests.conftest import APP_TABLES, create_database, drop_database
-from tests.fakes.llm_personalities import PERSONALITIES
-from tests.fakes.openai_server import FakeOpenAI
+from tests.conftest import APP_TABLES
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
@@ -17,7 +18,6 @@ from shared.db.memory_models import Memory
 from shared.lifecycle.extraction import extract_turns
 from shared.llm.client import ChatModel
 from shared.memory.writes import StatedMemory, store_stated_memories
-from tests.fakes.openai_server import FakeOpenAI
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,

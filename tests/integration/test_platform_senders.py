@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-import time
 from collections.abc import Iterator
 
 import pytest
 from pydantic import SecretStr
 
+from bench.fakes.loopback import refusing_port
 from shared.delivery.platform_api import (
     ConsoleSender,
     DiscordSender,
@@ -20,6 +19,7 @@ from shared.reminders.service import ChatMoved, DeliveryRefused, ReminderTarget,
 from shared.settings import Settings
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
+from tests.waiting import wait_for
 
 KEY = "mnemo-todo-7"
 TG_PRIVATE = ReminderTarget("telegram", "1001", "1001", "private")
@@ -103,9 +103,7 @@ def test_a_discord_send_whose_answer_was_lost_is_posted_once_when_retried(discor
 
     with pytest.raises(RetryLater):
         sender.send(DC_GUILD, "⏰ Reminder: slow", idempotency_key=KEY)
-    deadline = time.monotonic() + 5
-    while not discord.messages and time.monotonic() < deadline:
-        time.sleep(0.02)  # the stalled request is processed late
+    wait_for(lambda: discord.messages, 10, "the stalled request to be processed late")
     sender.send(DC_GUILD, "⏰ Reminder: slow", idempotency_key=KEY)
 
     assert len(discord.messages) == 1
@@ -168,10 +166,7 @@ def test_a_request_that_never_gets_an_answer_asks_to_retry(telegram: FakeTelegra
 
 
 def test_an_unreachable_api_asks_to_retry() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed once the block ends: nothing listens there
-    with pytest.raises(RetryLater):
+    with refusing_port() as port, pytest.raises(RetryLater):
         TelegramSender(f"http://127.0.0.1:{port}/bot", "1:x", timeout=1).send(TG_PRIVATE, "hi", idempotency_key=KEY)
 
 

@@ -80,6 +80,7 @@ def deliver(uow_factory, senders, claim: ReminderClaim, now: datetime = NOW) -> 
     return deliver_reminder(uow_factory, senders, claim.todo_id, claim.attempt, now)
 
 
+@pytest.mark.committed
 def test_due_reminders_are_claimed_once_across_two_concurrent_claimers(uow_factory):
     todo_ids = {add_todo(uow_factory, f"task {i}") for i in range(30)}
     start = threading.Barrier(2)
@@ -302,6 +303,7 @@ def _scenario_todos(uow_factory) -> Counter[str]:
     return per_chat
 
 
+@pytest.mark.committed
 def test_two_hundred_reminders_are_each_delivered_exactly_once_when_a_worker_dies_half_way(
         uow_factory, telegram, discord):
     expected_per_chat = _scenario_todos(uow_factory)

@@ -9,6 +9,7 @@ import pytest
 from shared.db.memory_models import Episode, Memory, Todo
 from shared.db.models import ConversationTurn
 from shared.search.tokenizer import TOKENIZER_VERSION
+from tests.conftest import audit_of
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -125,7 +126,7 @@ def test_superseded_and_deleted_memories_are_not_active(uow_factory):
         assert [m.id for m in uow.memories.active_by_key(alice, "fact", "user", "lives_in")] == [new.id]
         assert uow.memories.get(alice, old.id) is None
         assert uow.memories.get(alice, old.id, include_inactive=True) is not None
-        assert [e.action for e in uow.events.for_memory(alice, old.id)] == ["supersede"]
+        assert [e.action for e in audit_of(uow, alice, old.id)] == ["supersede"]
         assert sorted(uow.memories.purge(alice)) == sorted([old.id, new.id])
         uow.commit()
         assert uow.memories.count_active(alice) == 0
@@ -143,8 +144,9 @@ def test_sessions_turns_and_duplicate_platform_messages(uow_factory):
         recent = uow.turns.recent(alice, session.id, 15)
         assert [t.text for t in recent] == [f"消息 {i}" for i in range(5, 20)]
         assert uow.turns.by_platform_message(chat, "user", "7").text == "消息 7"
-        assert uow.sessions.idle_since(NOW + timedelta(minutes=31))[0].id == session.id
+        assert uow.sessions.close_idle(NOW, NOW) == []  # active until NOW: not idle before it
         assert uow.sessions.close(session.id, NOW) and not uow.sessions.close(session.id, NOW)
+        assert uow.sessions.close_idle(NOW + timedelta(minutes=31), NOW) == []  # closed already
         assert uow.sessions.open_for(alice, chat) is None
 
 
@@ -159,6 +161,7 @@ def test_episodes_are_searchable_and_scoped(uow_factory):
         assert uow.episodes.get(bob, episode.id) is None
 
 
+@pytest.mark.committed
 def test_due_reminders_are_claimed_by_exactly_one_of_two_concurrent_claimers(uow_factory):
     with uow_factory() as uow:
         alice, _, chat = _people(uow)
@@ -177,7 +180,9 @@ def test_due_reminders_are_claimed_by_exactly_one_of_two_concurrent_claimers(uow
     assert len(ids_first) == 6 and len(ids_second) == 4 and not ids_first & ids_second
     with uow_factory() as uow:
         assert uow.todos.claim_due(NOW) == []
-        assert uow.todos.mark_sent(min(ids_first), NOW) and not uow.todos.mark_sent(min(ids_first), NOW)
+        first_claim = min(claimed_first, key=lambda todo: todo.id)
+        sent = (first_claim.user_id, first_claim.id, first_claim.attempts, NOW)
+        assert uow.todos.mark_sent(*sent) and not uow.todos.mark_sent(*sent)
         assert uow.todos.claim_due(NOW + timedelta(minutes=10)) != []
 
 

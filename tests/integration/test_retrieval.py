@@ -9,7 +9,7 @@ import pytest
 
 from shared.db.memory_models import Episode, Memory
 from shared.recall.retrieval import recall_for_turn
-from shared.recall.vectors import VectorIndex
+from shared.repositories.vectors import VectorIndex
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -85,6 +85,7 @@ def unit_vector(index: int, dims: int = 384) -> list[float]:
     return vector
 
 
+@pytest.mark.pgvector
 def test_vector_neighbours_are_fused_with_lexical_results_and_stay_within_the_user(uow_factory, alice):
     vectors = VectorIndex()
     with uow_factory() as uow:
@@ -92,9 +93,9 @@ def test_vector_neighbours_are_fused_with_lexical_results_and_stay_within_the_us
         lexical = remember(uow, alice, "my dog is called Rex")
         semantic = remember(uow, alice, "adopted a puppy from the shelter last spring")
         bobs = remember(uow, bob, "bob's secret puppy")
-        enabled = vectors.enabled(uow.session)
+        enabled = vectors.enabled(uow)
         for memory, index in ((lexical, 1), (semantic, 0), (bobs, 0)):
-            vectors.store_memory_embedding(uow.session, memory.user_id, memory.id, unit_vector(index), "test")
+            vectors.store_memory_embedding(uow, memory.user_id, memory.id, unit_vector(index), "test")
         uow.commit()
         recall = recall_for_turn(uow, alice, "how is my dog", now=NOW, limit=5, query_vector=unit_vector(0),
                                  vectors=vectors)

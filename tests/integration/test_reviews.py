@@ -6,11 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Memory
 from shared.lifecycle.decay import run_decay
 from shared.lifecycle.reviews import run_reviews
 from shared.llm.client import ChatModel
-from tests.fakes.openai_server import FakeOpenAI
+from tests.conftest import audit_of
 
 NOW = datetime(2026, 11, 22, 3, 20, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -48,7 +49,7 @@ def load(uow_factory, memory_id: int) -> Memory | None:
 
 def events(uow_factory, user_id: int, memory_id: int) -> list[tuple[str, str]]:
     with uow_factory() as uow:
-        return [(e.action, e.actor) for e in uow.events.for_memory(user_id, memory_id)]
+        return [(e.action, e.actor) for e in audit_of(uow, user_id, memory_id)]
 
 
 def prompts(llm) -> str:

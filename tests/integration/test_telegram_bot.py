@@ -6,15 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from pydantic import SecretStr
 from sqlalchemy import select
 from telegram.ext import Application
 
+from bench.fakes.openai_server import FakeOpenAI
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_render import TEXT_LIMIT, reply_messages, split_message, utf16_len
 from shared.commands import texts
@@ -29,14 +30,18 @@ from shared.errors import NotFound
 from shared.llm.client import ChatModel
 from shared.reminders.service import claim_due_reminders, deliver_reminder
 from shared.settings import Settings
-from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram, chat_object, user_object
+from tests.waiting import until
 
 ALICE = user_object(1001, "Alice", username="alice", language_code="en")
 BOB = user_object(1002, "Bob", language_code="zh-hans")
 GROUP = chat_object(-1001234567890, "Friends")
 ALICE_CALLER = Caller("telegram", "1001", "Alice", "en")
 Scenario = Callable[[Application], Awaitable[None]]
+
+pytestmark = pytest.mark.committed
+"""The bot handles updates concurrently, each with units of work of its own on worker threads: they
+cannot share the one connection of a test that is rolled back."""
 
 
 @pytest.fixture
@@ -89,20 +94,12 @@ def run_bot(settings: Settings, service: ConversationService, commands: MemoryCo
     asyncio.run(main())
 
 
-async def until(condition: Callable[[], Any], timeout: float = 15.0) -> Any:
-    """Wait (without blocking the bot's event loop) until ``condition()`` is truthy; return it."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (value := condition()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("the bot did not do it in time")
-        await asyncio.sleep(0.02)
-    return value
-
-
-async def settled(telegram: FakeTelegram, seconds: float = 0.5) -> None:
-    """Every pushed update fetched, and a moment for the handlers to finish."""
-    await until(lambda: telegram.pending_updates == 0 and telegram.calls_to("getUpdates"))
-    await asyncio.sleep(seconds)
+async def all_fetched(telegram: FakeTelegram) -> None:
+    """Every pushed update is in the bot's hands (confirmed by a later ``getUpdates`` offset, which
+    python-telegram-bot sends only after queueing them). When the scenario ends, ``run_bot`` stops the
+    application, which handles every queued update and waits for every running handler, so what a test
+    asserts after ``run_bot`` is everything the bot will ever do with them."""
+    await until(lambda: telegram.pending_updates == 0, what="the bot to fetch every update")
 
 
 def llm_turn(response: str, *entries: tuple[str, str, str, str]) -> dict:
@@ -181,7 +178,7 @@ def test_a_long_reply_is_split_at_paragraphs_within_the_limit(telegram, settings
     async def scenario(_app: Application) -> None:
         telegram.push_message(1001, ALICE, "tell me a long story")
         await until(lambda: len(telegram.messages_to(1001)) >= 2)
-        await settled(telegram)
+        await all_fetched(telegram)
 
     run_bot(settings, conversation(uow_factory, settings, llm), commands, scenario)
 
@@ -319,7 +316,7 @@ def test_in_a_group_the_bot_answers_only_when_mentioned_or_replied_to(telegram, 
         telegram.push_message(GROUP, ALICE, "and coffee", reply_to=answer)
         telegram.push_message(GROUP, BOB, "and me?", reply_to=mention)  # a reply to Alice, not to the bot
         await until(lambda: len(telegram.messages_to(GROUP["id"])) == 2)
-        await settled(telegram)
+        await all_fetched(telegram)
 
     run_bot(settings, conversation(uow_factory, settings), commands, scenario)
 
@@ -340,7 +337,7 @@ def test_group_memories_are_answered_in_private_or_not_at_all(telegram, settings
         await until(lambda: telegram.messages_to(1001))
         telegram.push_message(GROUP, BOB, "/memories")
         await until(lambda: telegram.messages_to(GROUP["id"]))
-        await settled(telegram)
+        await all_fetched(telegram)
 
     run_bot(settings, conversation(uow_factory, settings), commands, scenario)
 
@@ -354,7 +351,7 @@ def test_panel_sends_a_sign_in_link_privately_without_a_link_preview(telegram, s
     async def scenario(_app: Application) -> None:
         telegram.push_message(GROUP, ALICE, "/panel@mnemo_test_bot")
         await until(lambda: telegram.messages_to(1001))
-        await settled(telegram)
+        await all_fetched(telegram)
 
     run_bot(settings, conversation(uow_factory, settings), commands, scenario)
 
@@ -370,7 +367,7 @@ def test_a_group_upgraded_to_a_supergroup_is_recorded_under_its_new_id(telegram,
 
     async def scenario(_app: Application) -> None:
         telegram.push_message(GROUP, ALICE, service={"migrate_to_chat_id": -1001112223334})
-        await settled(telegram)
+        await all_fetched(telegram)
 
     run_bot(settings, conversation(uow_factory, settings), commands, scenario)
 
@@ -394,7 +391,13 @@ def test_flood_control_is_waited_out_and_the_message_sent_again(telegram, settin
 
 
 def test_a_slow_llm_reply_does_not_hold_other_users(telegram, settings, commands, uow_factory, llm):
-    llm.queue_reply(llm_turn("Sorry for the wait."), delay=2.0)
+    llm_answers = threading.Event()
+
+    def slow_llm(_request: dict) -> dict:
+        llm_answers.wait(30)  # the model is still thinking until the test lets it answer
+        return llm_turn("Sorry for the wait.")
+
+    llm.set_responder(slow_llm)
 
     async def scenario(_app: Application) -> None:
         telegram.push_message(1001, ALICE, "hi")
@@ -402,11 +405,16 @@ def test_a_slow_llm_reply_does_not_hold_other_users(telegram, settings, commands
         telegram.push_message(1002, BOB, "/help")
         await until(lambda: telegram.messages_to(1002))
         assert telegram.messages_to(1001) == []  # Alice's reply is still on its way
+        llm_answers.set()
         await until(lambda: telegram.messages_to(1001))
 
-    run_bot(settings, conversation(uow_factory, settings, llm), commands, scenario)
+    try:
+        run_bot(settings, conversation(uow_factory, settings, llm), commands, scenario)
+    finally:
+        llm_answers.set()
 
     assert telegram.messages_to(1002)[0]["text"] == texts.help_text("zh")
+    assert telegram.messages_to(1001)[0]["text"].startswith("Sorry for the wait.")
 
 
 def test_an_unexpected_error_is_logged_and_the_user_told(telegram, settings, commands, uow_factory,

@@ -1,9 +1,7 @@
 """The production deployment files, checked by reading them (no Docker engine needed).
 
 ``docker-compose.yml`` must run every Mnemo process with the right dependencies and settings,
-and every process command it names must be a real ``mnemo`` subcommand. Commands still being
-built are listed in ``PENDING_COMMANDS``; once one lands in ``shared.app.cli.COMMANDS`` a test
-fails until it is taken off that list, from then on it is checked for real.
+and every process command it names must be a real ``mnemo`` subcommand whose arguments mnemo accepts.
 """
 
 from __future__ import annotations
@@ -25,9 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
-
-PENDING_COMMANDS: dict[str, int] = {}
-"""``mnemo`` subcommands that compose already runs but that are not built yet -> the issue adding them."""
 
 INFRASTRUCTURE = ("postgres", "redis")
 LONG_RUNNING = ("bot-discord", "bot-telegram", "api", "worker", "beat")
@@ -173,26 +168,16 @@ def test_beat_is_never_scaled(services: dict[str, dict[str, Any]], name: str) ->
 
 
 @pytest.mark.parametrize("name", APP_SERVICES)
-def test_each_process_runs_a_mnemo_subcommand_that_exists_or_is_pending(
+def test_each_process_runs_a_mnemo_subcommand_that_exists_with_arguments_it_accepts(
     services: dict[str, dict[str, Any]], name: str,
 ) -> None:
     command = command_of(services[name])
     assert command[:1] == ["mnemo"] and len(command) >= 2, f"{name} does not run `mnemo <subcommand>`: {command}"
-    subcommand = command[1]
-    if subcommand in COMMANDS:
-        try:
-            build_parser().parse_args(command[1:])
-        except SystemExit:
-            pytest.fail(f"{name} runs `{shlex.join(command)}`, whose arguments mnemo rejects (see above)")
-    else:
-        assert subcommand in PENDING_COMMANDS, (
-            f"{name} runs `mnemo {subcommand}`, which is neither in shared.app.cli.COMMANDS nor pending"
-        )
-
-
-def test_no_pending_command_is_already_registered() -> None:
-    landed = {name: issue for name, issue in PENDING_COMMANDS.items() if name in COMMANDS}
-    assert not landed, f"take {sorted(landed)} off PENDING_COMMANDS: they are registered in shared.app.cli now"
+    assert command[1] in COMMANDS, f"{name} runs `mnemo {command[1]}`, which is not in shared.app.cli.COMMANDS"
+    try:
+        build_parser().parse_args(command[1:])
+    except SystemExit:
+        pytest.fail(f"{name} runs `{shlex.join(command)}`, whose arguments mnemo rejects (see above)")
 
 
 # --- Dockerfile and .dockerignore -------------------------------------------------------------

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAI
+from bench.fakes.openai_server import FakeOpenAI
 
 MESSAGES = [{"role": "user", "content": "Remember that my cat is called Miso."}]
 

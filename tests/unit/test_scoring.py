@@ -75,10 +75,17 @@ def test_recency_and_use_decide_between_equal_matches_but_never_lift_a_weak_matc
     assert total(0.0, recency=1.0) == total(0.0, recency=0.0)
 
 
-def test_the_total_is_the_seed_formula_and_the_topic_multiplies_it():
+def test_the_total_weighs_use_in_proportion_to_relevance_and_the_topic_multiplies_it():
     plain = combine(relevance=1.0, keyword=1.0, memory_type="preference", recency=1.0, frequency=1.0,
                     confidence=1.0, on_topic=False)
-    assert plain.total == pytest.approx(0.40 + 0.20 * 1.5 + 0.15 + 0.10 + 0.15)
+    assert plain.total == pytest.approx(0.40 + 0.20 * 1.5 + 0.15 + 0.10 + 0.15)  # the seed's, at full relevance
+    partial = combine(relevance=0.5, keyword=0.5, memory_type="fact", recency=0.8, frequency=0.4,
+                      confidence=0.9, on_topic=False)
+    assert partial.total == pytest.approx(0.40 * 0.5 + 0.20 * 1.2 + 0.15 * 0.9 + 0.5 * (0.15 * 0.8 + 0.10 * 0.4))
+    assert partial.total < 0.40 * 0.5 + 0.20 * 1.2 + 0.15 * 0.8 + 0.10 * 0.4 + 0.15 * 0.9  # the seed's adds use whole
+    unmatched = combine(relevance=0.0, keyword=0.0, memory_type="event", recency=1.0, frequency=1.0,
+                        confidence=0.5, on_topic=False)
+    assert unmatched.total == pytest.approx(0.20 * 1.1 + 0.15 * 0.5)  # use lends nothing without a match
     topical = combine(relevance=1.0, keyword=1.0, memory_type="preference", recency=1.0, frequency=1.0,
                       confidence=1.0, on_topic=True)
     assert topical.total == pytest.approx(plain.total * TOPIC_BOOST)

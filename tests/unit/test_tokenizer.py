@@ -1,5 +1,11 @@
 """The tokenizer: jieba for Chinese, words for everything else, stop words out, 猫 kept."""
 
+import hashlib
+import json
+
+import jieba
+
+from shared.search import tokenizer
 from shared.search.tokenizer import (
     MAX_TOKEN_CHARS,
     TOKENIZER_VERSION,
@@ -10,6 +16,24 @@ from shared.search.tokenizer import (
     stop_words,
     tokenize,
 )
+
+RECORDED_INPUTS = {3: "78bdd568b2ccc57c819cb0224064bfeb61789097260a9baddec4cd286d4904fe"}
+"""``TOKENIZER_VERSION`` -> the fingerprint of what decided the stored tokens under it. When a stop-word
+list, jieba (its version or dictionary) or a rule below changes, bump ``TOKENIZER_VERSION``, so that rows
+tokenised the old way are re-indexed, and record the new fingerprint here."""
+STORED_TOKEN_RULES = ("MAX_TOKEN_CHARS", "MIN_NUMBER_DIGITS", "SINGLE_CHAR_POS", "HEAD_NOUN_POS",
+                      "HEAD_NOUN_SKIPPED_WORD_POS", "GENERIC_HEADS", "SUBWORD_MIN_CHARS", "SUBWORD_LENGTHS",
+                      "DROPPED_POS")
+"""The tokenizer's constants that shape stored tokens (stemming only shapes queries)."""
+
+
+def tokenizer_inputs_fingerprint() -> str:
+    with jieba.dt.get_dict_file() as dictionary:
+        jieba_dictionary = hashlib.sha256(dictionary.read()).hexdigest()
+    rules = {name: getattr(tokenizer, name) for name in STORED_TOKEN_RULES}
+    inputs = {"stop_words": sorted(stop_words()), "jieba": jieba.__version__, "jieba_dictionary": jieba_dictionary,
+              "rules": {name: sorted(rule) if isinstance(rule, frozenset) else rule for name, rule in rules.items()}}
+    return hashlib.sha256(json.dumps(inputs, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
 
 
 def test_the_seed_example_gives_python_code_and_like_without_stop_words():
@@ -67,9 +91,16 @@ def test_search_text_joins_the_tokens_of_every_part_and_skips_empty_parts():
     assert search_text(["用户", None, "likes green tea"]) == "用户 likes green tea"
 
 
-def test_stop_word_lists_cover_both_languages_and_the_version_is_stored():
+def test_stop_word_lists_cover_both_languages():
     assert {"the", "and", "我", "的", "了"} <= stop_words()
-    assert isinstance(TOKENIZER_VERSION, int) and TOKENIZER_VERSION >= 1
+
+
+def test_the_version_stored_with_the_tokens_changes_whenever_the_stop_words_dictionary_or_rules_do():
+    fingerprint = tokenizer_inputs_fingerprint()
+    version = TOKENIZER_VERSION if TOKENIZER_VERSION not in RECORDED_INPUTS else TOKENIZER_VERSION + 1
+    assert RECORDED_INPUTS.get(TOKENIZER_VERSION) == fingerprint, (
+        f"the stop words, jieba or the token rules changed: set TOKENIZER_VERSION = {version} and record "
+        f"{version}: {fingerprint!r} in RECORDED_INPUTS")
 
 
 def test_chinese_compounds_also_yield_their_head_noun_so_related_words_meet():

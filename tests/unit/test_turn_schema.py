@@ -11,18 +11,17 @@ from hypothesis import strategies as st
 
 from shared.db.models import MEMORY_TYPES
 from shared.llm.turn_schema import (
-    MAX_CONTENT_CHARS,
     MAX_CONTEXT_VARIABLES,
-    MAX_LABEL_CHARS,
     MAX_MEMORY_ENTRIES,
     MAX_RESPONSE_CHARS,
     MAX_TODOS,
     TURN_JSON_SCHEMA,
     InvalidTurnOutput,
-    MemoryUpdateEntry,
     TodoEntry,
     parse_turn_output,
 )
+from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
+from shared.memory.stated import StatedMemory
 
 VALID_TURN: dict[str, Any] = {
     "emotion": {"primary": "happy", "category": "positive", "confidence": 0.8, "indicators": ["yay"]},
@@ -76,7 +75,7 @@ def test_a_valid_turn_is_parsed_into_frozen_values() -> None:
 
     assert output.response == "That's wonderful news about Miso!"
     assert output.emotion == VALID_TURN["emotion"]
-    assert output.memory_update == (MemoryUpdateEntry("fact", "user", "pet_name", "The user's cat is Miso.", "long"),)
+    assert output.memory_update == (StatedMemory("fact", "user", "pet_name", "The user's cat is Miso.", "long"),)
     assert output.todos == (TodoEntry("Take Miso to the vet", "2026-01-03T18:00:00+08:00"),)
     assert output.topic == "pets"
     assert output.context_variables == {"pet": "Miso"}
@@ -104,7 +103,7 @@ def test_the_seeds_legacy_entry_shape_is_understood() -> None:
 
     output = parse_turn_output(turn(memory_update=legacy))
 
-    assert output.memory_update == (MemoryUpdateEntry("preference", "user", "food", "Loves ramen", "long"),)
+    assert output.memory_update == (StatedMemory("preference", "user", "food", "Loves ramen", "long"),)
 
 
 def test_unknown_memory_types_todos_and_empty_contents_are_skipped() -> None:
@@ -118,7 +117,7 @@ def test_unknown_memory_types_todos_and_empty_contents_are_skipped() -> None:
 
     output = parse_turn_output(turn(memory_update={"should_store": True, "entries": entries}))
 
-    assert output.memory_update == (MemoryUpdateEntry("rule", "user", "tone", "No emoji.", "long"),)
+    assert output.memory_update == (StatedMemory("rule", "user", "tone", "No emoji.", "long"),)
 
 
 def test_nothing_is_stored_when_should_store_is_false() -> None:
@@ -155,7 +154,7 @@ def test_lengths_and_counts_are_capped() -> None:
     assert len(output.response) == MAX_RESPONSE_CHARS
     assert len(output.memory_update) == MAX_MEMORY_ENTRIES and len(output.todos) == MAX_TODOS
     first = output.memory_update[0]
-    assert len(first.content) == MAX_CONTENT_CHARS
+    assert len(first.content) == MAX_MEMORY_CHARS
     assert len(first.subject) == len(first.predicate) == len(output.topic or "") == MAX_LABEL_CHARS
     assert len(output.todos[0].due or "") == MAX_LABEL_CHARS
     assert len(output.context_variables) == MAX_CONTEXT_VARIABLES

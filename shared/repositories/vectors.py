@@ -1,18 +1,23 @@
 """Nearest-neighbour search over the optional pgvector columns, always filtered by user.
 
 The ``embedding`` columns are not mapped by the ORM (they exist only where pgvector is installed),
-so this module speaks SQL. Whether they exist is checked once per process.
+so this module speaks SQL. Whether they exist is checked once per process; the methods work inside
+the caller's unit of work.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sqlalchemy import text
-from sqlalchemy.orm import Session
 
 from shared.db.vectors import vector_status
-from shared.recall.embeddings import vector_literal
+from shared.errors import EmbeddingError
+
+if TYPE_CHECKING:
+    from shared.repositories.uow import UnitOfWork
 
 NEAREST_SQL = text("""
     SELECT id, 1 - (embedding <=> CAST(:vector AS vector)) AS similarity
@@ -22,6 +27,8 @@ NEAREST_SQL = text("""
     LIMIT :limit
 """)
 
+CLEAR_SQL = text("UPDATE memories SET embedding = NULL WHERE id = :memory_id AND user_id = :user_id")
+
 
 class VectorIndex:
     """The memories' embeddings: nearest neighbours for one user, and writing embeddings."""
@@ -30,7 +37,8 @@ class VectorIndex:
         self._enabled: bool | None = None
         self._iterative_scan = False
 
-    def enabled(self, session: Session) -> bool:
+    def enabled(self, uow: UnitOfWork) -> bool:
+        session = uow.session
         if self._enabled is None:
             self._enabled = vector_status(session.connection()).enabled
             if self._enabled:
@@ -38,26 +46,32 @@ class VectorIndex:
                 self._iterative_scan = _version(version) >= (0, 8)  # filtered HNSW scans keep going
         return self._enabled
 
-    def nearest_memories(self, session: Session, user_id: int, vector: Sequence[float],
+    def nearest_memories(self, uow: UnitOfWork, user_id: int, vector: Sequence[float],
                          limit: int) -> list[tuple[int, float]]:
         """Active memories of ``user_id`` closest to ``vector``: (id, cosine similarity), best first."""
-        if not self.enabled(session):
+        if not self.enabled(uow):
             return []
+        session = uow.session
         if self._iterative_scan:
             session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
         rows = session.execute(NEAREST_SQL, {"vector": vector_literal(vector), "user_id": user_id, "limit": limit})
         return [(int(row.id), float(row.similarity)) for row in rows]
 
-    def store_memory_embedding(self, session: Session, user_id: int, memory_id: int,
+    def store_memory_embedding(self, uow: UnitOfWork, user_id: int, memory_id: int,
                                vector: Sequence[float], model: str) -> bool:
         """Save one memory's embedding; False when the memory is gone or vectors are off."""
-        if not self.enabled(session):
+        if not self.enabled(uow):
             return False
-        result = session.execute(
+        result = uow.session.execute(
             text("UPDATE memories SET embedding = CAST(:vector AS vector), embedding_model = :model "
                  "WHERE id = :memory_id AND user_id = :user_id"),
             {"vector": vector_literal(vector), "model": model, "memory_id": memory_id, "user_id": user_id})
         return result.rowcount == 1
+
+    def clear_memory_embedding(self, uow: UnitOfWork, user_id: int, memory_id: int) -> None:
+        """Forget one memory's embedding (its text changed); the embedding job writes a new one."""
+        if self.enabled(uow):
+            uow.session.execute(CLEAR_SQL, {"memory_id": memory_id, "user_id": user_id})
 
 
 def _version(value: str | None) -> tuple[int, ...]:
@@ -66,3 +80,11 @@ def _version(value: str | None) -> tuple[int, ...]:
         digits = "".join(ch for ch in part if ch.isdigit())
         parts.append(int(digits or 0))
     return tuple(parts)
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    """pgvector's text form, ``[0.1,0.2,...]``, to bind as ``CAST(:v AS vector)``."""
+    values = [float(value) for value in vector]
+    if not all(math.isfinite(value) for value in values):
+        raise EmbeddingError("a vector holds NaN or infinity, which pgvector rejects")
+    return "[" + ",".join(f"{value:.9g}" for value in values) + "]"

@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +21,8 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
+from bench.databases import create_database, drop_database
+from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
@@ -30,9 +32,8 @@ from shared.db.memory_models import Memory, MemoryEvent, OutboxJob
 from shared.lifecycle import outbox as jobs
 from shared.llm.client import ChatModel
 from shared.repositories.uow import UnitOfWork
-from tests.conftest import create_database, drop_database
-from tests.fakes.openai_server import FakeOpenAI
-from worker.celery_app import configure
+from tests.waiting import wait_for
+from worker.celery_app import app, configure
 from worker.tasks import send_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,10 +49,13 @@ MONITOR = {"operations": [{"op": "ADD", "type": "fact", "subject": "user", "pred
                            "content": FACT, "tier": "long"}]}
 
 
-def answer(request: dict) -> dict:
+def asks_the_monitor(request: dict) -> bool:
     """Hot-path turns ask for the json_schema; the knowledge monitor asks for a JSON object."""
-    kind = (request.get("response_format") or {}).get("type")
-    return TURN if kind == "json_schema" else MONITOR
+    return (request.get("response_format") or {}).get("type") != "json_schema"
+
+
+def answer(request: dict) -> dict:
+    return MONITOR if asks_the_monitor(request) else TURN
 
 
 @pytest.fixture
@@ -106,7 +110,18 @@ class Worker:
                 [sys.executable, "-m", "shared.app.cli", "worker", "--pool", "threads", "--concurrency", "3",
                  "--name", f"{name}@test"], env=env, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
-        wait_for(lambda: "ready." in self.log.read_text(errors="replace"), 60, f"{name} to start: {self.log}")
+        wait_for(lambda: "ready." in self.text(), 60, lambda: f"{name} to start:\n{self.text()}")
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def finish_what_is_queued(self, broker: tuple[str, str | None]) -> None:
+        """Queue a task that does nothing here (a reminder scan with nothing due) behind whatever the
+        broker holds and wait until this worker has run it: everything queued before it was delivered."""
+        configure(broker_url(*broker))
+        marker = app.send_task("mnemo.scan_reminders")
+        wait_for(lambda: f"Task mnemo.scan_reminders[{marker.id}] succeeded" in self.text(), 60,
+                 lambda: f"the worker to run the marker task:\n{self.text()}")
 
     def kill(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
@@ -133,15 +148,6 @@ def workers(broker, llm, tmp_path) -> Iterator[Callable[[str], Worker]]:
     yield start
     for worker in started:
         worker.stop()
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def converse(uow_factory, llm: FakeOpenAI, broker, text: str, *, dispatch: bool = True) -> None:
@@ -178,19 +184,23 @@ def test_a_turn_goes_in_and_the_worker_stores_the_memory(uow_of, llm, broker, wo
 
 
 def test_a_worker_killed_mid_task_loses_nothing_and_doubles_nothing(uow_of, llm, broker, workers):
-    slow = {"held": 0}
+    held = {"asked": 0}
+    first_is_dead = threading.Event()
 
     def slow_monitor(request: dict) -> dict:
-        if (request.get("response_format") or {}).get("type") != "json_schema" and slow["held"] == 0:
-            slow["held"] += 1
-            time.sleep(8)  # the first worker dies while it waits here
+        if asks_the_monitor(request) and held["asked"] == 0:
+            held["asked"] += 1
+            first_is_dead.wait(60)  # the first worker dies while it waits for this answer
         return answer(request)
 
     llm.set_responder(slow_monitor)
     first = workers("w1")
-    converse(uow_of, llm, broker, "I keep bees on my balcony, they are calm.")
-    wait_for(lambda: slow["held"] == 1, 60, "the task to be in flight")
-    first.kill()
+    try:
+        converse(uow_of, llm, broker, "I keep bees on my balcony, they are calm.")
+        wait_for(lambda: held["asked"] == 1, 60, "the task to be in flight")
+        first.kill()
+    finally:
+        first_is_dead.set()
     workers("w2")
     sweep_now(uow_of, broker)
     wait_for(lambda: jobs_done(uow_of), 60, "the job to be done by the second worker")
@@ -203,8 +213,7 @@ def test_jobs_lost_by_a_flushed_redis_are_sent_again_by_the_sweep(uow_of, llm, b
     with uow_of() as uow:
         assert set(uow.session.scalars(select(OutboxJob.status))) == {"sent"}
     redis.Redis.from_url(REDIS_URL).flushdb()
-    workers("w1")
-    time.sleep(2)
-    assert FACT not in facts(uow_of)
+    workers("w1").finish_what_is_queued(broker)
+    assert FACT not in facts(uow_of) and not any(asks_the_monitor(request) for request in llm.chat_requests())
     assert sweep_now(uow_of, broker) == 1
     wait_for(lambda: FACT in facts(uow_of) and jobs_done(uow_of), 60, "the re-sent job")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +17,9 @@ import pytest
 from shared.db import migrate
 from shared.db.embedded import EmbeddedPostgres, server_pid
 from tests.conftest import server_data_dir
+from tests.e2e.api_process import api_answers, bound_port
 from tests.fakes.telegram_api import FakeTelegram
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLDER = textwrap.dedent("""
@@ -74,10 +74,17 @@ def test_the_starting_process_owns_the_server_and_an_attached_one_leaves_it_runn
     assert server_pid(tmp_path) is None
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_no_server_is_left_behind_when_the_owner_is_interrupted(tmp_path, signum):
+def ignoring_ctrl_c() -> None:
+    """How a script's background job (or a test runner's worker) starts its children: SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("signum, preexec", [(signal.SIGINT, None), (signal.SIGINT, ignoring_ctrl_c),
+                                             (signal.SIGTERM, None)], ids=["ctrl-c", "ctrl-c-inherited-ignore",
+                                                                           "sigterm"])
+def test_no_server_is_left_behind_when_the_owner_is_interrupted(tmp_path, signum, preexec):
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                              env=embedded_env(tmp_path), cwd=tmp_path)
+                              env=embedded_env(tmp_path), cwd=tmp_path, preexec_fn=preexec)
     try:
         assert holder.stdout.readline().strip() == "ready"
         assert server_pid(tmp_path) is not None
@@ -117,12 +124,31 @@ def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(tmp_path):
     assert server_pid(tmp_path) is None
 
 
+COMPANION_ENV = {"API_PORT": "0", "LOG_LEVEL": "INFO"}
+"""The panel's API beside a front-end binds a free port of its own choosing, logged at INFO, read back."""
+COMPANION_ROLES = ["api", "beat", "worker"]
+
+
+def all_companions(front_end: subprocess.Popen) -> list[psutil.Process] | None:
+    """The worker, beat and API ``front_end`` started beside itself, once all three run."""
+    found = {}
+    for process in psutil.Process(front_end.pid).children():
+        with contextlib.suppress(psutil.NoSuchProcess):  # a short-lived child gone since it was listed
+            command = process.cmdline()
+            if "shared.app.cli" in " ".join(command):
+                found[command[-1]] = process
+    return list(found.values()) if sorted(found) == COMPANION_ROLES else None
+
+
+def api_beside(data_dir: Path) -> bool:
+    """Whether the panel's API a front-end started in ``data_dir`` answers."""
+    return api_answers(bound_port(data_dir / "logs" / "api.log"))
+
+
 def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_path, fresh_system_db):
     """With --workers (the default on the embedded database) the console starts all three and stops them."""
     migrate.upgrade(fresh_system_db)
-    port = free_port()
-    env = embedded_env(tmp_path) | {"DATABASE_URL": fresh_system_db, "REMINDER_SCAN_SECONDS": "2",
-                                    "API_PORT": str(port), "PANEL_PUBLIC_URL": f"http://127.0.0.1:{port}"}
+    env = embedded_env(tmp_path) | COMPANION_ENV | {"DATABASE_URL": fresh_system_db, "REMINDER_SCAN_SECONDS": "2"}
     chat = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "chat", "--user", "tester", "--workers"], env=env,
                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -130,14 +156,10 @@ def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_p
     try:
         chat.stdin.write("我住在杭州\n")
         chat.stdin.flush()
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not (owed_jobs_done(fresh_system_db) and len(helpers) == 3
-                                                   and api_answers(port)):
-            helpers = [p for p in psutil.Process(chat.pid).children() if "shared.app.cli" in " ".join(p.cmdline())]
-            time.sleep(0.5)
-        assert sorted(p.cmdline()[-1] for p in helpers) == ["api", "beat", "worker"]
-        assert owed_jobs_done(fresh_system_db), "the worker beside the console did not do the extraction job"
-        assert api_answers(port), "the web panel's API beside the console does not answer"
+        helpers = wait_for(lambda: all_companions(chat), 90, "the worker, beat and API beside the console")
+        wait_for(lambda: owed_jobs_done(fresh_system_db), 90,
+                 lambda: f"the worker beside the console to do the owed jobs ({job_statuses(fresh_system_db)})")
+        wait_for(lambda: api_beside(tmp_path), 90, "the web panel's API beside the console to answer")
         chat.stdin.write("/quit\n")
         chat.stdin.flush()
         chat.wait(timeout=60)
@@ -149,21 +171,16 @@ def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_p
 
 def test_mnemo_telegram_on_the_embedded_default_runs_worker_beat_and_api_beside_it(tmp_path):
     """A bot on a fresh install does its background work and serves /panel links without other commands."""
-    port = free_port()
     with FakeTelegram() as telegram:
-        env = embedded_env(tmp_path) | {"TELEGRAM_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
-                                        "API_PORT": str(port), "PANEL_PUBLIC_URL": f"http://127.0.0.1:{port}"}
+        env = embedded_env(tmp_path) | COMPANION_ENV | {"TELEGRAM_TOKEN": telegram.token,
+                                                        "TELEGRAM_API_BASE_URL": telegram.base_url}
         bot = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "telegram"], env=env, cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         helpers: list[psutil.Process] = []
         try:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline and not (len(helpers) == 3 and api_answers(port)
-                                                       and telegram.calls_to("getUpdates")):
-                helpers = [p for p in psutil.Process(bot.pid).children() if "shared.app.cli" in " ".join(p.cmdline())]
-                time.sleep(0.5)
-            assert sorted(p.cmdline()[-1] for p in helpers) == ["api", "beat", "worker"]
-            assert api_answers(port) and telegram.calls_to("getUpdates"), "the bot or its panel API did not start"
+            helpers = wait_for(lambda: all_companions(bot), 90, "the worker, beat and API beside the bot")
+            wait_for(lambda: telegram.calls_to("getUpdates"), 90, "the bot to poll Telegram")
+            wait_for(lambda: api_beside(tmp_path), 90, "the web panel's API beside the bot to answer")
             bot.send_signal(signal.SIGTERM)
             bot.wait(timeout=60)
         finally:
@@ -173,24 +190,15 @@ def test_mnemo_telegram_on_the_embedded_default_runs_worker_beat_and_api_beside_
     assert server_pid(tmp_path) is None
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def job_statuses(database_url: str) -> list[str]:
+    """The status of every outbox job, oldest first."""
+    import psycopg
 
-
-def api_answers(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
+    with psycopg.connect(database_url) as connection:
+        return [row[0] for row in connection.execute("SELECT status FROM jobs_outbox ORDER BY id")]
 
 
 def owed_jobs_done(database_url: str) -> bool:
     """Whether the outbox has jobs and every one of them is done."""
-    import psycopg
-
-    with psycopg.connect(database_url) as connection:
-        statuses = {row[0] for row in connection.execute("SELECT status FROM jobs_outbox")}
+    statuses = set(job_statuses(database_url))
     return bool(statuses) and statuses == {"done"}

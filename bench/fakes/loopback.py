@@ -2,12 +2,15 @@
 
 A fake subclasses :class:`LoopbackFake`, names its request handler and its API root, and may add
 ``_wake_waiters`` to cut its own long waits short on stop. Handlers reach the fake as
-``self.server.fake``.
+``self.server.fake``. :func:`refusing_port` is the peer that went away: a port that refuses connections.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
@@ -69,3 +72,13 @@ class LoopbackFake:
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def refusing_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses every connection while the block runs: a socket is bound to it
+    but never listens (the kernel answers a connection attempt with a reset), and holding it keeps
+    another process from taking the port, as a port merely closed again could be."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]

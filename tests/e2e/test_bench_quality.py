@@ -7,10 +7,10 @@ import json
 import pytest
 
 from bench import quality
+from bench.fakes.openai_server import FakeOpenAI
 from shared.db.engine import make_engine
 from shared.db.vectors import vector_status
 from shared.recall.embeddings import OpenAIEmbedder
-from tests.fakes.openai_server import FakeOpenAI
 
 TURNS = [
     ["Hey Mel! How have you been?", "Busy with the kids and work.", "I went hiking on the weekend."],

@@ -1,4 +1,4 @@
-"""A fake OpenAI-compatible HTTP server for tests.
+"""A fake OpenAI-compatible HTTP server for the benchmarks and the tests.
 
 It speaks the real HTTP API (``GET /v1/models``, ``POST /v1/chat/completions``,
 ``POST /v1/embeddings``), so the real ``openai`` SDK pointed at ``base_url`` is
@@ -11,7 +11,7 @@ ephemeral port and serves from a daemon thread::
         client.chat.completions.create(model="fake-chat", messages=[...])
 
 Chat replies come from a script: queued replies/errors first (in order), then
-the responder; a :class:`~tests.fakes.llm_personalities.Personality` then shapes
+the responder; a :class:`~bench.fakes.llm_personalities.Personality` then shapes
 them the way a real server and model would (refusals, reasoning, fences, cuts).
 ``max_tokens`` is honoured (``finish_reason: "length"``), and ``stream: true``
 answers as server-sent events, chunk by chunk, noticing a client that leaves
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.llm_personalities import PERSONALITIES, Personality
-from tests.fakes.loopback import LoopbackFake, LoopbackServer
+from bench.fakes.llm_personalities import PERSONALITIES, Personality
+from bench.fakes.loopback import LoopbackFake, LoopbackServer
 
 Content = str | dict[str, Any]
 Responder = Callable[[dict[str, Any]], Content]

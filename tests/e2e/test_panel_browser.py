@@ -12,20 +12,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -34,12 +31,15 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.ui import WebDriverWait
 
+from bench.databases import create_database, drop_database
 from shared.commands.service import Caller, MemoryCommands
 from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.repositories.uow import UnitOfWork
-from tests.conftest import create_database, drop_database
+from tests.e2e.api_process import api_answers, bound_port
+from tests.waiting import wait_for
 
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 MNEMO = Path(sys.executable).with_name("mnemo")
@@ -70,24 +70,14 @@ class PanelServer:
         return [item.content for item in self.commands.list_memories(caller, page_size=50).items]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_up(process: subprocess.Popen, base_url: str, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_SECONDS
-    while time.monotonic() < deadline:
+def wait_until_up(process: subprocess.Popen, log: Path) -> str:
+    """Until ``mnemo api`` answers on the port it bound; its base URL."""
+    def answering() -> str | None:
         if process.poll() is not None:
             raise AssertionError(f"mnemo api exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{base_url}/api/v1/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"mnemo api did not answer {base_url}/api/v1/health within {SERVER_START_SECONDS}s")
+        port = bound_port(log)
+        return f"http://127.0.0.1:{port}" if api_answers(port) else None
+    return wait_for(answering, SERVER_START_SECONDS, lambda: f"mnemo api to answer:\n{log.read_text()}")
 
 
 @pytest.fixture(scope="module")
@@ -100,15 +90,16 @@ def panel_server(system_pg_admin_url: str) -> Iterator[PanelServer]:
     assert MNEMO.exists(), f"{MNEMO} is missing: pip install -e . in this virtualenv"
     try:
         migrate.upgrade(database_url)
-        port = free_port()
-        base_url = f"http://127.0.0.1:{port}"
-        env = {**os.environ, "DATABASE_URL": database_url, "PANEL_PUBLIC_URL": base_url,
-               "MNEMO_DATA_DIR": str(workdir), "LOG_LEVEL": "WARNING"}
+        # Port 0: the server binds a free port itself and logs it (at INFO); the panel accepts sign-ins
+        # from its own origin, so PANEL_PUBLIC_URL need not name the port beforehand. PYTHONPATH makes the
+        # console script run this tree's code.
+        env = {**{k: v for k, v in os.environ.items() if k != "PANEL_PUBLIC_URL"}, "DATABASE_URL": database_url,
+               "MNEMO_DATA_DIR": str(workdir), "LOG_LEVEL": "INFO", "API_PORT": "0", "PYTHONPATH": str(ROOT)}
         log = workdir / "api.log"
         with log.open("wb") as output:
-            process = subprocess.Popen([str(MNEMO), "api", "--host", "127.0.0.1", "--port", str(port)],
+            process = subprocess.Popen([str(MNEMO), "api", "--host", "127.0.0.1"],
                                        cwd=workdir, env=env, stdout=output, stderr=subprocess.STDOUT)
-        wait_until_up(process, base_url, log)
+        base_url = wait_until_up(process, log)
         factory = session_factory(engine)
         yield PanelServer(base_url, MemoryCommands(lambda: UnitOfWork(factory), panel_url=base_url))
     finally:
@@ -157,7 +148,8 @@ def shot(driver: WebDriver, name: str) -> None:
 
 
 def wait(driver: WebDriver) -> WebDriverWait:
-    return WebDriverWait(driver, WAIT_SECONDS)
+    """Waits that look again when the panel redrew what they were reading (the list is replaced whole)."""
+    return WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,))
 
 
 def by_id(driver: WebDriver, element_id: str) -> WebElement:
@@ -336,7 +328,9 @@ def test_the_panel_speaks_chinese_fits_a_phone_cancels_a_reminder_and_signs_out(
         by_id(driver, "lang-toggle").click()
         wait(driver).until(lambda d: d.find_element(By.ID, "add-memory").text == "添加")
         assert driver.find_element(By.ID, "memories-heading").text == "记忆"
-        assert driver.find_element(By.CSS_SELECTOR, "[data-testid=memory-type-badge]").text == "事实"
+        badge = (By.CSS_SELECTOR, "[data-testid=memory-type-badge]")  # the cards are drawn again, after the buttons
+        wait(driver).until(seen.text_to_be_present_in_element(badge, "事实"), "the memory card was not redrawn in 中文")
+        assert driver.find_element(*badge).text == "事实"
         driver.refresh()  # the choice is remembered
         wait(driver).until(lambda d: d.find_element(By.ID, "clear-all").text == "全部清除")
         shot(driver, "10-chinese")
@@ -346,7 +340,8 @@ def test_the_panel_speaks_chinese_fits_a_phone_cancels_a_reminder_and_signs_out(
         assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
         shot(driver, "11-phone")
 
-        driver.find_element(By.CSS_SELECTOR, "[data-testid=reminder-cancel]").click()
+        cancel = (By.CSS_SELECTOR, "[data-testid=reminder-cancel]")  # the reminders load apart from the memories
+        wait(driver).until(seen.element_to_be_clickable(cancel)).click()
         pending = (By.CSS_SELECTOR, "[data-testid=reminder-cancel]:not([hidden])")
         wait(driver).until(lambda d: not d.find_elements(*pending))
         assert [item.status for item in panel_server.commands.list_reminders(FANG)] in ([], ["cancelled"])

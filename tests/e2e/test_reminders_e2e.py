@@ -1,13 +1,12 @@
 """200 due reminders, two real workers, one killed half-way: every reminder reaches Discord exactly once.
 
-Beat's scan task claims due reminders (leased, SKIP LOCKED) and queues one delivery task per claim;
-the workers send through the Discord REST API (a fake on loopback) with a nonce, and a 429 with
-retry_after is honoured. The killed worker's claims expire and are claimed again by later scans.
+Beat's scan task (every second here) claims due reminders (leased, SKIP LOCKED) and queues one delivery
+task per claim; the workers send through the Discord REST API (a fake on loopback) with a nonce, and a
+429 with retry_after is honoured. The killed worker's claims expire and are claimed again by later scans.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -16,9 +15,10 @@ import redis
 from sqlalchemy import func, select
 
 from shared.db.memory_models import Todo
+from tests.e2e.test_beat import beat, log_of, stop_beat, wait_until_beating
+from tests.e2e.test_worker import Worker
 from tests.fakes.discord_api import FakeDiscord
-from tests.integration.test_worker import Worker, broker_url, wait_for
-from worker.celery_app import app, configure
+from tests.waiting import wait_for
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
 REMINDERS = 200
@@ -73,18 +73,17 @@ def test_two_workers_one_killed_deliver_every_reminder_exactly_once(database, di
     uow_factory = lambda: UnitOfWork(sessions)  # noqa: E731
     due_reminders(uow_factory, REMINDERS)
     discord.fail_next(429, retry_after=0.5, path_contains="/messages")
-    configure(broker_url(database, REDIS_URL))
     first = discord_worker(database, discord, tmp_path, "first")
     second = discord_worker(database, discord, tmp_path, "second")
+    scheduler = beat(database, tmp_path / "beat", REDIS_URL, {"REMINDER_SCAN_SECONDS": "1"})
     try:
-        app.send_task("mnemo.scan_reminders")
+        wait_until_beating(scheduler, tmp_path / "beat")
         wait_for(lambda: len(discord.messages) >= 20, 60, "the first deliveries")
         first.kill()
-        deadline = time.monotonic() + 120
-        while sent_count(uow_factory) < REMINDERS and time.monotonic() < deadline:
-            app.send_task("mnemo.scan_reminders")  # what beat does every minute
-            time.sleep(1.5)
+        wait_for(lambda: sent_count(uow_factory) == REMINDERS, 120,
+                 lambda: f"every reminder to be sent ({sent_count(uow_factory)} are):\n{log_of(tmp_path / 'beat')}")
     finally:
+        stop_beat(scheduler)
         first.stop()
         second.stop()
         engine.dispose()

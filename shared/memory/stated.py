@@ -1,0 +1,17 @@
+"""A memory as stated, before it is written: the same shape whether the turn's LLM call, the knowledge
+monitor or the offline rules found it. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StatedMemory:
+    """One thing the user said about themselves (or someone in their life)."""
+
+    type: str
+    subject: str
+    predicate: str
+    content: str
+    tier: str = "long"

@@ -1,0 +1,448 @@
+"""An in-memory unit of work, so services are unit-tested without PostgreSQL (cosmicpython's FakeUnitOfWork).
+
+Rows are the real ORM entities (``Todo``, ``Memory``, ``User``, …), never attached to a session.
+:class:`FakeDatabase` holds the committed rows; each :class:`FakeUnitOfWork` works on its own copy of
+them, and ``commit()`` writes back only the rows it inserted, changed or deleted, so an unfinished
+block leaves nothing behind and one that commits does not undo another's commit. Like PostgreSQL:
+ids come from per-table sequences that a rollback does not rewind; an insert fills the columns'
+server defaults (read from the models, so a new default is picked up or refused loudly); a delete
+follows the foreign keys' ``ON DELETE`` rules. Unlike it: no locks (one thread), no unique or
+foreign-key checks on insert, ids known at once (no flush needed), ``search_tokens`` not computed.
+
+Only the repository methods the unit tests' services call are here, with the real names, parameters
+and user scoping; ``tests/integration/test_fake_uow_parity.py`` holds them to the real ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Any
+
+from sqlalchemy import inspect as orm_inspect
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm.instrumentation import manager_of_class
+from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.sql.functions import now as sql_now
+
+from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
+from shared.db.models import Base, Chat, Identity, User
+from shared.db.token_models import OneTimeToken
+from shared.repositories.accounts import LEARNT_FROM_THE_USER
+from shared.repositories.reminders import CLAIM_LEASE, MAX_ERROR_CHARS
+from shared.search.tsquery import MAX_LIKE_CHARS
+from shared.text import clean_text
+
+Table = dict[Any, Base]
+_MODELS = {mapper.local_table: mapper.class_ for mapper in Base.registry.mappers}
+
+
+def _key(row: Base) -> Any:
+    return getattr(row, orm_inspect(type(row)).primary_key[0].key)
+
+
+@cache
+def _columns(model: type[Base]) -> tuple[str, ...]:
+    return tuple(attr.key for attr in orm_inspect(model).column_attrs)
+
+
+def _values(row: Base) -> dict[str, Any]:
+    """The row's column values (read from ``__dict__``: a deferred column is never loaded)."""
+    state = row.__dict__
+    return {name: state.get(name) for name in _columns(type(row))}
+
+
+def _copy(row: Base) -> Base:
+    """A detached copy, as a fresh load would give it: JSON values go through JSON (as to JSONB and back)."""
+    clone = manager_of_class(type(row)).new_instance()
+    clone.__dict__.update({name: json.loads(json.dumps(value)) if isinstance(value, dict | list) else value
+                           for name, value in _values(row).items()})
+    return clone
+
+
+def _server_default(column: Any, now: datetime) -> Any:
+    """What PostgreSQL puts in ``column`` when an insert leaves it out."""
+    arg = column.server_default.arg
+    if isinstance(arg, sql_now):
+        return now
+    sql = arg.text if isinstance(arg, TextClause) else str(arg)
+    if sql.startswith("'") and sql.endswith("'"):
+        literal = sql[1:-1].replace("''", "'")
+        return json.loads(literal) if isinstance(column.type, JSONB) else literal
+    if sql in ("true", "false"):
+        return sql == "true"
+    try:
+        return float(sql) if "." in sql else int(sql)
+    except ValueError:
+        raise NotImplementedError(f"teach the fake the server default {sql!r} of {column}") from None
+
+
+@cache
+def _references(model: type[Base]) -> list[tuple[type[Base], str, str | None]]:
+    """(model, attribute, ON DELETE rule) of every column that points at ``model``'s rows."""
+    return [(_MODELS[fk.parent.table], fk.parent.key, fk.ondelete)
+            for table in _MODELS for column in table.columns for fk in column.foreign_keys
+            if fk.column.table is model.__table__]
+
+
+class FakeDatabase:
+    """The committed rows, by model and primary key; ``unit_of_work`` is a ``uow_factory``."""
+
+    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+        self.clock = clock or (lambda: datetime.now(UTC))
+        """What ``now()`` says when a server default needs it."""
+        self.tables: dict[type[Base], Table] = {}
+        self._sequences: dict[type[Base], itertools.count] = {}
+
+    def unit_of_work(self) -> FakeUnitOfWork:
+        return FakeUnitOfWork(self)
+
+    def rows(self, model: type[Base]) -> list[Base]:
+        """Copies of the committed rows of ``model`` in key order (for a test's assertions)."""
+        table = self.tables.get(model, {})
+        return [_copy(table[key]) for key in sorted(table)]
+
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """Every committed row's values by table: equal dumps mean nothing was changed."""
+        return {model.__tablename__: [_values(rows[key]) for key in sorted(rows)]
+                for model, rows in self.tables.items() if rows}
+
+    def next_id(self, model: type[Base]) -> int:
+        return next(self._sequences.setdefault(model, itertools.count(1)))
+
+    def write(self, seen: dict[type[Base], dict[Any, dict]], working: dict[type[Base], Table]) -> None:
+        """Apply what a unit of work inserted, changed and deleted since it saw ``seen``."""
+        for model, rows in working.items():
+            committed, before = self.tables.setdefault(model, {}), seen.get(model, {})
+            for key, row in rows.items():
+                if before.get(key) != _values(row):
+                    committed[key] = _copy(row)
+            for key in before.keys() - rows.keys():
+                committed.pop(key, None)
+
+
+class FakeUnitOfWork:
+    """``with FakeUnitOfWork(database) as uow: …; uow.commit()``; nothing is kept without ``commit()``."""
+
+    def __init__(self, database: FakeDatabase) -> None:
+        self.database = database
+
+    def __enter__(self) -> FakeUnitOfWork:
+        self._rows = _Transaction(self.database)
+        self.users = FakeUserRepository(self._rows)
+        self.chats = FakeChatRepository(self._rows)
+        self.memories = FakeMemoryRepository(self._rows)
+        self.events = FakeMemoryEventRepository(self._rows)
+        self.todos = FakeTodoRepository(self._rows)
+        self.outbox = FakeOutboxRepository(self._rows)
+        self.tokens = FakeOneTimeTokenRepository(self._rows)
+        self.accounts = FakeAccountDataRepository(self._rows)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._rows.rollback()
+
+    def commit(self) -> None:
+        self._rows.commit()
+
+    def rollback(self) -> None:
+        self._rows.rollback()
+
+    def flush(self) -> None:
+        """Ids and defaults are given on insert already."""
+
+    def forget_loaded(self, *rows: object) -> None:
+        """Rows here are the stored objects, so they never go stale."""
+
+    def ping(self) -> None:
+        """The fake is always there."""
+
+
+class _Transaction:
+    """One unit of work's copy of the tables, and the row operations its repositories share.
+
+    A table is copied when first used, so a unit of work sees another's commit only in tables it had
+    not read yet (PostgreSQL's READ COMMITTED would see it at its next statement)."""
+
+    def __init__(self, database: FakeDatabase) -> None:
+        self.database = database
+        self.rollback()
+
+    def commit(self) -> None:
+        self.database.write(self._seen, self._working)
+        self._seen = {model: {key: _values(row) for key, row in rows.items()} for model, rows in self._working.items()}
+
+    def rollback(self) -> None:
+        self._working: dict[type[Base], Table] = {}
+        self._seen: dict[type[Base], dict[Any, dict]] = {}
+
+    def table(self, model: type[Base]) -> Table:
+        """This unit of work's rows of ``model``, by key."""
+        if model not in self._working:
+            committed = self.database.tables.get(model, {})
+            self._working[model] = {key: _copy(row) for key, row in committed.items()}
+            self._seen[model] = {key: _values(row) for key, row in committed.items()}
+        return self._working[model]
+
+    def insert(self, row: Base) -> Base:
+        """Store ``row`` as an INSERT would: a key from the sequence and the server defaults filled."""
+        now = self.database.clock()
+        mapper = orm_inspect(type(row))
+        for attr in mapper.column_attrs:
+            column = attr.columns[0]
+            if getattr(row, attr.key) is not None or column.computed is not None:
+                continue
+            if column.primary_key and column.autoincrement in (True, "auto") and len(mapper.primary_key) == 1:
+                setattr(row, attr.key, self.database.next_id(type(row)))
+            elif column.server_default is not None:
+                setattr(row, attr.key, _server_default(column, now))
+        self.table(type(row))[_key(row)] = row
+        return row
+
+    def delete(self, model: type[Base], keys: Iterable[Any]) -> list[Any]:
+        """Delete rows as DELETE would, following ``ON DELETE`` of the columns that point at them."""
+        table = self.table(model)
+        gone = sorted(key for key in set(keys) if table.pop(key, None) is not None)
+        if gone:
+            for referring, name, rule in _references(model):
+                hit = [row for row in self.table(referring).values() if getattr(row, name) in gone]
+                if hit and rule == "CASCADE":
+                    self.delete(referring, [_key(row) for row in hit])
+                elif hit and rule == "SET NULL":
+                    for row in hit:
+                        setattr(row, name, None)
+                elif hit:
+                    raise ValueError(f"{model.__tablename__} {gone} still referred to by {referring.__tablename__}")
+        return gone
+
+    def select(self, model: type[Base], *, order: Callable[[Any], Any] | None = None, **equal: object) -> list:
+        """Rows of ``model`` whose columns equal ``equal``, in ``order`` (default: by key)."""
+        rows = [row for row in self.table(model).values() if all(getattr(row, k) == v for k, v in equal.items())]
+        return sorted(rows, key=order or _key)
+
+
+class _Repository:
+    def __init__(self, rows: _Transaction) -> None:
+        self._rows = rows
+
+
+class FakeUserRepository(_Repository):
+    def identify(self, platform: str, platform_user_id: str, *, display_name: str | None = None,
+                 locale: str | None = None, timezone: str | None = None) -> Identity:
+        identity = self.identity(platform, platform_user_id)
+        if identity is None:
+            user = self._rows.insert(User())
+            identity = self._rows.insert(Identity(user_id=user.id, platform=platform,
+                                                 platform_user_id=str(platform_user_id)))
+        if display_name is not None:
+            identity.display_name = clean_text(display_name, 200)
+        if locale is not None:
+            identity.locale = locale[:16]
+        if timezone is not None:
+            identity.timezone = timezone[:64]
+        return identity
+
+    def identity(self, platform: str, platform_user_id: str) -> Identity | None:
+        found = self._rows.select(Identity, platform=platform, platform_user_id=str(platform_user_id))
+        return found[0] if found else None
+
+    def get(self, user_id: int) -> User | None:
+        return self._rows.table(User).get(user_id)
+
+    def identity_on(self, user_id: int, platform: str) -> Identity | None:
+        found = self._rows.select(Identity, user_id=user_id, platform=platform)
+        return found[0] if found else None
+
+    def set_paused(self, user_id: int, paused_at: datetime | None) -> None:
+        user = self.get(user_id)
+        if user is not None:
+            user.paused_at = paused_at
+
+
+class FakeChatRepository(_Repository):
+    def get_or_create(self, platform: str, platform_chat_id: str, kind: str, title: str | None = None) -> Chat:
+        found = self._rows.select(Chat, platform=platform, platform_chat_id=str(platform_chat_id))
+        chat = found[0] if found else self._rows.insert(
+            Chat(platform=platform, platform_chat_id=str(platform_chat_id), kind=kind))
+        if title is not None:
+            chat.title = clean_text(title, 200)
+        return chat
+
+    def get(self, chat_id: int) -> Chat | None:
+        return self._rows.table(Chat).get(chat_id)
+
+    def lock_by_platform_ids(self, platform: str, platform_chat_ids: list[str]) -> dict[str, Chat]:
+        return {chat.platform_chat_id: chat for chat in self._rows.select(Chat, platform=platform)
+                if chat.platform_chat_id in platform_chat_ids}
+
+
+def _active(memory: Memory) -> bool:
+    return memory.deleted_at is None and memory.superseded_by is None
+
+
+class FakeMemoryRepository(_Repository):
+    def add(self, memory: Memory) -> Memory:
+        memory.content = clean_text(memory.content)
+        return self._rows.insert(memory)
+
+    def get(self, user_id: int, memory_id: int, *, include_inactive: bool = False,
+            lock: bool = False) -> Memory | None:
+        memory = self._rows.table(Memory).get(memory_id)
+        ok = memory is not None and memory.user_id == user_id and (include_inactive or _active(memory))
+        return memory if ok else None
+
+    def page(self, user_id: int, *, type_: str | None = None, search: str | None = None,
+             limit: int = 10, offset: int = 0) -> tuple[list[Memory], int]:
+        """Newest first; ``search`` as ILIKE '%search%' (case-insensitive substring of the content)."""
+        needle = clean_text(search)[:MAX_LIKE_CHARS].lower() if search else None
+        rows = [m for m in self._active(user_id) if (type_ is None or m.type == type_)
+                and (needle is None or needle in m.content.lower())]
+        rows.sort(key=lambda m: m.id, reverse=True)
+        return rows[offset:offset + limit], len(rows)
+
+    def purge(self, user_id: int, memory_ids: Sequence[int] | None = None) -> list[int]:
+        mine = self._rows.select(Memory, user_id=user_id)
+        return self._rows.delete(Memory, [m.id for m in mine if memory_ids is None or m.id in memory_ids])
+
+    def count_active(self, user_id: int) -> int:
+        return len(self._active(user_id))
+
+    def active_with_content(self, user_id: int, type_: str, content: str) -> Memory | None:
+        found = [m for m in self._active(user_id) if m.type == type_ and m.content == content]
+        return found[0] if found else None
+
+    def with_earlier_versions(self, user_id: int, memory_ids: Sequence[int]) -> list[int]:
+        mine = self._rows.select(Memory, user_id=user_id)
+        chain = {m.id for m in mine if m.id in memory_ids}
+        while grown := {m.id for m in mine if m.superseded_by in chain} - chain:
+            chain |= grown
+        return sorted(chain)
+
+    def _active(self, user_id: int) -> list[Memory]:
+        return [m for m in self._rows.select(Memory, user_id=user_id) if _active(m)]
+
+
+class FakeMemoryEventRepository(_Repository):
+    def record(self, user_id: int, memory_id: int | None, action: str, actor: str, *,
+               before: dict[str, Any] | None = None, after: dict[str, Any] | None = None,
+               reason: str | None = None) -> MemoryEvent:
+        return self._rows.insert(MemoryEvent(user_id=user_id, memory_id=memory_id, action=action, actor=actor,
+                                            before=before, after=after, reason=reason))
+
+    def tombstone(self, user_id: int, memory_ids: Sequence[int] | None, reason: str) -> None:
+        for event in self._rows.select(MemoryEvent, user_id=user_id):
+            if memory_ids is None or event.memory_id in memory_ids:
+                event.before, event.after, event.reason = None, None, reason
+
+    def record_forgotten(self, user_id: int, memory_ids: Sequence[int], actor: str, reason: str) -> None:
+        for memory_id in memory_ids:
+            self.record(user_id, memory_id, "forget", actor, reason=reason)
+
+
+class FakeTodoRepository(_Repository):
+    def add(self, todo: Todo) -> Todo:
+        todo.content = clean_text(todo.content, 2000)
+        return self._rows.insert(todo)
+
+    def get(self, user_id: int, todo_id: int) -> Todo | None:
+        todo = self._rows.table(Todo).get(todo_id)
+        return todo if todo is not None and todo.user_id == user_id else None
+
+    def for_user(self, user_id: int, statuses: tuple[str, ...] = ("pending",)) -> list[Todo]:
+        return [t for t in self._rows.select(Todo, user_id=user_id, order=lambda t: (t.remind_at, t.id))
+                if t.status in statuses]
+
+    def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE) -> list[Todo]:
+        due = [t for t in self._rows.select(Todo, status="pending", order=lambda t: (t.remind_at, t.id))
+               if t.remind_at <= now and (t.claimed_until is None or t.claimed_until < now)][:limit]
+        for todo in due:
+            todo.claimed_until, todo.attempts = now + lease, todo.attempts + 1
+        return due
+
+    def lock_for_delivery(self, todo_id: int) -> Todo | None:
+        return self._rows.table(Todo).get(todo_id)
+
+    def sent_on_platform(self, user_id: int, platform: str, since: datetime, until: datetime) -> list[Todo]:
+        chats = {chat.id for chat in self._rows.select(Chat, platform=platform)}
+        return [t for t in self._rows.select(Todo, user_id=user_id, status="sent", order=lambda t: (t.sent_at, t.id))
+                if since < t.sent_at <= until and t.chat_id in chats]
+
+    def mark_sent(self, user_id: int, todo_id: int, attempt: int, now: datetime) -> bool:
+        return self._update_claimed(user_id, todo_id, attempt, status="sent", sent_at=now, claimed_until=None,
+                                    updated_at=now)
+
+    def cancel_refused(self, user_id: int, todo_id: int, attempt: int, reason: str, now: datetime) -> bool:
+        return self._update_claimed(user_id, todo_id, attempt, status="cancelled", claimed_until=None,
+                                    last_error=f"refused: {reason}"[:MAX_ERROR_CHARS], updated_at=now)
+
+    def note_failure(self, user_id: int, todo_id: int, attempt: int, error: str, now: datetime, *,
+                     hold_until: datetime | None = None) -> bool:
+        values: dict[str, object] = {"last_error": error[:MAX_ERROR_CHARS], "updated_at": now}
+        todo = self.get(user_id, todo_id)
+        if hold_until is not None and todo is not None:  # GREATEST ignores NULL
+            values["claimed_until"] = max(hold_until, todo.claimed_until or hold_until)
+        return self._update_claimed(user_id, todo_id, attempt, **values)
+
+    def move_pending_to_chat(self, from_chat_id: int, to_chat_id: int) -> None:
+        for todo in self._rows.select(Todo, chat_id=from_chat_id, status="pending"):
+            todo.chat_id = to_chat_id
+
+    def _update_claimed(self, user_id: int, todo_id: int, attempt: int, **values: object) -> bool:
+        todo = self.get(user_id, todo_id)
+        if todo is None or todo.status != "pending" or todo.attempts != attempt:
+            return False
+        for name, value in values.items():
+            setattr(todo, name, value)
+        return True
+
+
+class FakeOutboxRepository(_Repository):
+    def add(self, task: str, payload: dict[str, Any], *, dedup_key: str | None = None,
+            user_id: int | None = None, available_at: datetime | None = None) -> int | None:
+        if dedup_key is not None and self._rows.select(OutboxJob, dedup_key=dedup_key):
+            return None
+        job = OutboxJob(task=task, payload=payload, dedup_key=dedup_key, user_id=user_id,
+                        available_at=available_at)
+        return self._rows.insert(job).id
+
+
+class FakeOneTimeTokenRepository(_Repository):
+    def issue(self, token: str, user_id: int, purpose: str, payload: dict[str, Any], *, now: datetime,
+              expires_at: datetime) -> bool:
+        if token in self._rows.table(OneTimeToken):
+            return False
+        self._rows.insert(OneTimeToken(token=token, user_id=user_id, purpose=purpose, payload=payload,
+                                      created_at=now, expires_at=expires_at))
+        return True
+
+    def use(self, token: str, purpose: str, now: datetime, *, user_id: int | None = None) -> OneTimeToken | None:
+        found = self._rows.table(OneTimeToken).get(token)
+        usable = (found is not None and found.purpose == purpose and found.used_at is None and found.expires_at > now
+                  and (user_id is None or found.user_id == user_id))
+        if not usable:
+            return None
+        found.used_at = now
+        return found
+
+    def drop_expired(self, user_id: int, now: datetime) -> None:
+        self._rows.delete(OneTimeToken, [t.token for t in self._rows.select(OneTimeToken, user_id=user_id)
+                                        if t.expires_at <= now])
+
+
+class FakeAccountDataRepository(_Repository):
+    def delete_learnt(self, user_id: int) -> None:
+        for model in LEARNT_FROM_THE_USER:
+            self._rows.delete(model, [_key(row) for row in self._rows.select(model, user_id=user_id)])
+
+
+class Clock:
+    """A clock a test sets by hand (``clock.now = …``); services call it for the time."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now

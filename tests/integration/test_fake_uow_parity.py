@@ -1,0 +1,287 @@
+"""The fake unit of work (tests/fakes/uow.py) keeps to what PostgreSQL does.
+
+Every method of a fake repository is a method of the real repository under the same ``uow`` name,
+with the same parameters; and small scenarios observed through both units of work (a migrated
+PostgreSQL, and the fake) see the same rows: scoping by user, what an uncommitted block leaves,
+leased claims, a chat that moved, search, the supersede chain and ``ON DELETE``, one-time tokens, the outbox's keys.
+Observations name rows by their content, never by id.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+
+from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
+from shared.db.models import Base
+from shared.repositories.uow import UnitOfWork
+from tests.fakes.uow import FakeDatabase, FakeUnitOfWork
+
+NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
+EVERY_STATUS = ("pending", "sent", "done", "cancelled")
+
+
+def public_methods(cls: type) -> dict[str, inspect.Signature]:
+    return {name: inspect.signature(member) for name, member in vars(cls).items()
+            if callable(member) and not name.startswith("_")}
+
+
+def parameters(signature: inspect.Signature) -> list[tuple[str, object, object]]:
+    return [(p.name, p.kind, p.default) for p in signature.parameters.values()]
+
+
+def real_repositories() -> dict[str, type]:
+    """The real unit of work's repository classes by attribute, from a unit of work over no session."""
+    uow = UnitOfWork(lambda: None).__enter__()  # builds the repositories; nothing connects
+    return {name: type(value) for name, value in vars(uow).items() if not name.startswith("_") and name != "session"}
+
+
+def fake_repositories() -> dict[str, type]:
+    uow = FakeDatabase().unit_of_work().__enter__()
+    return {name: type(value) for name, value in vars(uow).items() if not name.startswith("_") and name != "database"}
+
+
+@pytest.mark.parametrize("name", sorted(fake_repositories()))
+def test_every_fake_repository_method_is_a_real_one_with_the_same_parameters(name):
+    real, fake = real_repositories()[name], fake_repositories()[name]
+    real_methods = public_methods(real)
+    for method, signature in public_methods(fake).items():
+        assert method in real_methods, f"{fake.__name__}.{method} is not a method of {real.__name__}"
+        assert parameters(signature) == parameters(real_methods[method]), f"{fake.__name__}.{method}"
+
+
+def test_the_fake_unit_of_works_own_methods_are_the_real_ones():
+    real = public_methods(UnitOfWork)
+    for method, signature in public_methods(FakeUnitOfWork).items():
+        assert parameters(signature) == parameters(real[method]), method
+
+
+# The same scenarios on both
+
+
+@dataclass(frozen=True)
+class Backend:
+    uow_factory: Callable[[], object]
+    rows: Callable[[type[Base]], list]
+    """Every committed row of a model, in key order."""
+
+
+def real_backend(uow_factory) -> Backend:
+    def rows(model: type[Base]) -> list:
+        with uow_factory() as uow:
+            key = model.__mapper__.primary_key[0]
+            return list(uow.session.scalars(select(model).order_by(key)))
+    return Backend(uow_factory, rows)
+
+
+def fake_backend() -> Backend:
+    database = FakeDatabase(lambda: NOW)
+    return Backend(database.unit_of_work, database.rows)
+
+
+def two_users(db: Backend) -> tuple[int, int, int]:
+    """Alice's and Bob's user ids, and a chat."""
+    with db.uow_factory() as uow:
+        alice, bob = uow.users.identify("telegram", "1"), uow.users.identify("telegram", "2")
+        chat = uow.chats.get_or_create("telegram", "1", "private")
+        uow.commit()
+    return alice.user_id, bob.user_id, chat.id
+
+
+def todo(user_id: int, chat_id: int | None, content: str, remind_at: datetime = NOW) -> Todo:
+    return Todo(user_id=user_id, chat_id=chat_id, content=content, due_at=remind_at, remind_at=remind_at,
+                timezone="Asia/Shanghai", created_at=NOW, updated_at=NOW)
+
+
+def memory(user_id: int, content: str, type_: str = "fact") -> Memory:
+    return Memory(user_id=user_id, type=type_, content=content, source="manual", created_at=NOW, updated_at=NOW)
+
+
+def a_todo_is_the_users_alone_and_gets_the_databases_defaults(db: Backend) -> dict:
+    alice, bob, chat = two_users(db)
+    with db.uow_factory() as uow:
+        added = uow.todos.add(todo(alice, chat, "drink\x00 water"))
+        uow.commit()
+    with db.uow_factory() as uow:
+        return {"alice": [t.content for t in uow.todos.for_user(alice)], "bob": uow.todos.for_user(bob),
+                "bob gets it": uow.todos.get(bob, added.id), "alice gets it": uow.todos.get(alice, added.id).content,
+                "defaults": [(t.status, t.source, t.attempts, t.claimed_until, t.sent_at, t.last_error)
+                             for t in db.rows(Todo)]}
+
+
+def only_a_commit_keeps_changes(db: Backend) -> dict:
+    alice, _, chat = two_users(db)
+    seen = {}
+    with db.uow_factory() as uow:
+        kept = uow.todos.add(todo(alice, chat, "kept"))
+        uow.commit()
+        kept.status = "done"  # after the commit, and never committed
+        uow.todos.add(todo(alice, chat, "added after the commit"))
+    seen["a loaded row stays readable"] = kept.content
+    with db.uow_factory() as uow:
+        uow.todos.add(todo(alice, chat, "never committed"))
+        uow.todos.get(alice, kept.id).status = "cancelled"
+    with pytest.raises(ZeroDivisionError), db.uow_factory() as uow:
+        uow.todos.get(alice, kept.id).status = "sent"
+        raise ZeroDivisionError
+    with db.uow_factory() as uow:
+        uow.todos.get(alice, kept.id).content = "rolled back"
+        uow.rollback()
+        seen["after a rollback"] = uow.todos.get(alice, kept.id).content
+    seen["rows"] = [(t.content, t.status) for t in db.rows(Todo)]
+    with db.uow_factory() as uow:
+        uow.todos.get(alice, kept.id).status = "done"
+        uow.commit()
+    seen["committed"] = [(t.content, t.status) for t in db.rows(Todo)]
+    return seen
+
+
+def due_reminders_are_claimed_under_a_lease(db: Backend) -> dict:
+    alice, bob, chat = two_users(db)
+    with db.uow_factory() as uow:
+        for user, content, at in ((alice, "due", NOW), (bob, "bob's", NOW - timedelta(minutes=1)),
+                                  (alice, "later", NOW + timedelta(hours=1))):
+            uow.todos.add(todo(user, chat, content, at))
+        uow.commit()
+    seen = {}
+    with db.uow_factory() as uow:
+        claimed = uow.todos.claim_due(NOW, lease=timedelta(seconds=30))
+        seen["claimed"] = sorted((t.content, t.attempts, t.claimed_until) for t in claimed)
+        uow.commit()
+    due, bobs = (next(t for t in claimed if t.content == content) for content in ("due", "bob's"))
+    with db.uow_factory() as uow:
+        seen["within the lease"] = uow.todos.claim_due(NOW + timedelta(seconds=29))
+        seen["marks"] = [uow.todos.mark_sent(bob, due.id, 1, NOW), uow.todos.mark_sent(alice, due.id, 2, NOW),
+                         uow.todos.mark_sent(alice, due.id, 1, NOW), uow.todos.mark_sent(alice, due.id, 1, NOW)]
+        seen["failures"] = [uow.todos.note_failure(bob, bobs.id, 1, "x" * 2000, NOW,
+                                                   hold_until=NOW + timedelta(seconds=10)),
+                            uow.todos.note_failure(bob, bobs.id, 1, "429", NOW, hold_until=NOW + timedelta(hours=1))]
+        seen["refusals"] = [uow.todos.cancel_refused(alice, bobs.id, 1, "blocked", NOW)]
+        uow.commit()
+    with db.uow_factory() as uow:
+        seen["sent"] = [t.content for t in uow.todos.sent_on_platform(alice, "telegram", NOW - timedelta(1), NOW)]
+        seen["nothing sent on discord"] = uow.todos.sent_on_platform(alice, "discord", NOW - timedelta(1), NOW)
+        seen["locked, whoever's it is"] = uow.todos.lock_for_delivery(bobs.id).content
+        uow.todos.move_pending_to_chat(chat, uow.chats.get_or_create("telegram", "2", "private").id)
+        uow.commit()
+    seen["rows"] = [(t.content, t.status, t.attempts, t.claimed_until, t.sent_at, t.last_error, t.chat_id == chat)
+                    for t in db.rows(Todo)]
+    return seen
+
+
+def memories_are_paged_searched_and_purged_with_their_history(db: Backend) -> dict:
+    alice, bob, _ = two_users(db)
+    with db.uow_factory() as uow:
+        rows = {text: uow.memories.add(memory(alice, text, type_)) for text, type_ in (
+            ("Likes Oolong tea", "preference"), ("100% sure_of it", "fact"), ("lives in Beijing", "fact"),
+            ("lives in Shanghai", "fact"), ("lives in Hangzhou", "fact"))}
+        uow.memories.add(memory(bob, "likes oolong tea too", "preference"))
+        rows["lives in Beijing"].superseded_by = rows["lives in Shanghai"].id
+        rows["lives in Shanghai"].superseded_by = rows["lives in Hangzhou"].id
+        uow.commit()
+    name = {row.id: text for text, row in rows.items()}
+    seen = {}
+    with db.uow_factory() as uow:
+        for label, kwargs in {"all": {}, "tea": {"search": "OOLONG"}, "percent": {"search": "100%"},
+                              "underscore": {"search": "e_o"}, "wildcard": {"search": "s%i"},
+                              "facts, second page": {"type_": "fact", "limit": 1, "offset": 1}}.items():
+            page, total = uow.memories.page(alice, **kwargs)
+            seen[label] = ([name[m.id] for m in page], total)
+        seen["count"] = uow.memories.count_active(alice)
+        seen["same content"] = uow.memories.active_with_content(alice, "fact", "lives in Hangzhou").content
+        seen["old one"] = [uow.memories.get(alice, rows["lives in Beijing"].id),
+                           uow.memories.get(alice, rows["lives in Beijing"].id, include_inactive=True).content]
+        seen["bob asks"] = uow.memories.get(bob, rows["lives in Hangzhou"].id)
+        chain = uow.memories.with_earlier_versions(alice, [rows["lives in Hangzhou"].id])
+        seen["history"] = sorted(name[memory_id] for memory_id in chain)
+        seen["bob's history"] = uow.memories.with_earlier_versions(bob, [rows["lives in Hangzhou"].id])
+        purged = uow.memories.purge(alice, [rows["lives in Hangzhou"].id])
+        seen["purged"] = [name[memory_id] for memory_id in purged]
+        uow.commit()
+    with db.uow_factory() as uow:  # ON DELETE SET NULL: the row it replaced counts again
+        seen["after purging the newest"] = sorted(m.content for m in uow.memories.page(alice, limit=50)[0])
+        seen["bob purges alice's"] = uow.memories.purge(bob, [rows["lives in Shanghai"].id])
+        seen["alice purges all"] = len(uow.memories.purge(alice))
+        uow.commit()
+    seen["left"] = [m.content for m in db.rows(Memory)]
+    return seen
+
+
+def forgetting_leaves_tombstones_and_deletes_what_was_learnt(db: Backend) -> dict:
+    alice, bob, _ = two_users(db)
+    with db.uow_factory() as uow:
+        for user in (alice, bob):
+            added = uow.memories.add(memory(user, "secret"))
+            uow.events.record(user, added.id, "add", "user", after={"content": "secret"}, reason="typed it")
+            uow.outbox.add("embed_memory", {"memory_id": added.id}, dedup_key=f"embed:{added.id}", user_id=user)
+        uow.commit()
+    with db.uow_factory() as uow:
+        deleted = uow.memories.purge(alice)
+        uow.events.tombstone(alice, None, "forgotten")
+        uow.events.record_forgotten(alice, deleted, "user", "forgotten")
+        uow.accounts.delete_learnt(alice)
+        uow.commit()
+    return {"events": [(e.user_id == alice, e.action, e.before, e.after, e.reason) for e in db.rows(MemoryEvent)],
+            "jobs": [(j.user_id == alice, j.task, j.status, j.attempts) for j in db.rows(OutboxJob)],
+            "memories": [m.user_id == alice for m in db.rows(Memory)]}
+
+
+def one_time_tokens_are_the_owners_and_single_use(db: Backend) -> dict:
+    alice, bob, _ = two_users(db)
+    later = NOW + timedelta(minutes=5)
+    with db.uow_factory() as uow:
+        issued = [uow.tokens.issue("t" * 16, alice, "confirm", {"n": [1]}, now=NOW, expires_at=later),
+                  uow.tokens.issue("t" * 16, bob, "confirm", {}, now=NOW, expires_at=later),
+                  uow.tokens.issue("old" * 6, alice, "confirm", {}, now=NOW - timedelta(hours=1), expires_at=NOW)]
+        uow.commit()
+    with db.uow_factory() as uow:
+        used = [uow.tokens.use("t" * 16, "link", NOW), uow.tokens.use("t" * 16, "confirm", NOW, user_id=bob),
+                uow.tokens.use("old" * 6, "confirm", NOW, user_id=alice)]
+        owners = uow.tokens.use("t" * 16, "confirm", NOW, user_id=alice)
+        used += [(owners.payload, owners.used_at), uow.tokens.use("t" * 16, "confirm", NOW)]
+        uow.tokens.drop_expired(bob, NOW)
+        kept = uow.tokens.issue("old" * 6, bob, "confirm", {}, now=NOW, expires_at=later)
+        uow.tokens.drop_expired(alice, NOW)
+        reissued = uow.tokens.issue("old" * 6, bob, "confirm", {}, now=NOW, expires_at=later)
+        uow.commit()
+    return {"issued": issued, "used": used, "taken while not expired": kept, "free once dropped": reissued}
+
+
+def users_chats_and_jobs_are_found_again(db: Backend) -> dict:
+    alice, bob, chat = two_users(db)
+    with db.uow_factory() as uow:
+        again = uow.users.identify("telegram", "1", display_name="Al\x00ice", locale="zh-CN-x-very-long-tag")
+        discord = uow.users.identify("discord", "1")
+        uow.users.set_paused(alice, NOW)
+        seen = {"same user": again.user_id == alice, "new user": discord.user_id not in (alice, bob),
+                "identity": (again.display_name, again.locale, again.timezone),
+                "on telegram": uow.users.identity_on(alice, "telegram").platform_user_id,
+                "on discord": uow.users.identity_on(alice, "discord"),
+                "same chat": uow.chats.get_or_create("telegram", "1", "group", title="t\x00").id == chat,
+                "locked": sorted(uow.chats.lock_by_platform_ids("telegram", ["1", "404"])),
+                "jobs": [uow.outbox.add("extract_turn", {}, dedup_key="k") is not None,
+                         uow.outbox.add("extract_turn", {}, dedup_key="k"),
+                         *(uow.outbox.add("extract_turn", {}) is not None for _ in range(2))]}
+        uow.commit()
+    with db.uow_factory() as uow:
+        found = uow.chats.get(chat)
+        seen["chat"] = (found.kind, found.title, found.settings)
+        seen["paused"] = uow.users.get(alice).paused_at
+        seen["nobody"] = (uow.users.get(10**12), uow.chats.get(10**12), uow.users.identity("telegram", "404"))
+    return seen
+
+
+SCENARIOS = [a_todo_is_the_users_alone_and_gets_the_databases_defaults, only_a_commit_keeps_changes,
+             due_reminders_are_claimed_under_a_lease, memories_are_paged_searched_and_purged_with_their_history,
+             forgetting_leaves_tombstones_and_deletes_what_was_learnt, one_time_tokens_are_the_owners_and_single_use,
+             users_chats_and_jobs_are_found_again]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda scenario: scenario.__name__)
+def test_the_fake_sees_what_postgresql_sees(scenario, uow_factory):
+    assert scenario(fake_backend()) == scenario(real_backend(uow_factory))
