@@ -9,6 +9,8 @@ lost a job to a unique violation and left it for the outbox sweep).
 from __future__ import annotations
 
 import multiprocessing
+import subprocess
+import sys
 import time
 
 import psycopg
@@ -54,3 +56,25 @@ def test_processes_sending_their_first_job_together_all_get_through(system_pg_ad
             assert connection.execute("SELECT count(*) FROM kombu_queue").fetchone()[0] == 1
     finally:
         drop_database(system_pg_admin_url, url)
+
+
+WAIT_AN_HOUR = """
+import socket, sys
+from kombu import Connection
+from worker.database_broker import database_broker_url
+with Connection(database_broker_url(sys.argv[1])) as connection:
+    connection.default_channel.queue_declare(queue="idle")
+    try:
+        connection.drain_events(timeout=3600)
+    except socket.timeout:
+        print("back to the caller")
+"""
+
+
+def test_a_worker_waiting_for_work_returns_to_check_for_a_stop_however_long_it_was_asked_to_wait(fresh_system_db):
+    """Celery's loop asks a polling transport to wait 2 s and looks at its stop flag only in between; this
+    transport hands control back after ``STOP_CHECK_SECONDS`` even when asked to wait an hour. (In a process
+    of its own: kombu's SQLAlchemy transport inside pytest's process upsets its AST rewriting at exit.)"""
+    waited = subprocess.run([sys.executable, "-c", WAIT_AN_HOUR, "sqla+" + sqlalchemy_url(fresh_system_db)],
+                            capture_output=True, text=True, timeout=60)
+    assert waited.stdout.strip() == "back to the caller", waited.stderr
