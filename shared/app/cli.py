@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -71,9 +72,18 @@ def _workers_argument(parser: argparse.ArgumentParser) -> None:
                              "database)")
 
 
+def _warm_tokenizer_in_background() -> None:
+    """A front-end loads the Chinese dictionary while its database and companions start, so the first
+    message does not wait for it (a thread: nothing here forks without exec)."""
+    from shared.search.tokenizer import warm_up
+
+    threading.Thread(target=warm_up, name="warm-tokenizer", daemon=True).start()
+
+
 def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
     from bot.console import run_chat
 
+    _warm_tokenizer_in_background()
     return run_chat(settings, user=args.user, workers=args.workers)
 
 
@@ -87,6 +97,8 @@ def _discord_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_discord(settings: Settings, args: argparse.Namespace) -> int:
     from bot.discord_bot import run_discord
 
+    if not args.sync:
+        _warm_tokenizer_in_background()
     return run_discord(settings, sync=args.sync, guild_id=args.guild, workers=args.workers)
 
 
@@ -100,6 +112,7 @@ def _telegram_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_telegram(settings: Settings, args: argparse.Namespace) -> int:
     from bot.telegram_bot import run_telegram
 
+    _warm_tokenizer_in_background()
     secret = settings.telegram_webhook_secret.get_secret_value() if settings.telegram_webhook_secret else None
     return run_telegram(settings, webhook_url=args.webhook_url, listen=args.listen, port=args.port,
                         secret_token=secret, workers=args.workers)

@@ -2,6 +2,8 @@
 
 import hashlib
 import json
+import subprocess
+import sys
 
 import jieba
 
@@ -147,3 +149,11 @@ def test_short_words_and_other_scripts_are_not_stemmed_and_stored_tokens_never_a
     assert search_stem("loved") == "loved" and search_stem("uses") == "uses"
     assert search_stem("привет") == "привет"
     assert tokenize("She painted sunsets") == ["painted", "sunsets"]
+
+
+def test_warm_up_loads_the_chinese_dictionary_before_any_message():
+    """Front-ends call it in a thread at start; in a fresh process nothing is loaded until it runs."""
+    script = ("import jieba; from shared.search import tokenizer; before = jieba.dt.initialized; "
+              "tokenizer.warm_up(); print(before, jieba.dt.initialized, tokenizer.stop_words.cache_info().currsize)")
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert loaded.stdout.split() == ["False", "True", "1"], loaded.stderr
