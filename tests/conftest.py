@@ -81,15 +81,31 @@ SPLITTABLE_E2E = frozenset({"test_offline_console", "test_embedded"})
 """End-to-end files whose tests share no Redis database, server or browser: they may run in parallel."""
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests under tests/e2e (processes, the browser, benchmarks) carry the ``e2e`` marker, and, but for
     the splittable ones, stay together on one test process (``--dist loadgroup``): a file's tests share a
-    Redis database, a browser or a server. Every other test may run on any process."""
+    Redis database, a browser or a server. Every other test may run on any process.
+
+    It runs before pytest-xdist's own hook, which reads the ``xdist_group`` marker."""
     for item in items:
         if item.path.parent.name == "e2e":
             item.add_marker(pytest.mark.e2e)
             if item.path.stem not in SPLITTABLE_E2E:
                 item.add_marker(pytest.mark.xdist_group(item.path.stem))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On a pytest-xdist worker under ``--dist loadgroup``, every grouped test carries its group in its id
+    (that is how xdist schedules it). A pytest that ignores that (9.2 with xdist 3.8, pytest-xdist#1386)
+    would split the groups silently and let two tests share a Redis database: stop the run instead."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    ungrouped = [item.nodeid for item in session.items
+                 if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if ungrouped:
+        raise pytest.UsageError(f"--dist loadgroup lost the group of {len(ungrouped)} tests, e.g. {ungrouped[0]}; "
+                                "this pytest and pytest-xdist do not group (pytest-xdist#1386)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

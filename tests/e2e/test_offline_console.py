@@ -1,11 +1,12 @@
 """`mnemo chat` on the embedded default with no model, restarted between telling and asking, in Chinese and
 English: the fact comes back in the second person, the question is not stored, a correction replaces the old
-value (the worker's rule pass included), and another user is told nothing."""
+value, and another user is told nothing. The console runs without its companions (``--no-workers``): what is
+checked here is the turn itself; the worker's rule pass over the same turns is tested in
+tests/integration/test_offline_memory.py and the companions beside the console in test_embedded.py."""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,13 +27,9 @@ def data_dir() -> Iterator[Path]:
 
 def chat(data_dir: Path, user: str, *lines: str) -> list[str]:
     """One `mnemo chat` run (a fresh process: the restart) fed ``lines``; the bot's replies and command output."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "LLM_BASE_URL"}}
-    env.update(MNEMO_DATA_DIR=str(data_dir), PYTHONPATH=str(ROOT), API_PORT=str(port),
-               PANEL_PUBLIC_URL=f"http://127.0.0.1:{port}")
-    run = subprocess.run([sys.executable, "-m", "shared.app.cli", "chat", "--user", user],
+    env.update(MNEMO_DATA_DIR=str(data_dir), PYTHONPATH=str(ROOT))
+    run = subprocess.run([sys.executable, "-m", "shared.app.cli", "chat", "--user", user, "--no-workers"],
                          input="\n".join([*lines, "/quit"]) + "\n", env=env, cwd=data_dir, capture_output=True,
                          text=True, timeout=180)
     assert run.returncode == 0, run.stderr
