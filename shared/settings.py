@@ -6,6 +6,7 @@ Every variable is documented in ``.env.example``. A wrong value stops start-up w
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -66,6 +67,8 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: Annotated[int, Field(ge=0, le=65535)] = 8080  # 0: a free port, logged when uvicorn listens
     api_max_body_bytes: Annotated[int, Field(ge=64 * 1024, le=1024**3)] = DEFAULT_API_MAX_BODY_BYTES
+    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="addresses/CIDRs of reverse proxies whose X-Forwarded-For is believed; empty = none")
     panel_public_url: str = Field("http://127.0.0.1:8080", description="where browsers reach `mnemo api`")
     panel_link_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 10
     panel_session_hours: Annotated[int, Field(ge=1, le=24 * 30)] = 12
@@ -139,6 +142,21 @@ class Settings(BaseSettings):
         if value is not None and len(value.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
             raise ValueError(f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters (try: openssl rand -hex 32)")
         return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxy_networks(cls, value: object) -> object:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            return value
+        proxies = tuple(str(item).strip() for item in items if str(item).strip())
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(f"{proxy!r} is not an IP address or CIDR network (e.g. 10.0.0.5, 172.18.0.0/16)"
+                                 ) from None
+        return proxies
 
     @field_validator("default_timezone")
     @classmethod

@@ -85,3 +85,12 @@ def test_masked_configuration_hides_secrets_and_url_passwords(monkeypatch):
 def test_mask_secret_keeps_urls_without_credentials_readable():
     assert mask_secret("redis://redis:6379/0") == "redis://redis:6379/0"
     assert mask_secret("short") == "***"
+
+
+def test_trusted_proxies_are_a_comma_separated_list_of_addresses_or_networks(monkeypatch):
+    monkeypatch.setenv("TRUSTED_PROXIES", "172.18.0.0/16, 10.9.8.7")
+    assert load_settings().trusted_proxies == ("172.18.0.0/16", "10.9.8.7")
+    for wrong in ("*", "proxy.internal", "10.0.0.0/33"):
+        monkeypatch.setenv("TRUSTED_PROXIES", wrong)
+        with pytest.raises(ConfigError, match=r"TRUSTED_PROXIES: .*not an IP address or CIDR"):
+            load_settings()
