@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -21,6 +22,9 @@ PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xx
 SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
                  "redis_url", "admin_token")
 MIN_ADMIN_TOKEN_CHARS = 24
+MIN_WEBHOOK_SECRET_CHARS = 16
+WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+"""What Telegram accepts as a webhook's secret_token (setWebhook)."""
 DEFAULT_API_MAX_BODY_BYTES = 6 * 1024 * 1024
 """Above the largest import file (5 MiB) with room for its multipart wrapping."""
 
@@ -141,6 +145,18 @@ class Settings(BaseSettings):
     def _long_admin_token(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and len(value.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
             raise ValueError(f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters (try: openssl rand -hex 32)")
+        return value
+
+    @field_validator("telegram_webhook_secret")
+    @classmethod
+    def _telegram_webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        if not WEBHOOK_SECRET.fullmatch(value.get_secret_value()):
+            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and - only (Telegram's rule; "
+                             "try: openssl rand -hex 32)")
+        if len(value.get_secret_value()) < MIN_WEBHOOK_SECRET_CHARS:
+            raise ValueError(f"must be at least {MIN_WEBHOOK_SECRET_CHARS} characters (try: openssl rand -hex 32)")
         return value
 
     @field_validator("trusted_proxies", mode="before")
