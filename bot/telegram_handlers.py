@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from telegram import CallbackQuery, InlineKeyboardMarkup, LinkPreviewOptions, Message, Update
+from telegram import CallbackQuery, InlineKeyboardMarkup, LinkPreviewOptions, Message, Update, User
 from telegram.constants import ChatType
 from telegram.error import BadRequest, Forbidden
 from telegram.ext import ContextTypes
@@ -26,6 +26,9 @@ from shared.reminders.chat_moves import record_chat_move
 IMPORT_CAPTION = r"^/import(@\w+)?(\s|$)"
 PAGE_SIZE = 10
 Context = ContextTypes.DEFAULT_TYPE
+LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
+MAX_LANGUAGE_CHARS = 16
+"""An IETF language tag as Telegram sends it (``en``, ``zh-hans``), short enough to be kept."""
 T = TypeVar("T")
 
 
@@ -34,12 +37,20 @@ def caller_of(update: Update) -> Caller:
     user, chat = update.effective_user, update.effective_chat
     assert user is not None and chat is not None
     return Caller(platform="telegram", platform_user_id=str(user.id), display_name=user.full_name,
-                  locale=user.language_code, platform_chat_id=str(chat.id),
+                  locale=language_of(user), platform_chat_id=str(chat.id),
                   chat_kind="private" if chat.type == ChatType.PRIVATE else "group")
 
 
 def locale_of(update: Update) -> str | None:
-    return update.effective_user.language_code if update.effective_user else None
+    return language_of(update.effective_user)
+
+
+def language_of(user: User | None) -> str | None:
+    """The user's language tag, or None (the default language) when there is none or it is malformed."""
+    code = user.language_code if user is not None else None
+    if isinstance(code, str) and len(code) <= MAX_LANGUAGE_CHARS and LANGUAGE_TAG.fullmatch(code):
+        return code
+    return None
 
 
 def command_argument(message: Message) -> str:

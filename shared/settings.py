@@ -6,7 +6,9 @@ Every variable is documented in ``.env.example``. A wrong value stops start-up w
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -20,6 +22,9 @@ PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xx
 SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
                  "redis_url", "admin_token")
 MIN_ADMIN_TOKEN_CHARS = 24
+MIN_WEBHOOK_SECRET_CHARS = 16
+WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+"""What Telegram accepts as a webhook's secret_token (setWebhook)."""
 DEFAULT_API_MAX_BODY_BYTES = 6 * 1024 * 1024
 """Above the largest import file (5 MiB) with room for its multipart wrapping."""
 
@@ -66,6 +71,8 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: Annotated[int, Field(ge=0, le=65535)] = 8080  # 0: a free port, logged when uvicorn listens
     api_max_body_bytes: Annotated[int, Field(ge=64 * 1024, le=1024**3)] = DEFAULT_API_MAX_BODY_BYTES
+    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="addresses/CIDRs of reverse proxies whose X-Forwarded-For is believed; empty = none")
     panel_public_url: str = Field("http://127.0.0.1:8080", description="where browsers reach `mnemo api`")
     panel_link_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 10
     panel_session_hours: Annotated[int, Field(ge=1, le=24 * 30)] = 12
@@ -139,6 +146,33 @@ class Settings(BaseSettings):
         if value is not None and len(value.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
             raise ValueError(f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters (try: openssl rand -hex 32)")
         return value
+
+    @field_validator("telegram_webhook_secret")
+    @classmethod
+    def _telegram_webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        if not WEBHOOK_SECRET.fullmatch(value.get_secret_value()):
+            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and - only (Telegram's rule; "
+                             "try: openssl rand -hex 32)")
+        if len(value.get_secret_value()) < MIN_WEBHOOK_SECRET_CHARS:
+            raise ValueError(f"must be at least {MIN_WEBHOOK_SECRET_CHARS} characters (try: openssl rand -hex 32)")
+        return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxy_networks(cls, value: object) -> object:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            return value
+        proxies = tuple(str(item).strip() for item in items if str(item).strip())
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(f"{proxy!r} is not an IP address or CIDR network (e.g. 10.0.0.5, 172.18.0.0/16)"
+                                 ) from None
+        return proxies
 
     @field_validator("default_timezone")
     @classmethod

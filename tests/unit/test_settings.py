@@ -85,3 +85,28 @@ def test_masked_configuration_hides_secrets_and_url_passwords(monkeypatch):
 def test_mask_secret_keeps_urls_without_credentials_readable():
     assert mask_secret("redis://redis:6379/0") == "redis://redis:6379/0"
     assert mask_secret("short") == "***"
+
+
+def test_trusted_proxies_are_a_comma_separated_list_of_addresses_or_networks(monkeypatch):
+    monkeypatch.setenv("TRUSTED_PROXIES", "172.18.0.0/16, 10.9.8.7")
+    assert load_settings().trusted_proxies == ("172.18.0.0/16", "10.9.8.7")
+    for wrong in ("*", "proxy.internal", "10.0.0.0/33"):
+        monkeypatch.setenv("TRUSTED_PROXIES", wrong)
+        with pytest.raises(ConfigError, match=r"TRUSTED_PROXIES: .*not an IP address or CIDR"):
+            load_settings()
+
+
+@pytest.mark.parametrize("secret", ["k", "short-secret-15", "has spaces in the middle of it",
+                                    " padded-secret-0123456789", "dots.are.not.allowed.here",
+                                    "ünïcode-secret-0123456789", "x" * 257])
+def test_a_webhook_secret_telegram_would_refuse_or_that_is_weak_stops_start_up(monkeypatch, secret):
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", secret)
+    with pytest.raises(ConfigError, match="TELEGRAM_WEBHOOK_SECRET: must be") as error:
+        load_settings()
+    assert secret.strip() not in str(error.value) or len(secret.strip()) <= 8
+
+
+@pytest.mark.parametrize("secret", ["Ab3_-Ab3_-Ab3_-Z", "x" * 256])
+def test_a_webhook_secret_of_telegrams_characters_and_enough_length_is_accepted(monkeypatch, secret):
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", secret)
+    assert load_settings().telegram_webhook_secret.get_secret_value() == secret
