@@ -3,7 +3,7 @@
 ``/memories [type] [search]`` (then ``/more``), ``/memories why <id>``, ``/forget <id|search|all>``
 (asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>``, ``/cancel|/done <id>``,
 ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
-``/link [code]``, ``/unlink``, ``/panel``, ``/help``.
+``/link [code]``, ``/link confirm <code>``, ``/unlink``, ``/panel``, ``/help``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from shared.commands import texts
-from shared.commands.service import Caller, MemoryCommands
+from shared.commands.service import Caller, MemoryCommands, confirmation_code
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 
@@ -121,7 +121,8 @@ class ConsoleCommands:
         return texts.import_report_text(self.commands.import_data(self.caller, path.read_bytes()), self.locale)
 
     def _link(self, code: str) -> str:
+        if (confirming := confirmation_code(code)) is not None:
+            return texts.linked_text(self.commands.confirm_link(self.caller, confirming), self.locale)
         if code:
-            self.commands.link(self.caller, code)
-            return texts.linked_text(self.locale)
+            return texts.link_request_text(self.commands.link(self.caller, code), self.locale)
         return texts.link_code_text(self.commands.link_code(self.caller), self.locale)

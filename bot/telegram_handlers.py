@@ -19,7 +19,7 @@ from bot import telegram_render as render
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import texts
 from shared.commands.memories import memory_type
-from shared.commands.service import Caller, ExportFile, MemoryCommands
+from shared.commands.service import Caller, ExportFile, MemoryCommands, confirmation_code
 from shared.errors import InvalidCommand
 from shared.reminders.chat_moves import record_chat_move
 
@@ -259,7 +259,8 @@ class CommandHandlers:
                                     str(message.migrate_to_chat_id))
 
     async def link(self, update: Update, context: Context) -> None:
-        """``/link``: a one-time code for the other platform; ``/link <code>``: use one; ``/link unlink``."""
+        """``/link``: a one-time code for the other platform; ``/link <code>``: use one (nothing is joined yet);
+        ``/link confirm <code>``: join the account that asked; ``/link unlink``."""
         caller, code = caller_of(update), command_argument(update.effective_message)
         if code.lower() == "unlink":
             await self.unlink(update, context)
@@ -268,8 +269,12 @@ class CommandHandlers:
             issued = await self._call(self.commands.link_code, caller)
             await answer_privately(update, context, texts.link_code_text(issued, caller.locale))
             return
-        await self._call(self.commands.link, caller, code)
-        await answer_privately(update, context, texts.linked_text(caller.locale))
+        if (confirming := confirmation_code(code)) is not None:
+            joined = await self._call(self.commands.confirm_link, caller, confirming)
+            await answer_privately(update, context, texts.linked_text(joined, caller.locale))
+            return
+        request = await self._call(self.commands.link, caller, code)
+        await answer_privately(update, context, texts.link_request_text(request, caller.locale))
 
     async def unlink(self, update: Update, context: Context) -> None:
         """``/unlink``: this Telegram identity gets a user of its own again."""

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from shared.accounts import links as identity_links
 from shared.accounts import panel_access, user_data
-from shared.accounts.links import LinkCode
+from shared.accounts.links import Account, LinkCode, LinkRequest, confirmation_code
 from shared.accounts.panel_access import PanelLink
 from shared.accounts.user_data import ExportFile, ImportReport
 from shared.commands import memories as memory_commands
@@ -31,12 +31,13 @@ from shared.commands.memories import (
 )
 from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
-from shared.errors import InvalidCommand, NotFound
+from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.reminders.timeparse import resolve_when, zone_or_default
 from shared.repositories.uow import UnitOfWork
 
-__all__ = ["Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode", "MemoryCommands", "MemoryItem",
-           "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderItem"]
+__all__ = ["Account", "Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode", "LinkRequest",
+           "MemoryCommands", "MemoryItem", "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderItem",
+           "confirmation_code"]
 
 MAX_TEXT_CHARS = 500
 """/remember and /remind take at most this many characters."""
@@ -174,9 +175,23 @@ class MemoryCommands:
     def link_code(self, caller: Caller) -> LinkCode:
         return self._run(caller, lambda uow, me: identity_links.issue_link_code(uow, me.user_id, self.clock()))
 
-    def link(self, caller: Caller, code: str) -> None:
+    def link(self, caller: Caller, code: str) -> LinkRequest:
+        """A code from another account: whose account it is, and the code that confirms the join there.
+        Nothing is joined yet; a wrong code counts against the caller's tries."""
         wanted = identity_links.normalise_code(code)
-        self._run(caller, lambda uow, me: identity_links.link_identity(uow, me, wanted, self.clock()))
+        request = self._run(caller, lambda uow, me: identity_links.request_link(uow, me, wanted, self.clock()))
+        if request is None:
+            raise ConfirmationInvalid("link_code_invalid")
+        return request
+
+    def confirm_link(self, caller: Caller, code: str) -> Account:
+        """The caller, owner of the first code, confirms the join its other account asked for; the account
+        that joined."""
+        wanted = identity_links.normalise_code(code)
+        joined = self._run(caller, lambda uow, me: identity_links.confirm_link(uow, me, wanted, self.clock()))
+        if joined is None:
+            raise ConfirmationInvalid("link_code_invalid")
+        return joined
 
     def unlink(self, caller: Caller) -> None:
         self._run(caller, lambda uow, me: identity_links.unlink_identity(uow, me))

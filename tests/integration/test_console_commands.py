@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from datetime import timedelta
 
 from bot.console import chat_loop
 from bot.console_commands import ConsoleCommands
+from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
+from shared.errors import ConfirmationInvalid
 
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
@@ -79,3 +82,23 @@ def test_panel_prints_a_one_time_sign_in_link(uow_factory, tmp_path):
     [first, second] = run_console(uow_factory, tmp_path, ["/panel", "/panel"])
     assert "/panel/sign-in?token=" in first and "/panel/sign-in?token=" in second
     assert first.split("token=")[1].split()[0] != second.split("token=")[1].split()[0]
+
+
+def test_link_names_both_accounts_and_joins_only_when_the_first_code_owner_confirms(uow_factory, tmp_path):
+    service = MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
+
+    def console_of(caller: Caller) -> ConsoleCommands:
+        return ConsoleCommands(service, caller, ask=lambda _question: "n", export_dir=tmp_path)
+
+    desk = console_of(Caller("console", "desk-user", display_name="desk", locale="en"))
+    phone = console_of(Caller("telegram", "4242", display_name="Kai", locale="zh-CN"))
+    desk.run("/remember likes rainy days")
+
+    code = re.search(r"/link ([A-Z0-9]{8})", desk.run("/link")).group(1)
+    asked = phone.run(f"/link {code}")
+    assert "console 账号「desk」" in asked and "likes rainy days" not in phone.run("/memories")
+    second = re.search(r"/link confirm ([A-Z0-9]{8})", asked).group(1)
+    refused = texts.error_text(ConfirmationInvalid("link_code_invalid"), "zh-CN")
+    assert phone.run(f"/link confirm {second}") == refused  # only the first code's owner confirms
+    assert "the Telegram account “Kai”" in desk.run(f"/link confirm {second}")
+    assert "likes rainy days" in phone.run("/memories")

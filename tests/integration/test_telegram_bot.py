@@ -26,7 +26,7 @@ from shared.conversation.service import ConversationService
 from shared.db.models import ConversationTurn
 from shared.delivery.platform_api import TelegramSender
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
-from shared.errors import NotFound
+from shared.errors import ConfirmationInvalid, NotFound
 from shared.llm.client import ChatModel
 from shared.reminders.service import claim_due_reminders, deliver_reminder
 from shared.settings import Settings
@@ -359,6 +359,31 @@ def test_panel_sends_a_sign_in_link_privately_without_a_link_preview(telegram, s
     assert f"{commands.panel_url}/panel/sign-in?token=" in private["text"] and not telegram.messages_to(GROUP["id"])
     [call] = [c for c in telegram.calls_to("sendMessage") if "/panel/sign-in" in str(c.params.get("text"))]
     assert json.loads(call.params["link_preview_options"])["is_disabled"] is True
+
+
+def test_link_with_a_code_names_the_account_and_only_its_owner_confirms(telegram, settings, commands, uow_factory):
+    on_discord = Caller("discord", "31337", display_name="ali#7", locale="en")
+    code = commands.link_code(on_discord).code
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, f"/link {code}")
+        await until(lambda: telegram.messages_to(1001))
+        second = texts_of(telegram)[0].split("/link confirm ")[1].split()[0]
+        telegram.push_message(1001, ALICE, f"/link confirm {second}")
+        await until(lambda: len(telegram.messages_to(1001)) == 2)
+        await all_fetched(telegram)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    asked, refused = texts_of(telegram)
+    assert "the Discord account “ali#7”" in asked and "Nothing is joined yet" in asked
+    assert refused == texts.error_text(ConfirmationInvalid("link_code_invalid"), "en")
+    second = asked.split("/link confirm ")[1].split()[0]
+    assert commands.confirm_link(on_discord, second).name == "Alice"
+
+
+def texts_of(telegram: FakeTelegram) -> list[str]:
+    return [message["text"] for message in telegram.messages_to(1001)]
 
 
 def test_a_group_upgraded_to_a_supergroup_is_recorded_under_its_new_id(telegram, settings, commands, uow_factory):
