@@ -105,9 +105,12 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
         if commands is not None and text.startswith("/"):
             write(await asyncio.to_thread(commands.run, text))
             continue
+        if commands is not None:
+            commands.follow(text)
         message = IncomingMessage(platform="console", chat_id=CONSOLE_CHAT_ID, user_id=user_id, text=text,
                                   sent_at=datetime.now(UTC), display_name=user_id,
-                                  message_id=f"{session_tag}-{next(numbers)}")
+                                  message_id=f"{session_tag}-{next(numbers)}",
+                                  locale=commands.locale if commands is not None else None)
         reply = await service.handle_message(message)
         if reply.duplicate:
             continue
@@ -135,8 +138,15 @@ def console_reminder_feed(rt: Runtime, user: str) -> ReminderFeed:
     return feed
 
 
-def console_locale() -> str:
-    """The terminal's language (LANG/LC_ALL), so command texts come in Chinese where it is set so."""
+def console_locale(rt: Runtime | None = None, user: str | None = None) -> str:
+    """The language the console user last wrote in (stored with their identity), else the terminal's
+    (LANG/LC_ALL), so command texts come in Chinese where it is set so."""
+    if rt is not None and user is not None:
+        with rt.uow() as uow:
+            identity = uow.users.identity("console", user)
+            stored = identity.locale if identity is not None else None
+        if stored:
+            return stored
     for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = os.environ.get(variable, "")
         if value and value not in {"C", "POSIX"} and not value.startswith("C."):
@@ -155,7 +165,7 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
         service = conversation_service(rt)
         if service.chat_model is None:
             print("No LLM_BASE_URL: offline mode (rule-based replies). See .env.example to connect a model.")
-        caller = Caller(platform="console", platform_user_id=user, display_name=user, locale=console_locale(),
+        caller = Caller(platform="console", platform_user_id=user, display_name=user, locale=console_locale(rt, user),
                         platform_chat_id=CONSOLE_CHAT_ID)
         terminal = Terminal(interactive=sys.stdin.isatty() and sys.stdout.isatty())
         commands = ConsoleCommands(memory_commands(rt, embeddings_wanted=service.embedder is not None), caller,

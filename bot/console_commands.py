@@ -4,11 +4,16 @@
 (asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>``, ``/cancel|/done <id>``,
 ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
 ``/link [code]``, ``/unlink``, ``/panel``, ``/help``.
+
+Their texts follow the user's language as on the bots: the language of what the user last wrote (a
+message, or a command's words), at the start the one stored for them, and only before that the terminal's.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from shared.commands import texts
@@ -18,6 +23,17 @@ from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 YES = {"y", "yes", "是", "好", "确认"}
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def written_language(text: str) -> str | None:
+    """"zh" when Chinese characters outnumber Latin words, "en" for Latin words, None for neither (an id,
+    a number, nothing)."""
+    han, latin = len(_HAN.findall(text)), len(_LATIN_WORD.findall(text))
+    if han and han >= latin:
+        return "zh"
+    return "en" if latin else None
 
 
 class ConsoleCommands:
@@ -35,9 +51,16 @@ class ConsoleCommands:
     def locale(self) -> str | None:
         return self.caller.locale
 
+    def follow(self, text: str) -> None:
+        """Answer in the language of ``text`` from now on, if it has one."""
+        language = written_language(text)
+        if language is not None and language != self.caller.locale:
+            self.caller = replace(self.caller, locale=language)
+
     def run(self, line: str) -> str:
         """The answer to one ``/command`` line (errors become the user-facing message)."""
         name, _, argument = line.strip().partition(" ")
+        self.follow(argument)
         handler = self._handlers().get(name.lower())
         if handler is None:
             return texts.help_text(self.locale)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from types import SimpleNamespace
 
-from bot.console import chat_loop
+from bot.console import chat_loop, console_locale
 from bot.console_commands import ConsoleCommands
 from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.config import ConversationConfig
@@ -79,3 +80,29 @@ def test_panel_prints_a_one_time_sign_in_link(uow_factory, tmp_path):
     [first, second] = run_console(uow_factory, tmp_path, ["/panel", "/panel"])
     assert "/panel/sign-in?token=" in first and "/panel/sign-in?token=" in second
     assert first.split("token=")[1].split()[0] != second.split("token=")[1].split()[0]
+
+
+def test_command_texts_follow_the_language_the_user_writes_in_not_the_terminals(uow_factory, tmp_path):
+    _said, reminder, listing, _said_too, help_text = run_console(uow_factory, tmp_path, [
+        "我每天晚上都去公园散步", "/remind 明天下午3点 给妈妈打电话", "/reminders", "I walk my dog after dinner",
+        "/help"], locale="en_GB")
+    assert reminder.startswith("⏰ 好的，我会在") and "给妈妈打电话" in reminder
+    assert listing.startswith("你的提醒")
+    assert help_text.startswith("What I can do")
+
+
+def test_a_command_without_words_keeps_the_language_last_written(uow_factory, tmp_path):
+    _said, memories, refused = run_console(uow_factory, tmp_path, ["我养了一只叫豆豆的狗", "/memories", "/forget #-1"],
+                                           locale="en")
+    assert memories.startswith("我记得的关于你的事")
+    assert refused == "找不到这条记忆。"
+
+
+def test_the_next_console_starts_in_the_language_stored_from_the_last_one(uow_factory, tmp_path, monkeypatch):
+    for variable in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("LANG", "pt_PT.UTF-8")
+    run_console(uow_factory, tmp_path, ["我在杭州工作"], locale="en")
+    runtime = SimpleNamespace(uow=uow_factory)  # console_locale reads only the runtime's unit of work
+    assert console_locale(runtime, "tester") == "zh"
+    assert console_locale(runtime, "someone-new") == "pt-PT"  # nothing stored yet: the terminal's
