@@ -106,3 +106,23 @@ def test_the_next_console_starts_in_the_language_stored_from_the_last_one(uow_fa
     runtime = SimpleNamespace(uow=uow_factory)  # console_locale reads only the runtime's unit of work
     assert console_locale(runtime, "tester") == "zh"
     assert console_locale(runtime, "someone-new") == "pt-PT"  # nothing stored yet: the terminal's
+
+
+def test_forget_asks_for_a_typed_answer_and_mentions_no_buttons(uow_factory, tmp_path):
+    asked: list[str] = []
+    caller = Caller(platform="console", platform_user_id="ruth", locale="en", platform_chat_id="console")
+    commands = ConsoleCommands(MemoryCommands(uow_factory, default_timezone="Europe/Madrid"), caller,
+                               ask=lambda question: asked.append(question) or "n", export_dir=tmp_path)
+    commands.run("/remember I grow tomatoes on the roof")
+    commands.run("/remember 我喜欢吃饺子")
+    assert commands.run("/forget tomatoes") == "Okay, nothing was deleted."
+    assert commands.run("/forget 饺子") == "好的，什么都没有删除。"
+    assert "Type y to forget or n to keep" in asked[0] and "button" not in asked[0]
+    assert "输入 y 确认" in asked[1] and "按钮" not in asked[1]
+
+
+def test_export_says_how_many_memories_it_wrote_and_where(uow_factory, tmp_path):
+    path = tmp_path / "mine.json"
+    _remembered, _second, exported = run_console(uow_factory, tmp_path, [
+        "/remember 我的生日是三月五号", "/remember 我住在成都", f"/export {path}"])
+    assert exported == f"已把 2 条记忆（及聊天记录）导出到 {path}"
