@@ -213,6 +213,9 @@ def exit_cleanly_on_signals() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     exit_cleanly_on_signals()
+    from shared.app.processes import stop_with_front_end
+
+    stop_with_front_end()
     try:
         settings = load_settings()
         if args.command != "doctor":

@@ -174,7 +174,8 @@ def origin_text(origin: Any, locale: str | None, link: str | None) -> str:
     return "\n".join(lines)
 
 
-def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None) -> str:
+def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None, *, typed: bool = False) -> str:
+    """What a forget asks; ``typed`` where the answer is typed (the console has no buttons)."""
     zh = is_chinese(locale)
     minutes = _minutes_left(conf.expires_at, now)
     if getattr(conf, "everything", False):
@@ -189,8 +190,13 @@ def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None
     if conf.count > len(conf.preview) and conf.preview:
         more = conf.count - len(conf.preview)
         lines.append(f"……还有 {more} 条" if zh else f"… and {more} more")
-    lines.append(f"删除后无法恢复。确认按钮 {minutes} 分钟内有效。" if zh else
-                 f"This cannot be undone. The buttons work for {minutes} {_plural(minutes, 'minute')}.")
+    if typed:
+        lines.append(f"删除后无法恢复。请在 {minutes} 分钟内输入 y 确认，或输入 n 取消。" if zh else
+                     f"This cannot be undone. Type y to forget or n to keep, within {minutes} "
+                     f"{_plural(minutes, 'minute')}.")
+    else:
+        lines.append(f"删除后无法恢复。确认按钮 {minutes} 分钟内有效。" if zh else
+                     f"This cannot be undone. The buttons work for {minutes} {_plural(minutes, 'minute')}.")
     return "\n".join(lines)
 
 
@@ -203,6 +209,12 @@ def forgotten_text(count: int, locale: str | None) -> str:
         return _pick(locale, "Done: forgotten for good.", "已彻底删除。")
     return _pick(locale, f"Done: {count} {_plural(count, 'memory')} forgotten for good.",
                  f"已彻底删除 {count} 条记忆。")
+
+
+def exported_text(count: int, path: object, locale: str | None) -> str:
+    """Where an export was written (the console writes it to a file)."""
+    return _pick(locale, f"Exported {count} {_plural(count, 'memory')} (and our conversations) to {path}",
+                 f"已把 {count} 条记忆（及聊天记录）导出到 {path}")
 
 
 def cancelled_text(locale: str | None) -> str:

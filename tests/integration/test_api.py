@@ -404,3 +404,8 @@ def test_answers_carry_security_headers_and_the_api_is_not_cached(api):
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["cache-control"] == "no-store"
     assert api.client().get("/api/v1/health").json() == {"status": "ok"}
+
+
+def test_a_browser_asking_for_the_favicon_gets_an_empty_answer_not_a_404(api):
+    response = api.client().get("/favicon.ico")
+    assert response.status_code == 204 and response.content == b""

@@ -6,8 +6,9 @@ import asyncio
 import json
 import re
 from datetime import timedelta
+from types import SimpleNamespace
 
-from bot.console import chat_loop
+from bot.console import chat_loop, console_locale
 from bot.console_commands import ConsoleCommands
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands
@@ -102,3 +103,49 @@ def test_link_names_both_accounts_and_joins_only_when_the_first_code_owner_confi
     assert phone.run(f"/link confirm {second}") == refused  # only the first code's owner confirms
     assert "the Telegram account “Kai”" in desk.run(f"/link confirm {second}")
     assert "likes rainy days" in phone.run("/memories")
+
+
+def test_command_texts_follow_the_language_the_user_writes_in_not_the_terminals(uow_factory, tmp_path):
+    _said, reminder, listing, _said_too, help_text = run_console(uow_factory, tmp_path, [
+        "我每天晚上都去公园散步", "/remind 明天下午3点 给妈妈打电话", "/reminders", "I walk my dog after dinner",
+        "/help"], locale="en_GB")
+    assert reminder.startswith("⏰ 好的，我会在") and "给妈妈打电话" in reminder
+    assert listing.startswith("你的提醒")
+    assert help_text.startswith("What I can do")
+
+
+def test_a_command_without_words_keeps_the_language_last_written(uow_factory, tmp_path):
+    _said, memories, refused = run_console(uow_factory, tmp_path, ["我养了一只叫豆豆的狗", "/memories", "/forget #-1"],
+                                           locale="en")
+    assert memories.startswith("我记得的关于你的事")
+    assert refused == "找不到这条记忆。"
+
+
+def test_the_next_console_starts_in_the_language_stored_from_the_last_one(uow_factory, tmp_path, monkeypatch):
+    for variable in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("LANG", "pt_PT.UTF-8")
+    run_console(uow_factory, tmp_path, ["我在杭州工作"], locale="en")
+    runtime = SimpleNamespace(uow=uow_factory)  # console_locale reads only the runtime's unit of work
+    assert console_locale(runtime, "tester") == "zh"
+    assert console_locale(runtime, "someone-new") == "pt-PT"  # nothing stored yet: the terminal's
+
+
+def test_forget_asks_for_a_typed_answer_and_mentions_no_buttons(uow_factory, tmp_path):
+    asked: list[str] = []
+    caller = Caller(platform="console", platform_user_id="ruth", locale="en", platform_chat_id="console")
+    commands = ConsoleCommands(MemoryCommands(uow_factory, default_timezone="Europe/Madrid"), caller,
+                               ask=lambda question: asked.append(question) or "n", export_dir=tmp_path)
+    commands.run("/remember I grow tomatoes on the roof")
+    commands.run("/remember 我喜欢吃饺子")
+    assert commands.run("/forget tomatoes") == "Okay, nothing was deleted."
+    assert commands.run("/forget 饺子") == "好的，什么都没有删除。"
+    assert "Type y to forget or n to keep" in asked[0] and "button" not in asked[0]
+    assert "输入 y 确认" in asked[1] and "按钮" not in asked[1]
+
+
+def test_export_says_how_many_memories_it_wrote_and_where(uow_factory, tmp_path):
+    path = tmp_path / "mine.json"
+    _remembered, _second, exported = run_console(uow_factory, tmp_path, [
+        "/remember 我的生日是三月五号", "/remember 我住在成都", f"/export {path}"])
+    assert exported == f"已把 2 条记忆（及聊天记录）导出到 {path}"
