@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from shared.app.logs import open_private_log
+
 STOP_GRACE_SECONDS = 15
 COMPANION_ROLES = ("worker", "beat", "api")
 """What a front-end starts beside itself on the embedded default."""
@@ -43,8 +45,7 @@ def companions(database_url: str, log_dir: Path, *, embedded: bool, wanted: bool
 @contextmanager
 def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...] = ("worker", "beat"),
                          extra_env: dict[str, str] | None = None) -> Iterator[list[subprocess.Popen]]:
-    """Start ``mnemo <role>`` for each role, logging to ``log_dir/<role>.log``; stop them on exit."""
-    log_dir.mkdir(parents=True, exist_ok=True)
+    """Start ``mnemo <role>`` for each role, logging to ``log_dir/<role>.log`` (owner-only); stop them on exit."""
     env = {**os.environ, "DATABASE_URL": database_url, **(extra_env or {})}
     started: list[subprocess.Popen] = []
     try:
@@ -57,7 +58,7 @@ def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...
 
 def _start(role: str, env: dict[str, str], log_path: Path) -> subprocess.Popen:
     """``mnemo <role>`` in its own session (a front-end's Ctrl-C is not theirs), logging to ``log_path``."""
-    with open(log_path, "ab") as log_file:
+    with open_private_log(log_path) as log_file:
         return subprocess.Popen([sys.executable, "-m", "shared.app.cli", role], env=env, stdout=log_file,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 

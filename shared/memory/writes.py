@@ -70,7 +70,8 @@ def store_stated_memories(uow: UnitOfWork, user_id: int, entries: Iterable[State
     for entry in entries:
         reason = rejection(entry.content, source_text=source_text, bot_lines=bot_lines or ())
         if reason is not None:
-            log.info("not stored for user %s (%s): %r", user_id, reason, entry.content[:80])
+            log.info("a memory of user %s not stored (%s)", user_id, reason)
+            log.debug("the memory not stored: %r", entry.content[:80])  # what users say: DEBUG only
             continue
         subject, predicate = normalise_key(entry.subject), normalise_key(entry.predicate)
         current = uow.memories.active_by_key(user_id, entry.type, subject, predicate)

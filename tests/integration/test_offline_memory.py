@@ -5,6 +5,7 @@ ever changes a memory (the guard sits in the write path)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -119,6 +120,15 @@ def test_a_question_never_adds_or_supersedes_a_memory_whoever_proposes_it(uow_fa
                                         source_text="我叫什么名字？")
         uow.commit()
     assert writes == [] and active_contents(uow_factory) == ["我叫小红"]
+
+
+def test_a_refused_entry_is_logged_without_the_users_words_above_debug(uow_factory, caplog):
+    with uow_factory() as uow:
+        user_id = uow.users.identify("console", "lantern").user_id
+        entry = StatedMemory("fact", "user", "pin", "what was my locker combination 4471?")
+        with caplog.at_level(logging.INFO, logger="shared.memory.writes"):
+            assert store_stated_memories(uow, user_id, [entry], now=START, source_turn_id=None, session_id=None) == []
+    assert caplog.messages and not any("4471" in message for message in caplog.messages)
 
 
 def test_the_llm_path_cannot_store_from_a_question_either(uow_factory):
