@@ -9,7 +9,9 @@ get a clear error and change nothing.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -345,6 +347,20 @@ def test_link_is_refused_for_your_own_code_an_expired_code_or_a_second_account_o
         commands.link(Caller("discord", "777"), expired.code)
     with pytest.raises(InvalidCommand, match="link_unlink_first"):
         commands.link(ALICE_ON_DISCORD, commands.link_code(BOB).code)
+
+
+def test_one_time_tokens_are_stored_only_as_their_sha256_and_still_work(commands, uow_factory):
+    commands.remember(ALICE, "keeps bees on the roof")
+    confirmation = commands.request_forget(ALICE, "bees")
+    code = commands.link_code(BOB).code
+    [sign_in] = parse_qs(urlsplit(commands.panel_link(ALICE_ON_DISCORD).url).query)["token"]
+    with uow_factory() as uow:
+        stored = set(uow.session.scalars(text("SELECT token FROM one_time_tokens")))
+    for secret in (confirmation.token, code, sign_in):
+        assert secret not in stored and hashlib.sha256(secret.encode()).hexdigest() in stored
+    assert commands.confirm(ALICE, confirmation.token) == 1
+    commands.link(ALICE_ON_DISCORD, code.lower())
+    assert user_of(uow_factory, ALICE_ON_DISCORD) == user_of(uow_factory, BOB)
 
 
 def test_unlink_gives_the_identity_a_fresh_user_and_the_data_stays_with_the_other(commands, uow_factory):
