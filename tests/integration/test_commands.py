@@ -464,6 +464,23 @@ def refused_without_change(uow_factory, call, *errors) -> None:
     assert fingerprint(uow_factory) == before
 
 
+@pytest.mark.parametrize("text", ["\u200b\u200c", "\u2060 \ufeff", "\u202e", "preference: \u200d\u2066"])
+def test_remembering_invisible_text_is_refused_with_a_clear_message(commands, seeded, uow_factory, text):
+    refused_without_change(uow_factory, lambda: commands.remember(ALICE, text), InvalidCommand)
+    with pytest.raises(InvalidCommand) as refused:
+        commands.remember(ALICE, text)
+    assert refused.value.key == "invisible_text"
+    assert "invisible" in error_text(refused.value, "en") and "不可见" in error_text(refused.value, "zh")
+
+
+def test_remembered_text_loses_its_direction_controls_and_keeps_emoji_joiners(commands, uow_factory):
+    family = "\U0001F468\u200d\U0001F469\u200d\U0001F466"
+    shown = commands.remember(ALICE, f"my file is \u202egpj.exe\u202c {family}")
+    assert shown.content == f"my file is gpj.exe {family}"
+    assert memories_of(commands, ALICE) == [f"my file is gpj.exe {family}"]
+    assert commands.remember(ALICE, "\u2067my file is gpj.exe\u2069 " + family).id == shown.id  # the same memory
+
+
 def test_hostile_text_arguments_are_refused_and_change_nothing(commands, seeded, uow_factory):
     for value in HOSTILE_TEXTS:
         for call in (commands.remember, commands.add_reminder, commands.request_forget, commands.link):

@@ -131,6 +131,16 @@ def test_a_refused_entry_is_logged_without_the_users_words_above_debug(uow_facto
     assert caplog.messages and not any("4471" in message for message in caplog.messages)
 
 
+def test_the_models_entries_with_nothing_visible_are_refused_and_direction_controls_dropped(uow_factory):
+    entries = [StatedMemory("fact", "user", "nothing", "\u200b\u2060\u200d"),
+               StatedMemory("fact", "\u202euser", "\u2066job\u2069", "works as a \u202erenkab\u202c baker")]
+    with uow_factory() as uow:
+        user_id = uow.users.identify("console", "quill").user_id
+        writes = store_stated_memories(uow, user_id, entries, now=START, source_turn_id=None, session_id=None)
+        assert [(w.memory.subject, w.memory.predicate, w.memory.content) for w in writes] == [
+            ("user", "job", "works as a renkab baker")]
+
+
 def test_the_llm_path_cannot_store_from_a_question_either(uow_factory):
     with FakeOpenAI(models=("fake-chat",)) as llm:
         model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
