@@ -17,6 +17,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.errors import ConfigError
+from shared.redaction import mask_secret, mask_url, url_secrets
 
 PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xxx", "todo"})
 SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
@@ -210,7 +211,7 @@ class Settings(BaseSettings):
         return self.llm_base_url is not None
 
     def masked(self) -> dict[str, str]:
-        """Every setting as an environment variable with secrets masked, for ``mnemo doctor``."""
+        """Every setting as an environment variable with secrets masked (URLs too), for ``mnemo doctor``."""
         shown: dict[str, str] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
@@ -221,23 +222,20 @@ class Settings(BaseSettings):
             elif name in SECRET_FIELDS:
                 text = mask_secret(str(value))
             else:
-                text = str(value)
+                text = mask_url(str(value))
             shown[name.upper()] = text
         return shown
 
-
-def mask_secret(value: str) -> str:
-    """Hide a secret, or the password inside a URL, keeping enough to recognise it."""
-    if "://" in value:
-        scheme, _, rest = value.partition("://")
-        credentials, at, host = rest.rpartition("@")
-        if not at:
-            return value
-        user, colon, _password = credentials.partition(":")
-        return f"{scheme}://{user}{':***' if colon else ''}@{host}"
-    if len(value) <= 8:
-        return "***"
-    return f"{value[:3]}…{value[-2:]} ({len(value)} chars)"
+    def secret_values(self) -> list[str]:
+        """Every configured secret, and every password inside a configured URL: what no log line may show."""
+        found: list[str] = []
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                found.append(value.get_secret_value())
+            elif isinstance(value, str):
+                found += url_secrets(value)
+        return found
 
 
 def load_settings(**overrides: object) -> Settings:
@@ -249,8 +247,8 @@ def load_settings(**overrides: object) -> Settings:
         for error in exc.errors():
             field = str(error["loc"][0]) if error["loc"] else "configuration"
             shown = error.get("input")
-            if field in SECRET_FIELDS and isinstance(shown, str):
-                shown = mask_secret(shown)
+            if isinstance(shown, str):
+                shown = mask_secret(shown) if field in SECRET_FIELDS else mask_url(shown)
             message = error["msg"].removeprefix("Value error, ")
             problems.append(f"{field.upper()}: {message} (got {shown!r})")
         raise ConfigError("Invalid configuration:\n  " + "\n  ".join(problems)) from None

@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command != "doctor":
             from shared.app.bootstrap import configure_logging
 
-            configure_logging(settings.log_level)
+            configure_logging(settings)
         return COMMANDS[args.command].run(settings, args)
     except ConfigError as exc:
         print(f"mnemo: {exc}", file=sys.stderr)

@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from shared.app.logs import PRIVATE_DIRECTORY_MODE, open_private_log
+
 STOP_GRACE_SECONDS = 15
 LIFELINE_VARIABLE = "MNEMO_LIFELINE_FD"
 """The descriptor of a companion's lifeline: nothing is written to it; it reads end-of-file once the
@@ -64,8 +66,8 @@ def companions(database_url: str, log_dir: Path, *, embedded: bool, wanted: bool
 @contextmanager
 def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...] = ("worker", "beat"),
                          extra_env: dict[str, str] | None = None) -> Iterator[list[subprocess.Popen]]:
-    """Start ``mnemo <role>`` for each role, logging to ``log_dir/<role>.log``; stop them on exit."""
-    log_dir.mkdir(parents=True, exist_ok=True)
+    """Start ``mnemo <role>`` for each role, logging to ``log_dir/<role>.log`` (owner-only); stop them on exit."""
+    log_dir.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
     front_end = _lock(log_dir / FRONT_END_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
     shared_lock = _wait_for_earlier_companions(log_dir / COMPANIONS_LOCK) if front_end is not None else None
     lifeline, kept_end = os.pipe()
@@ -91,7 +93,7 @@ def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...
 def _start(role: str, env: dict[str, str], log_path: Path, fds: tuple[int, ...]) -> subprocess.Popen:
     """``mnemo <role>`` in its own session (a front-end's Ctrl-C is not theirs), logging to ``log_path``,
     holding ``fds`` (its lifeline and the companions' lock)."""
-    with open(log_path, "ab") as log_file:
+    with open_private_log(log_path) as log_file:
         return subprocess.Popen([sys.executable, "-m", "shared.app.cli", role], env=env, stdout=log_file,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                 pass_fds=fds)
@@ -99,7 +101,7 @@ def _start(role: str, env: dict[str, str], log_path: Path, fds: tuple[int, ...])
 
 def _front_end_running(log_dir: Path) -> bool:
     """Whether a live front-end runs companions in ``log_dir`` (it holds the front-end lock)."""
-    log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
     fd = _lock(log_dir / FRONT_END_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
     if fd is not None:
         os.close(fd)

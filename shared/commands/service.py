@@ -34,6 +34,7 @@ from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.reminders.timeparse import resolve_when, zone_or_default
 from shared.repositories.uow import UnitOfWork
+from shared.text import is_invisible, without_bidi_controls
 
 __all__ = ["Account", "Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode", "LinkRequest",
            "MemoryCommands", "MemoryItem", "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderItem",
@@ -274,7 +275,8 @@ def check_caller(caller: object) -> None:
 
 
 def command_text(value: object, limit: int, empty_key: str) -> str:
-    """A typed argument: a string of at most ``limit`` characters without control characters."""
+    """A typed argument: a string of at most ``limit`` characters without control characters, with
+    something visible in it, and without the bidirectional controls that would reorder how it shows."""
     if not isinstance(value, str):
         raise InvalidCommand(empty_key)
     if len(value) > limit:
@@ -283,7 +285,9 @@ def command_text(value: object, limit: int, empty_key: str) -> str:
         raise InvalidCommand("control_characters")
     if not value.strip():
         raise InvalidCommand(empty_key)
-    return value.strip()
+    if is_invisible(value):
+        raise InvalidCommand("invisible_text")
+    return without_bidi_controls(value).strip()
 
 
 def record_id(value: object, not_found: str) -> int:

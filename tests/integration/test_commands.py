@@ -9,7 +9,9 @@ zone; hostile arguments get a clear error and change nothing.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -401,6 +403,24 @@ def test_wrong_codes_are_limited_per_account_and_a_new_code_does_not_reset_the_c
     assert commands.link(MALLORY, commands.link_code(BOB).code).owner == (Account("telegram", "Bob"),)
 
 
+def test_one_time_tokens_are_stored_only_as_their_sha256_and_still_work(commands, uow_factory):
+    commands.remember(ALICE, "keeps bees on the roof")
+    confirmation = commands.request_forget(ALICE, "bees")
+    code = commands.link_code(BOB).code
+    [sign_in] = parse_qs(urlsplit(commands.panel_link(ALICE_ON_DISCORD).url).query)["token"]
+    with uow_factory() as uow:
+        stored = set(uow.session.scalars(text("SELECT token FROM one_time_tokens")))
+    for secret in (confirmation.token, code, sign_in):
+        assert secret not in stored and hashlib.sha256(secret.encode()).hexdigest() in stored
+    assert commands.confirm(ALICE, confirmation.token) == 1
+    request = commands.link(ALICE_ON_DISCORD, code.lower())
+    with uow_factory() as uow:
+        stored = set(uow.session.scalars(text("SELECT token FROM one_time_tokens")))
+    assert request.code not in stored and hashlib.sha256(request.code.encode()).hexdigest() in stored
+    commands.confirm_link(BOB, request.code)
+    assert user_of(uow_factory, ALICE_ON_DISCORD) == user_of(uow_factory, BOB)
+
+
 def test_unlink_gives_the_identity_a_fresh_user_and_the_data_stays_with_the_other(commands, uow_factory):
     commands.remember(ALICE, "likes tea")
     join(commands, ALICE, ALICE_ON_DISCORD)
@@ -500,6 +520,23 @@ def refused_without_change(uow_factory, call, *errors) -> None:
     with pytest.raises(errors or (InvalidCommand, NotFound, ConfirmationInvalid)):
         call()
     assert fingerprint(uow_factory) == before
+
+
+@pytest.mark.parametrize("text", ["\u200b\u200c", "\u2060 \ufeff", "\u202e", "preference: \u200d\u2066"])
+def test_remembering_invisible_text_is_refused_with_a_clear_message(commands, seeded, uow_factory, text):
+    refused_without_change(uow_factory, lambda: commands.remember(ALICE, text), InvalidCommand)
+    with pytest.raises(InvalidCommand) as refused:
+        commands.remember(ALICE, text)
+    assert refused.value.key == "invisible_text"
+    assert "invisible" in error_text(refused.value, "en") and "不可见" in error_text(refused.value, "zh")
+
+
+def test_remembered_text_loses_its_direction_controls_and_keeps_emoji_joiners(commands, uow_factory):
+    family = "\U0001F468\u200d\U0001F469\u200d\U0001F466"
+    shown = commands.remember(ALICE, f"my file is \u202egpj.exe\u202c {family}")
+    assert shown.content == f"my file is gpj.exe {family}"
+    assert memories_of(commands, ALICE) == [f"my file is gpj.exe {family}"]
+    assert commands.remember(ALICE, "\u2067my file is gpj.exe\u2069 " + family).id == shown.id  # the same memory
 
 
 def test_hostile_text_arguments_are_refused_and_change_nothing(commands, seeded, uow_factory):

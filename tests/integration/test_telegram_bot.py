@@ -18,6 +18,7 @@ from telegram.ext import Application
 from bench.fakes.openai_server import FakeOpenAI
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_render import TEXT_LIMIT, reply_messages, split_message, utf16_len
+from shared.app.logs import redact_every_record
 from shared.commands import texts
 from shared.commands.service import Caller, ImportReport, MemoryCommands
 from shared.conversation.config import ConversationConfig
@@ -459,6 +460,30 @@ def test_an_unexpected_error_is_logged_and_the_user_told(telegram, settings, com
     assert telegram.messages_to(1001)[0]["text"].startswith("Sorry, something went wrong")
     [record] = [r for r in caplog.records if r.name == "bot.telegram_bot"]
     assert record.exc_info and "database on fire" in str(record.exc_info[1])
+
+
+@pytest.mark.parametrize("level", [logging.DEBUG, logging.INFO])
+def test_the_bots_logs_never_show_the_token_and_above_debug_not_what_users_say(
+        telegram, settings, commands, uow_factory, caplog, level):
+    factory = logging.getLogRecordFactory()
+    redact_every_record(settings.secret_values())  # as the logging setup of `mnemo telegram` does
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "my diary word is periwinkle")
+        await until(lambda: telegram.messages_to(1001))
+
+    try:
+        with caplog.at_level(level):
+            run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+    finally:
+        logging.setLogRecordFactory(factory)
+
+    shown = "\n".join(caplog.messages)
+    assert telegram.token not in shown
+    if level == logging.DEBUG:  # python-telegram-bot logs its Bot API URL, and the updates, at DEBUG
+        assert "Set Bot API URL:" in shown and "periwinkle" in shown
+    else:
+        assert "periwinkle" not in shown
 
 
 def test_a_reminder_set_in_telegram_is_snoozed_by_button_and_pinged_to_the_users_chat(
