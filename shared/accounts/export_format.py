@@ -19,7 +19,7 @@ from typing import Any
 from shared.db.kinds import MEMORY_SOURCES, MEMORY_TIERS, MEMORY_TYPES, ROLES, TODO_STATUSES
 from shared.errors import InvalidCommand
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
-from shared.reminders.timeparse import known_zone
+from shared.reminders.timeparse import EARLIEST_TIME, LATEST_TIME, known_zone, storable_time
 from shared.text import is_utf8_encodable
 
 EXPORT_FORMAT = "mnemo-export"
@@ -191,7 +191,8 @@ def _time_value(_rule: Field, value: Any) -> Any:
         parsed = datetime.fromisoformat(value) if isinstance(value, str) and len(value) <= 64 else None
     except ValueError:
         parsed = None
-    return parsed if parsed is not None and parsed.tzinfo is not None else _BAD
+    stored = storable_time(parsed)  # also refuses a time zone's year 9999 that is year 10000 in UTC
+    return stored if stored is not None else _BAD
 
 
 def _number(rule: Field, value: Any) -> Any:
@@ -229,7 +230,8 @@ _CHECKS: dict[str, Callable[[Field, Any], Any]] = {
 }
 _EXPECTED = {
     "id": "a whole number from 1", "ref": "an id in this file", "text": "text of at most {rule.limit} characters",
-    "time": "an ISO 8601 time with a time zone", "number": "a number from {rule.low:g} to {rule.high:g}",
+    "time": f"an ISO 8601 time with a time zone, from {EARLIEST_TIME.year} to {LATEST_TIME.year - 1} in UTC",
+    "number": "a number from {rule.low:g} to {rule.high:g}",
     "int": "a whole number from {rule.low:g} to {rule.high:g}", "json": "JSON of at most {rule.limit} characters",
     "list": "a list of at most {rule.limit} characters", "object": "an object of at most {rule.limit} characters",
     "zone": "a known time zone", "bool": "true or false", "choice": "one of {choices}",
