@@ -29,14 +29,15 @@ from shared.commands.memories import (
     MemoryOrigin,
     MemoryPage,
 )
+from shared.commands.reminder_actions import ReminderAction, action_of, reminder_action
 from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import InvalidCommand, NotFound
-from shared.reminders.timeparse import resolve_when, zone_or_default
+from shared.reminders.timeparse import TimeOutOfRange, resolve_when, zone_or_default
 from shared.repositories.uow import UnitOfWork
 
 __all__ = ["Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode", "MemoryCommands", "MemoryItem",
-           "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderItem"]
+           "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderChange", "ReminderItem"]
 
 MAX_TEXT_CHARS = 500
 """/remember and /remind take at most this many characters."""
@@ -75,6 +76,14 @@ class ReminderItem:
     due_at: datetime
     timezone: str
     status: str
+
+
+@dataclass(frozen=True)
+class ReminderChange:
+    """What ``/remind`` did: ``add``, ``cancel``, ``done`` or ``snooze``, and the reminder as it is now."""
+
+    action: str
+    item: ReminderItem
 
 
 class MemoryCommands:
@@ -126,6 +135,24 @@ class MemoryCommands:
 
     def list_reminders(self, caller: Caller) -> tuple[ReminderItem, ...]:
         return self._run(caller, lambda uow, me: tuple(reminder_item(t) for t in uow.todos.for_user(me.user_id)))
+
+    def remind(self, caller: Caller, text: str) -> ReminderChange:
+        """``/remind``: a new reminder, or ``cancel|done|snooze <id> [minutes]`` (also in Chinese) of one."""
+        request = command_text(text, MAX_TEXT_CHARS, "reminder_empty")
+        action = reminder_action(request)
+        if action is None:
+            return ReminderChange("add", self.add_reminder(caller, request))
+        return self._apply(caller, action)
+
+    def reminder_command(self, caller: Caller, action: str, argument: str) -> ReminderChange:
+        """``/cancel <id>``, ``/done <id>``, ``/snooze <id> [minutes]``."""
+        return self._apply(caller, action_of(action, command_text(argument, MAX_TEXT_CHARS, "bad_id")))
+
+    def _apply(self, caller: Caller, action: ReminderAction) -> ReminderChange:
+        if action.action == "snooze":
+            return ReminderChange("snooze", self.snooze_reminder(caller, action.reminder_id, action.minutes))
+        change = self.cancel_reminder if action.action == "cancel" else self.complete_reminder
+        return ReminderChange(action.action, change(caller, action.reminder_id))
 
     def add_reminder(self, caller: Caller, text: str) -> ReminderItem:
         request = command_text(text, MAX_TEXT_CHARS, "reminder_empty")
@@ -204,7 +231,10 @@ class MemoryCommands:
     def _add_reminder(self, uow: UnitOfWork, me: Identity, caller: Caller, text: str) -> ReminderItem:
         now = self.clock()
         zone = zone_or_default(me.timezone, self.default_timezone)
-        resolved = resolve_when(text, now, zone)
+        try:
+            resolved = resolve_when(text, now, zone)
+        except TimeOutOfRange as exc:
+            raise InvalidCommand("reminder_out_of_range", when=exc.matched) from exc
         if resolved is None:
             raise InvalidCommand("reminder_no_time")
         if resolved.due <= now:
@@ -243,8 +273,8 @@ def change_reminder(uow: UnitOfWork, user_id: int, reminder_id: int, allowed: tu
         raise InvalidCommand("reminder_not_pending", status=todo.status)
     for name, value in values.items():
         setattr(todo, name, value)
-    if snooze is not None:
-        todo.remind_at = now + snooze
+    if snooze is not None:  # from the later of now and when it was due: a snooze never brings a reminder forward
+        todo.remind_at = max(now, todo.remind_at) + snooze
         todo.attempts += 1  # ends a delivery in flight: its claim no longer matches, so it cannot mark this sent
     todo.updated_at = now
     uow.flush()

@@ -19,6 +19,10 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("remember", "Tell me something to remember", "让我记住一件事"),
     ("reminders", "Your pending reminders", "查看待提醒事项"),
     ("remind", "Set a reminder: /remind tomorrow 9am call mom", "设置提醒：/remind 明天早上9点 开会"),
+    ("done", "Mark a reminder done: /done 4", "把提醒标记为完成：/done 4"),
+    ("snooze", "Remind me again later: /snooze 4 [minutes, 10 if not given]",
+     "稍后再提醒：/snooze 4 [分钟数，默认 10]"),
+    ("cancel", "Cancel a reminder: /cancel 4", "取消提醒：/cancel 4"),
     ("export", "Download all your data as a JSON file", "把你的全部数据导出为 JSON 文件"),
     ("import", "Restore your data from an export file", "从导出文件恢复你的数据"),
     ("pause", "Stop remembering new things", "暂停记住新内容"),
@@ -64,6 +68,8 @@ ERRORS: dict[str, tuple[str, str]] = {
                          "没看懂时间。试试「明天早上9点 开会」或「20分钟后 休息一下」。"),
     "reminder_past": ("“{when}” has already passed. Pick a time in the future.",
                       "「{when}」已经过去了，请选一个将来的时间。"),
+    "reminder_out_of_range": ("I can't keep a reminder for “{when}”: pick a time between 1970 and 9998.",
+                              "无法设置「{when}」的提醒：请选 1970 年到 9998 年之间的时间。"),
     "reminder_no_content": ("Remind you of what? Add a few words after the time.",
                             "要提醒什么呢？请在时间后面写上内容。"),
     "reminder_not_pending": ("That reminder is already {status}.", "这个提醒{status}。"),
@@ -115,6 +121,8 @@ def help_text(locale: str | None) -> str:
     zh = is_chinese(locale)
     lines = ["我能做的事：" if zh else "What I can do:"]
     lines += [f"/{name} — {described_zh if zh else described_en}" for name, described_en, described_zh in COMMANDS]
+    lines.append(_pick(locale, "/remind cancel 4, /remind done 4 and /remind snooze 4 30 work too.",
+                       "也可以用 /remind 取消 4、/remind 完成 4、/remind 推迟 4 30。"))
     lines.append(_pick(locale, "/link gives a code; send /link <code> from the other account; /link unlink separates.",
                        "/link 获取代码，在另一个账号发送 /link <代码>；/link unlink 解除关联。"))
     lines.append(_pick(locale, "Your memories, exports and confirmations are only ever shown to you.",
@@ -223,6 +231,13 @@ def reminder_added_text(item: Any, locale: str | None) -> str:
     content = _clip(item.content, QUOTE_CHARS)
     return _pick(locale, f"⏰ I'll remind you {_when(item, locale)}: {content} (#{item.id})",
                  f"⏰ 好的，我会在 {_when(item, locale)} 提醒你：{content}（#{item.id}）")
+
+
+def reminder_change_text(change: Any, locale: str | None) -> str:
+    """After ``/remind``: a new reminder, or one cancelled, done or snoozed."""
+    if change.action == "add":
+        return reminder_added_text(change.item, locale)
+    return reminder_updated_text(change.item, locale)
 
 
 def reminder_updated_text(item: Any, locale: str | None) -> str:

@@ -79,3 +79,15 @@ def test_panel_prints_a_one_time_sign_in_link(uow_factory, tmp_path):
     [first, second] = run_console(uow_factory, tmp_path, ["/panel", "/panel"])
     assert "/panel/sign-in?token=" in first and "/panel/sign-in?token=" in second
     assert first.split("token=")[1].split()[0] != second.split("token=")[1].split()[0]
+
+
+def test_remind_cancel_done_and_snooze_work_after_remind_and_as_their_own_commands(uow_factory, tmp_path):
+    answers = run_console(uow_factory, tmp_path, [
+        "/remind in 2 hours water the ferns", "/remind in 3 hours call the vet", "/remind in 4 hours pay rent",
+        "/remind cancel 1", "/done 2", "/remind snooze 3 15", "/snooze 3", "/reminders", "/help"])
+    *_, cancelled, done, snoozed, snoozed_again, listing, help_text = answers
+    assert "#1 cancelled" in cancelled and "#2 marked done" in done
+    assert "remind you again" in snoozed and "remind you again" in snoozed_again
+    assert "pay rent" in listing and "ferns" not in listing and "vet" not in listing
+    for command in ("/cancel", "/done", "/snooze", "/remind cancel"):
+        assert command in help_text
