@@ -33,6 +33,7 @@ from shared.accounts.export_format import (
 )
 from shared.db.memory_models import Episode, Memory, Todo
 from shared.db.models import ConversationTurn
+from shared.reminders.scheduling import MAX_PENDING_REMINDERS, missed_on_import, room_for_reminders
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.text import estimate_tokens
@@ -53,6 +54,8 @@ class ImportReport:
     refused: tuple[str, ...]
     duplicates: int = 0
     """Entries skipped because the user already has exactly them."""
+    missed: int = 0
+    """Pending reminders that were long past due: imported as missed (cancelled), not sent."""
 
 
 def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile:
@@ -98,7 +101,7 @@ def import_user_data(uow: UnitOfWork, user_id: int, document: ImportDocument, *,
             uow.outbox.add("embed_memory", {"memory_id": memory_id, "user_id": user_id},
                            dedup_key=f"embed:{memory_id}", user_id=user_id)
     return ImportReport(imported=importer.imported, refused=document.refused + tuple(importer.refused),
-                        duplicates=importer.duplicates)
+                        duplicates=importer.duplicates, missed=importer.missed)
 
 
 @dataclass
@@ -112,6 +115,7 @@ class _Importer:
     imported: dict[str, int] = field(default_factory=lambda: dict.fromkeys((*SECTION_ORDER, "profile"), 0))
     refused: list[str] = field(default_factory=list)
     duplicates: int = 0
+    missed: int = 0
 
     def episodes(self, entries: list[dict[str, Any]]) -> dict[int, int]:
         known = {(e.summary, e.started_at, e.ended_at): e.id for e in self._mine(Episode)}
@@ -155,11 +159,28 @@ class _Importer:
         return [memory.id for memory, _ in added]
 
     def todos(self, entries: list[dict[str, Any]]) -> None:
+        """Past-due pending ones become missed (never sent late); pending ones beyond the user's room are refused."""
         known = {(t.content, t.due_at): t.id for t in self._mine(Todo)}
-        self._insert("todos", [{**e, "id": n} for n, e in enumerate(entries)],
-                     lambda t: known.get((t["content"], t["due_at"])),
+        room, kept = room_for_reminders(self.uow, self.user_id), []
+        for n, entry in enumerate(entries):
+            if (entry["content"], entry["due_at"]) in known:
+                kept.append({**entry, "id": n})
+                continue
+            entry = {"status": "pending", "remind_at": entry["due_at"], **entry}
+            missed = missed_on_import(entry["status"], entry["remind_at"], self.now)
+            if missed is not None:
+                entry.update(status="cancelled", last_error=missed)
+                self.missed += 1
+            elif entry["status"] == "pending" and room < 1:
+                self.refused.append(f"todos: {_clip(entry['content'])}: you already have {MAX_PENDING_REMINDERS} "
+                                    "pending reminders, the most I keep")
+                continue
+            elif entry["status"] == "pending":
+                room -= 1
+            kept.append({**entry, "id": n})
+        self._insert("todos", kept, lambda t: known.get((t["content"], t["due_at"])),
                      lambda t: Todo(user_id=self.user_id, chat_id=self.chat_id, updated_at=self.now,
-                                    **{"remind_at": t["due_at"], "created_at": self.now, **_without(t, "id")}))
+                                    **{"created_at": self.now, **_without(t, "id")}))
 
     def profile(self, entry: dict[str, Any] | None) -> None:
         if entry is None:
@@ -201,6 +222,10 @@ def _local_ids(rows: list[Any]) -> dict[int, int]:
 
 def _without(entry: dict[str, Any], *names: str) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k not in names and not (k == "value" and v is None)}
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _fold(text: str) -> str:

@@ -33,17 +33,17 @@ from shared.commands.reminder_actions import ReminderAction, action_of, reminder
 from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import InvalidCommand, NotFound
+from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
 from shared.reminders.timeparse import TimeOutOfRange, resolve_when, zone_or_default
 from shared.repositories.uow import UnitOfWork
 
-__all__ = ["Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode", "MemoryCommands", "MemoryItem",
-           "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderChange", "ReminderItem"]
+__all__ = ["MAX_PENDING_REMINDERS", "Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode",
+           "MemoryCommands", "MemoryItem", "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderChange", "ReminderItem"]
 
 MAX_TEXT_CHARS = 500
 """/remember and /remind take at most this many characters."""
 MAX_SEARCH_CHARS = 200
 MAX_PAGE_SIZE = 50
-MAX_PENDING_REMINDERS = 100
 SNOOZE_MINUTES = range(1, 7 * 24 * 60 + 1)
 MAX_ID = 2**63 - 1
 PANEL_LINK_LIFETIME = timedelta(minutes=10)
@@ -242,7 +242,7 @@ class MemoryCommands:
         content = resolved.rest.strip(_REMINDER_FILLER)
         if not content:
             raise InvalidCommand("reminder_no_content")
-        if len(uow.todos.for_user(me.user_id)) >= MAX_PENDING_REMINDERS:
+        if room_for_reminders(uow, me.user_id) < 1:
             raise InvalidCommand("too_many_reminders", limit=MAX_PENDING_REMINDERS)
         todo = uow.todos.add(Todo(user_id=me.user_id, chat_id=self._chat(uow, caller).id, content=content,
                                   due_at=resolved.due, remind_at=resolved.due, timezone=zone, source="command",

@@ -259,6 +259,11 @@ def import_report_text(report: Any, locale: str | None) -> str:
     duplicates = getattr(report, "duplicates", 0)
     if duplicates:
         lines.append(f"已跳过重复的 {duplicates} 项。" if zh else f"Skipped {duplicates} you already had.")
+    missed = getattr(report, "missed", 0)
+    if missed:
+        lines.append(f"{missed} 个提醒早已过期，已记为错过，不会再发送。" if zh else
+                     f"{missed} {_plural(missed, 'reminder')} long past due {'was' if missed == 1 else 'were'} "
+                     "kept as missed and won't be sent.")
     if report.refused:
         lines.append(f"未导入 {len(report.refused)} 项：" if zh else f"Not imported ({len(report.refused)}):")
         lines += [f"• {reason}" for reason in report.refused[:REPORT_LINES]]

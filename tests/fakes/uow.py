@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -32,7 +33,7 @@ from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import Base, Chat, Identity, User
 from shared.db.token_models import OneTimeToken
 from shared.repositories.accounts import LEARNT_FROM_THE_USER
-from shared.repositories.reminders import CLAIM_LEASE, MAX_ERROR_CHARS
+from shared.repositories.reminders import CLAIM_LEASE, CLAIMS_PER_USER, MAX_ERROR_CHARS
 from shared.search.tsquery import MAX_LIKE_CHARS
 from shared.text import clean_text
 
@@ -355,9 +356,18 @@ class FakeTodoRepository(_Repository):
         return [t for t in self._rows.select(Todo, user_id=user_id, order=lambda t: (t.remind_at, t.id))
                 if t.status in statuses]
 
-    def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE) -> list[Todo]:
-        due = [t for t in self._rows.select(Todo, status="pending", order=lambda t: (t.remind_at, t.id))
-               if t.remind_at <= now and (t.claimed_until is None or t.claimed_until < now)][:limit]
+    def count_pending(self, user_id: int) -> int:
+        return len(self._rows.select(Todo, user_id=user_id, status="pending"))
+
+    def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE,
+                  per_user: int = CLAIMS_PER_USER) -> list[Todo]:
+        due, taken = [], Counter()
+        for todo in self._rows.select(Todo, status="pending", order=lambda t: (t.remind_at, t.id)):
+            if todo.remind_at <= now and (todo.claimed_until is None or todo.claimed_until < now):
+                taken[todo.user_id] += 1
+                if taken[todo.user_id] <= per_user:
+                    due.append(todo)
+        due = due[:limit]
         for todo in due:
             todo.claimed_until, todo.attempts = now + lease, todo.attempts + 1
         return due
