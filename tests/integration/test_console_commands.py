@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from datetime import timedelta
 
 from bot.console import chat_loop
@@ -82,11 +83,13 @@ def test_panel_prints_a_one_time_sign_in_link(uow_factory, tmp_path):
 
 
 def test_remind_cancel_done_and_snooze_work_after_remind_and_as_their_own_commands(uow_factory, tmp_path):
-    answers = run_console(uow_factory, tmp_path, [
-        "/remind in 2 hours water the ferns", "/remind in 3 hours call the vet", "/remind in 4 hours pay rent",
-        "/remind cancel 1", "/done 2", "/remind snooze 3 15", "/snooze 3", "/reminders", "/help"])
-    *_, cancelled, done, snoozed, snoozed_again, listing, help_text = answers
-    assert "#1 cancelled" in cancelled and "#2 marked done" in done
+    added = run_console(uow_factory, tmp_path, ["/remind in 2 hours water the ferns", "/remind in 3 hours call the vet",
+                                                "/remind in 4 hours pay rent"])
+    ferns, vet, rent = (re.search(r"\(#(\d+)\)", line)[1] for line in added)
+    cancelled, done, snoozed, snoozed_again, listing, help_text = run_console(uow_factory, tmp_path, [
+        f"/remind cancel {ferns}", f"/done {vet}", f"/remind snooze {rent} 15", f"/snooze {rent}", "/reminders",
+        "/help"])
+    assert f"#{ferns} cancelled" in cancelled and f"#{vet} marked done" in done
     assert "remind you again" in snoozed and "remind you again" in snoozed_again
     assert "pay rent" in listing and "ferns" not in listing and "vet" not in listing
     for command in ("/cancel", "/done", "/snooze", "/remind cancel"):

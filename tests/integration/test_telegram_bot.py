@@ -485,15 +485,17 @@ def test_the_note_moves_to_its_own_message_when_the_last_part_is_full():
 
 
 def test_remind_cancel_and_the_short_commands_change_a_reminder_in_telegram(telegram, settings, commands, uow_factory):
+    water = commands.add_reminder(ALICE_CALLER, "tomorrow 9am drink water").id
+    stretch = commands.add_reminder(ALICE_CALLER, "tomorrow 10am stretch").id
+
     async def scenario(_app: Application) -> None:
-        for n, line in enumerate(["/remind tomorrow 9am drink water", "/remind tomorrow 10am stretch",
-                                  "/remind cancel 1", "/done 2", "/snooze 1", "/cancel"], 1):
+        for n, line in enumerate([f"/remind cancel {water}", f"/done {stretch}", f"/snooze {water}", "/cancel"], 1):
             telegram.push_message(1001, ALICE, line)
             await until(lambda n=n: len(telegram.messages_to(1001)) >= n)
 
     run_bot(settings, conversation(uow_factory, settings), commands, scenario)
 
-    *_, cancelled, done, not_pending, no_id = [m["text"] for m in telegram.messages_to(1001)]
-    assert "#1 cancelled" in cancelled and "#2 marked done" in done
+    cancelled, done, not_pending, no_id = [m["text"] for m in telegram.messages_to(1001)]
+    assert f"#{water} cancelled" in cancelled and f"#{stretch} marked done" in done
     assert "already cancelled" in not_pending and "valid number" in no_id
     assert commands.list_reminders(ALICE_CALLER) == ()
