@@ -24,6 +24,7 @@ from shared.accounts.user_data import ExportFile, ImportReport
 from shared.commands import memories as memory_commands
 from shared.commands.memories import (
     FORGET_ALL,
+    FORGET_ALL_AND_REMINDERS,
     Confirmation,
     MemoryItem,
     MemoryOrigin,
@@ -313,10 +314,13 @@ def record_id(value: object, not_found: str) -> int:
 
 
 def forget_target(target: object) -> str | int:
-    """"all", an id ("12", "#12") or search words."""
+    """"all", "all reminders" (everything, reminders too), an id ("12", "#12") or search words."""
     text = command_text(target, MAX_SEARCH_CHARS, "forget_empty")
     if text.lower() in memory_commands.ALL_WORDS:
         return FORGET_ALL
+    for word in memory_commands.ALL_WORDS:  # "all reminders", "全部和提醒"
+        if text.lower().startswith(word) and text.lower()[len(word):].strip() in memory_commands.REMINDER_WORDS:
+            return FORGET_ALL_AND_REMINDERS
     if _ID.fullmatch(text) or text.startswith("#"):
         return record_id(text, "memory_not_found")
     return text

@@ -180,11 +180,19 @@ def origin_text(origin: Any, locale: str | None, link: str | None) -> str:
 def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None) -> str:
     zh = is_chinese(locale)
     minutes = _minutes_left(conf.expires_at, now)
-    if getattr(conf, "everything", False):
-        head = (f"要删除我知道的关于你的一切吗？包括 {conf.count} 条记忆、聊天记录、摘要和档案"
-                "（提醒会保留）。" if zh else
+    reminders = getattr(conf, "reminders", None)
+    if getattr(conf, "everything", False) and reminders is not None:
+        head = (f"要删除我知道的关于你的一切吗？包括 {conf.count} 条记忆、聊天记录、摘要、档案和全部提醒"
+                f"（{reminders} 个待提醒）。网页面板的登录也会失效。" if zh else
                 f"Forget everything I know about you? That is {conf.count} {_plural(conf.count, 'memory')}, "
-                "our conversations, summaries and your profile (reminders stay).")
+                f"our conversations, summaries, your profile and all your reminders ({reminders} pending). "
+                "You are signed out of the web panel too.")
+    elif getattr(conf, "everything", False):
+        head = (f"要删除我知道的关于你的一切吗？包括 {conf.count} 条记忆、聊天记录、摘要和档案"
+                "（提醒会保留；连提醒一起删除请用 /forget all reminders）。网页面板的登录也会失效。" if zh else
+                f"Forget everything I know about you? That is {conf.count} {_plural(conf.count, 'memory')}, "
+                "our conversations, summaries and your profile (reminders stay; to clear them too, use "
+                "/forget all reminders). You are signed out of the web panel too.")
     else:
         head = (f"确定删除这 {conf.count} 条记忆吗？" if zh else
                 f"Forget {'this memory' if conf.count == 1 else f'these {conf.count} memories'}?")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Todo
@@ -100,6 +100,12 @@ class TodoRepository:
         if hold_until is not None:
             values["claimed_until"] = func.greatest(Todo.claimed_until, hold_until)
         return self._update_claimed(user_id, todo_id, attempt, **values)
+
+    def delete_for_user(self, user_id: int) -> int:
+        """Delete every reminder of the user, whatever it holds (no row is read); how many there were."""
+        result = self.session.execute(delete(Todo).where(Todo.user_id == user_id)
+                                      .execution_options(synchronize_session=False))
+        return result.rowcount
 
     def move_pending_to_chat(self, from_chat_id: int, to_chat_id: int) -> None:
         """Every user's pending reminders in a chat that moved go with it (the chat, not a user, moved)."""

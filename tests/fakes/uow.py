@@ -32,6 +32,7 @@ from sqlalchemy.sql.functions import now as sql_now
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import Base, Chat, Identity, User
 from shared.db.token_models import OneTimeToken
+from shared.db.web_session_models import WebSession
 from shared.repositories.accounts import LEARNT_FROM_THE_USER
 from shared.repositories.reminders import CLAIM_LEASE, CLAIMS_PER_USER, MAX_ERROR_CHARS
 from shared.search.tsquery import MAX_LIKE_CHARS
@@ -140,6 +141,7 @@ class FakeUnitOfWork:
         self.todos = FakeTodoRepository(self._rows)
         self.outbox = FakeOutboxRepository(self._rows)
         self.tokens = FakeOneTimeTokenRepository(self._rows)
+        self.web_sessions = FakeWebSessionRepository(self._rows)
         self.accounts = FakeAccountDataRepository(self._rows)
         return self
 
@@ -396,6 +398,9 @@ class FakeTodoRepository(_Repository):
             values["claimed_until"] = max(hold_until, todo.claimed_until or hold_until)
         return self._update_claimed(user_id, todo_id, attempt, **values)
 
+    def delete_for_user(self, user_id: int) -> int:
+        return len(self._rows.delete(Todo, [t.id for t in self._rows.select(Todo, user_id=user_id)]))
+
     def move_pending_to_chat(self, from_chat_id: int, to_chat_id: int) -> None:
         for todo in self._rows.select(Todo, chat_id=from_chat_id, status="pending"):
             todo.chat_id = to_chat_id
@@ -437,9 +442,20 @@ class FakeOneTimeTokenRepository(_Repository):
         found.used_at = now
         return found
 
+    def withdraw(self, user_id: int, purpose: str, now: datetime) -> None:
+        for token in self._rows.select(OneTimeToken, user_id=user_id, purpose=purpose):
+            if token.used_at is None:
+                token.used_at = now
+        self.drop_expired(user_id, now)
+
     def drop_expired(self, user_id: int, now: datetime) -> None:
         self._rows.delete(OneTimeToken, [t.token for t in self._rows.select(OneTimeToken, user_id=user_id)
                                         if t.expires_at <= now])
+
+
+class FakeWebSessionRepository(_Repository):
+    def end_for_user(self, user_id: int) -> None:
+        self._rows.delete(WebSession, [s.secret_hash for s in self._rows.select(WebSession, user_id=user_id)])
 
 
 class FakeAccountDataRepository(_Repository):

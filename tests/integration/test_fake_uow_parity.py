@@ -189,6 +189,10 @@ def one_users_backlog_leaves_room_for_everyone_elses_reminders(db: Backend) -> d
         seen["second scan"] = sorted(t.content for t in uow.todos.claim_due(NOW, limit=4, per_user=3))
         seen["third scan"] = sorted(t.content for t in uow.todos.claim_due(NOW, limit=4, per_user=3))
         uow.commit()
+    with db.uow_factory() as uow:
+        seen["deleted"] = uow.todos.delete_for_user(alice)
+        uow.commit()
+    seen["left"] = [t.content for t in db.rows(Todo)]
     return seen
 
 
@@ -266,8 +270,16 @@ def one_time_tokens_are_the_owners_and_single_use(db: Backend) -> dict:
         kept = uow.tokens.issue("old" * 6, bob, "confirm", {}, now=NOW, expires_at=later)
         uow.tokens.drop_expired(alice, NOW)
         reissued = uow.tokens.issue("old" * 6, bob, "confirm", {}, now=NOW, expires_at=later)
+        uow.tokens.issue("p" * 16, alice, "panel", {}, now=NOW, expires_at=later)
+        uow.tokens.issue("q" * 16, bob, "panel", {}, now=NOW, expires_at=later)
         uow.commit()
-    return {"issued": issued, "used": used, "taken while not expired": kept, "free once dropped": reissued}
+    with db.uow_factory() as uow:
+        uow.tokens.withdraw(alice, "panel", NOW)
+        uow.commit()
+    with db.uow_factory() as uow:
+        withdrawn = [uow.tokens.use("p" * 16, "panel", NOW) is None, uow.tokens.use("q" * 16, "panel", NOW) is None]
+    return {"issued": issued, "used": used, "taken while not expired": kept, "free once dropped": reissued,
+            "withdrawn": withdrawn}
 
 
 def users_chats_and_jobs_are_found_again(db: Backend) -> dict:
