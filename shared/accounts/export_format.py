@@ -27,6 +27,9 @@ EXPORT_VERSION = 1
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 MAX_ENTRIES = 50_000
 """More entries than this in one section refuse the section."""
+MAX_FILE_ENTRIES = 20_000
+"""More entries than this in all sections together refuse the file: one import is one transaction,
+and this keeps it to seconds (a 5 MB file of tiny entries holds far more)."""
 MAX_REASONS = 50
 """The report names at most this many refused entries, then counts the rest."""
 SECTION_ORDER = ("episodes", "turns", "memories", "todos")
@@ -120,6 +123,9 @@ def read_export(data: object) -> ImportDocument:
     version = document.get("version")
     if type(version) is not int or version != EXPORT_VERSION:
         raise InvalidCommand("import_wrong_version", version=_show(version))
+    entries = sum(len(document[name]) for name in SECTION_ORDER if isinstance(document.get(name), list))
+    if entries > MAX_FILE_ENTRIES:
+        raise InvalidCommand("import_too_many", count=entries, limit=MAX_FILE_ENTRIES)
     refused = [f"{_show(key)}: unknown field, ignored" for key in document if key not in TOP_LEVEL]
     sections = {name: _section(name, document.get(name), refused) for name in SECTION_ORDER}
     _drop_dangling_references(sections, refused)

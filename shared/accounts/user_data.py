@@ -8,8 +8,10 @@ Embeddings are derived data and are not exported; the workers compute them again
 
 An import is checked strictly first (:mod:`shared.accounts.export_format`: a bad file is refused as a
 whole, a bad entry with its reason while the good ones are kept); then an exact duplicate of what the
-user already has is skipped, so importing the same file twice adds nothing. Imported turns are
-marked extracted (their memories came with the file) and carry no platform message id.
+user already has is skipped, so importing the same file twice adds nothing. A memory keeps its
+content, type, times, importance and confidence, but not what a file cannot prove
+(:data:`IMPORTED_CLAIMS`: it arrives as ``manual``, unverified and unused; never in the ``system`` tier).
+Imported turns are marked extracted (their memories came with the file) and carry no platform message id.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ from shared.text import estimate_tokens
 
 __all__ = ["MAX_IMPORT_BYTES", "ExportFile", "ImportDocument", "ImportReport", "export_user_data", "import_user_data",
            "read_export", "storable_json"]
+
+
+IMPORTED_CLAIMS = {"source": "manual", "verified": False, "access_count": 0, "last_accessed": None}
+"""What a file cannot prove: an imported memory is the user's own word (``manual``, as by /remember),
+unverified and unused, whatever the file says."""
+IMPORTED_SYSTEM_TIER = "long"
+"""A file cannot place a memory in the operator's ``system`` tier; it becomes ``long``."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,9 @@ class _Importer:
         built: dict[int, Memory] = {}
 
         def build(e: dict[str, Any]) -> Memory:
-            values = {"source": "manual", "created_at": self.now, **_without(e, "id", "superseded_by", "source_turn")}
+            values = {"created_at": self.now, **_without(e, "id", "superseded_by", "source_turn"), **IMPORTED_CLAIMS}
+            if values.get("tier") == "system":
+                values["tier"] = IMPORTED_SYSTEM_TIER
             values.setdefault("updated_at", values["created_at"])
             built[e["id"]] = Memory(user_id=self.user_id, source_turn_id=turns.get(e.get("source_turn")), **values)
             return built[e["id"]]

@@ -78,6 +78,8 @@ ERRORS: dict[str, tuple[str, str]] = {
     "bad_minutes": ("Snooze for {low} to {high} minutes.", "稍后提醒的时间须在 {low} 到 {high} 分钟之间。"),
     "import_empty": ("Please attach an export file (JSON).", "请附上导出文件（JSON）。"),
     "import_too_large": ("That file is larger than {limit_mb} MB.", "文件超过了 {limit_mb} MB。"),
+    "import_too_many": ("That file holds {count} entries; one import takes at most {limit}. Split it, please.",
+                        "文件里有 {count} 项，一次最多导入 {limit} 项，请拆分后再导入。"),
     "import_not_json": ("That file isn't valid JSON.", "这个文件不是有效的 JSON。"),
     "import_wrong_format": ("That isn't a Mnemo export file.", "这不是 Mnemo 的导出文件。"),
     "import_wrong_version": ("Export version {version} isn't supported.", "不支持版本为 {version} 的导出文件。"),
