@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import getpass
 import os
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from itertools import count
 
 from bot.console_commands import ConsoleCommands
+from bot.console_terminal import Terminal, read_line
 from shared.app.bootstrap import Runtime
 from shared.commands.service import Caller
 from shared.conversation.messages import IncomingMessage, Reply
@@ -18,6 +20,7 @@ from shared.reminders.service import console_reminders_sent_since
 from shared.settings import Settings
 
 QUIT_WORDS = {"/quit", "/exit", ":q"}
+PROMPT = "you> "
 REMINDER_POLL_SECONDS = 5.0
 ReminderFeed = Callable[[datetime, datetime], list[str]]
 """Texts of this user's console reminders sent in (since, until]."""
@@ -52,7 +55,7 @@ def render_reply(reply: Reply, bot_name: str) -> str:
     return "\n".join(lines)
 
 
-async def announce_reminders(feed: ReminderFeed, write: Callable[[str], None],
+async def announce_reminders(feed: ReminderFeed, announce: Callable[[str], None],
                              interval: float = REMINDER_POLL_SECONDS) -> None:
     """Print reminders the worker marked sent for the console user, as they fall due."""
     since = datetime.now(UTC)
@@ -60,18 +63,20 @@ async def announce_reminders(feed: ReminderFeed, write: Callable[[str], None],
         await asyncio.sleep(interval)
         until = datetime.now(UTC)
         for text in await asyncio.to_thread(feed, since, until):
-            write(text)
+            announce(text)
         since = until
 
 
 async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str,
-                    read_line: Callable[[str], str] = input, write: Callable[[str], None] = print,
-                    reminders: ReminderFeed | None = None, commands: ConsoleCommands | None = None) -> None:
+                    read_line: Callable[[str], str] = read_line, write: Callable[[str], None] = print,
+                    reminders: ReminderFeed | None = None, commands: ConsoleCommands | None = None,
+                    terminal: Terminal | None = None) -> None:
     """Read messages until end of input or /quit, answering each through the conversation service."""
+    terminal = terminal or Terminal(read_line, write)
     write(f"Talking to {bot_name}. /why shows what shaped the last reply; /quit leaves.")
-    announcer = asyncio.create_task(announce_reminders(reminders, write)) if reminders else None
+    announcer = asyncio.create_task(announce_reminders(reminders, terminal.announce)) if reminders else None
     try:
-        await _conversation(service, user_id=user_id, bot_name=bot_name, read_line=read_line, write=write,
+        await _conversation(service, user_id=user_id, bot_name=bot_name, terminal=terminal, write=write,
                             commands=commands)
     finally:
         if announcer is not None:
@@ -79,15 +84,14 @@ async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str
     write("Bye.")
 
 
-async def _conversation(service: ConversationService, *, user_id: str, bot_name: str,
-                        read_line: Callable[[str], str], write: Callable[[str], None],
-                        commands: ConsoleCommands | None) -> None:
+async def _conversation(service: ConversationService, *, user_id: str, bot_name: str, terminal: Terminal,
+                        write: Callable[[str], None], commands: ConsoleCommands | None) -> None:
     numbers = count(1)
     last: Reply | None = None
     session_tag = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
     while True:
         try:
-            line = await asyncio.to_thread(read_line, "you> ")
+            line = await terminal.read(PROMPT)
         except EOFError:
             break
         text = line.strip()
@@ -101,9 +105,12 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
         if commands is not None and text.startswith("/"):
             write(await asyncio.to_thread(commands.run, text))
             continue
+        if commands is not None:
+            commands.follow(text)
         message = IncomingMessage(platform="console", chat_id=CONSOLE_CHAT_ID, user_id=user_id, text=text,
                                   sent_at=datetime.now(UTC), display_name=user_id,
-                                  message_id=f"{session_tag}-{next(numbers)}")
+                                  message_id=f"{session_tag}-{next(numbers)}",
+                                  locale=commands.locale if commands is not None else None)
         reply = await service.handle_message(message)
         if reply.duplicate:
             continue
@@ -131,8 +138,15 @@ def console_reminder_feed(rt: Runtime, user: str) -> ReminderFeed:
     return feed
 
 
-def console_locale() -> str:
-    """The terminal's language (LANG/LC_ALL), so command texts come in Chinese where it is set so."""
+def console_locale(rt: Runtime | None = None, user: str | None = None) -> str:
+    """The language the console user last wrote in (stored with their identity), else the terminal's
+    (LANG/LC_ALL), so command texts come in Chinese where it is set so."""
+    if rt is not None and user is not None:
+        with rt.uow() as uow:
+            identity = uow.users.identity("console", user)
+            stored = identity.locale if identity is not None else None
+        if stored:
+            return stored
     for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = os.environ.get(variable, "")
         if value and value not in {"C", "POSIX"} and not value.startswith("C."):
@@ -151,10 +165,11 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
         service = conversation_service(rt)
         if service.chat_model is None:
             print("No LLM_BASE_URL: offline mode (rule-based replies). See .env.example to connect a model.")
-        caller = Caller(platform="console", platform_user_id=user, display_name=user, locale=console_locale(),
+        caller = Caller(platform="console", platform_user_id=user, display_name=user, locale=console_locale(rt, user),
                         platform_chat_id=CONSOLE_CHAT_ID)
+        terminal = Terminal(interactive=sys.stdin.isatty() and sys.stdout.isatty())
         commands = ConsoleCommands(memory_commands(rt, embeddings_wanted=service.embedder is not None), caller,
-                                   ask=input, export_dir=settings.data_dir / "exports")
+                                   ask=terminal.ask, export_dir=settings.data_dir / "exports")
         start_workers = settings.uses_embedded_database if workers is None else workers
         helpers = companions(rt.database_url, settings.data_dir / "logs", embedded=settings.uses_embedded_database,
                              wanted=workers)
@@ -162,5 +177,6 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
             print(f"Web panel: {settings.panel_public_url}/panel/ (type /panel for a sign-in link).")
         with helpers:
             asyncio.run(chat_loop(service, user_id=user, bot_name=settings.bot_name,
-                                  reminders=console_reminder_feed(rt, user), commands=commands))
+                                  reminders=console_reminder_feed(rt, user), commands=commands,
+                                  terminal=terminal))
     return 0

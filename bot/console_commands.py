@@ -3,21 +3,40 @@
 ``/memories [type] [search]`` (then ``/more``), ``/memories why <id>``, ``/forget <id|search|all>``
 (asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>`` (or ``cancel|done|snooze <id>``),
 ``/cancel|/done <id>``, ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
-``/link [code]``, ``/unlink``, ``/panel``, ``/help``.
+``/link [code]``, ``/link confirm <code>``, ``/unlink``, ``/panel``, ``/help``.
+
+Their texts follow the user's language as on the bots: the language of what the user last wrote (a
+message, or a command's words), at the start the one stored for them, and only before that the terminal's.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from shared.commands import texts
-from shared.commands.service import Caller, MemoryCommands
+from shared.commands.service import Caller, MemoryCommands, confirmation_code
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 YES = {"y", "yes", "是", "好", "确认"}
+WORDED_COMMANDS = {"/remember", "/remind", "/memories", "/forget"}
+"""Commands whose words are the user's own (not a path, id or code), so they tell the user's language."""
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def written_language(text: str) -> str | None:
+    """"zh" when Chinese characters outnumber Latin words, "en" for Latin words, None for neither (an id,
+    a number, nothing)."""
+    han, latin = len(_HAN.findall(text)), len(_LATIN_WORD.findall(text))
+    if han and han >= latin:
+        return "zh"
+    return "en" if latin else None
 
 
 class ConsoleCommands:
@@ -35,9 +54,17 @@ class ConsoleCommands:
     def locale(self) -> str | None:
         return self.caller.locale
 
+    def follow(self, text: str) -> None:
+        """Answer in the language of ``text`` from now on, if it has one."""
+        language = written_language(text)
+        if language is not None and language != self.caller.locale:
+            self.caller = replace(self.caller, locale=language)
+
     def run(self, line: str) -> str:
         """The answer to one ``/command`` line (errors become the user-facing message)."""
         name, _, argument = line.strip().partition(" ")
+        if name.lower() in WORDED_COMMANDS:
+            self.follow(argument)
         handler = self._handlers().get(name.lower())
         if handler is None:
             return texts.help_text(self.locale)
@@ -89,9 +116,8 @@ class ConsoleCommands:
 
     def _forget(self, target: str) -> str:
         confirmation = self.commands.request_forget(self.caller, target)
-        yes, _no = texts.confirm_button_labels(self.locale)
-        answer = self.ask(f"{texts.confirmation_text(confirmation, self.locale)}\n[{yes}? y/n] ").strip().lower()
-        if answer in YES or answer == yes.lower():
+        answer = self.ask(f"{texts.confirmation_text(confirmation, self.locale, typed=True)}\n[y/n] ").strip().lower()
+        if answer in YES:
             return texts.forgotten_text(self.commands.confirm(self.caller, confirmation.token), self.locale)
         self.commands.cancel(self.caller, confirmation.token)
         return texts.cancelled_text(self.locale)
@@ -106,7 +132,8 @@ class ConsoleCommands:
         path = Path(argument).expanduser() if argument else self.export_dir / export.filename
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(export.data)
-        return f"{path}"
+        memories = json.loads(export.data).get("memories", [])
+        return texts.exported_text(len(memories), path, self.locale)
 
     def _import(self, argument: str) -> str:
         path = Path(argument).expanduser()
@@ -117,7 +144,8 @@ class ConsoleCommands:
         return texts.import_report_text(self.commands.import_data(self.caller, path.read_bytes()), self.locale)
 
     def _link(self, code: str) -> str:
+        if (confirming := confirmation_code(code)) is not None:
+            return texts.linked_text(self.commands.confirm_link(self.caller, confirming), self.locale)
         if code:
-            self.commands.link(self.caller, code)
-            return texts.linked_text(self.locale)
+            return texts.link_request_text(self.commands.link(self.caller, code), self.locale)
         return texts.link_code_text(self.commands.link_code(self.caller), self.locale)

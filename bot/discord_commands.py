@@ -22,7 +22,7 @@ from discord import app_commands
 from bot.discord_render import command_text, fit, jump_url, split_message
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import texts
-from shared.commands.service import Caller, MemoryCommands, MemoryPage
+from shared.commands.service import Caller, MemoryCommands, MemoryPage, confirmation_code
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 
@@ -309,17 +309,20 @@ async def resume(interaction: discord.Interaction) -> None:
 @app_commands.command(name="link", description=describe("link"))
 @app_commands.describe(code=command_text("link.code"))
 async def link(interaction: discord.Interaction, code: str | None = None) -> None:
-    """Without a code: get one to type on Telegram. With a code: join the identity that made it.
-    ``/link unlink`` (the words the shared help uses) is ``/unlink``."""
+    """Without a code: get one to type on Telegram. With a code: ask to join the identity that made it,
+    which confirms with ``confirm <code>``. ``/link unlink`` (the words the shared help uses) is ``/unlink``."""
     service, caller, locale = memory_commands(interaction), caller_of(interaction), interaction.locale.value
     if code is not None and code.strip().lower() == UNLINK_WORD:
         await unlink.callback(interaction)
     elif code is None:
         made = await deferred(interaction, service.link_code, caller)
         await send_private(interaction, texts.link_code_text(made, locale))
+    elif (confirming := confirmation_code(code)) is not None:
+        joined = await deferred(interaction, service.confirm_link, caller, confirming)
+        await send_private(interaction, texts.linked_text(joined, locale))
     else:
-        await deferred(interaction, service.link, caller, code)
-        await send_private(interaction, texts.linked_text(locale))
+        request = await deferred(interaction, service.link, caller, code)
+        await send_private(interaction, texts.link_request_text(request, locale))
 
 
 @app_commands.command(name="unlink", description=describe("unlink"))

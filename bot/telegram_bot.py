@@ -22,16 +22,25 @@ from telegram.error import Forbidden, NetworkError, RetryAfter, TelegramError
 from telegram.ext import (
     Application,
     ApplicationBuilder,
+    ApplicationHandlerStop,
     BaseRateLimiter,
     CallbackQueryHandler,
     CommandHandler,
     MessageHandler,
+    TypeHandler,
     filters,
 )
 from telegram.warnings import PTBDeprecationWarning
 
 from bot import telegram_render as render
-from bot.telegram_handlers import IMPORT_CAPTION, CommandHandlers, Context, answer_privately, locale_of
+from bot.telegram_handlers import (
+    IMPORT_CAPTION,
+    CommandHandlers,
+    Context,
+    answer_privately,
+    language_of,
+    locale_of,
+)
 from shared.commands import texts
 from shared.commands.service import MemoryCommands
 from shared.conversation.messages import IncomingMessage
@@ -145,14 +154,22 @@ class ChatHandler:
         incoming = IncomingMessage(platform="telegram", chat_id=str(message.chat_id), user_id=str(user.id),
                                    text=said, sent_at=message.date, is_private=private,
                                    display_name=user.full_name, message_id=str(message.message_id),
-                                   locale=user.language_code, chat_title=message.chat.title)
+                                   locale=language_of(user), chat_title=message.chat.title)
         async with typing(context.bot, message):
             reply = await self.service.handle_message(incoming)
         if reply.duplicate or not reply.text.strip():
             return
-        for index, part in enumerate(render.reply_messages(reply, user.language_code)):
+        for index, part in enumerate(render.reply_messages(reply, language_of(user))):
             await message.reply_text(part.text, entities=list(part.entities) or None,
                                      do_quote=index == 0 and not private)
+
+
+async def drop_without_sender(update: Update, context: Context) -> None:
+    """An update no user sent (a malformed one: Telegram names a stand-in bot even for anonymous
+    admins) reaches no handler: every command acts for, and answers, its sender."""
+    if update.effective_user is None or update.effective_chat is None:
+        log.info("update %s has no sender or chat: ignored", update.update_id)
+        raise ApplicationHandlerStop
 
 
 async def on_error(update: object, context: Context) -> None:
@@ -206,6 +223,7 @@ def build_application(settings: Settings, service: ConversationService, commands
                    .concurrent_updates(CONCURRENT_UPDATES).rate_limiter(FloodControl()).job_queue(None)
                    .post_init(set_command_menus).build())
     on_command = CommandHandlers(commands, bot_name=settings.bot_name)
+    application.add_handler(TypeHandler(Update, drop_without_sender), group=-1)
     application.add_handlers([
         CommandHandler("start", on_command.start),
         CommandHandler("help", on_command.help),
@@ -256,7 +274,9 @@ def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: 
         if webhook_url is None:
             application.run_polling(allowed_updates=ALLOWED_UPDATES, drop_pending_updates=False)
         else:
-            application.run_webhook(listen=listen, port=port, url_path=urlsplit(webhook_url).path.lstrip("/"),
-                                    webhook_url=webhook_url, secret_token=secret_token,
-                                    allowed_updates=ALLOWED_UPDATES, drop_pending_updates=False)
+            from bot.telegram_webhook import serve_until_signalled
+
+            asyncio.run(serve_until_signalled(application, url=webhook_url, listen=listen, port=port,
+                                              path=urlsplit(webhook_url).path, secret_token=secret_token,
+                                              allowed_updates=ALLOWED_UPDATES))
     return 0

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from telegram import CallbackQuery, InlineKeyboardMarkup, LinkPreviewOptions, Message, Update
+from telegram import CallbackQuery, InlineKeyboardMarkup, LinkPreviewOptions, Message, Update, User
 from telegram.constants import ChatType
 from telegram.error import BadRequest, Forbidden
 from telegram.ext import ContextTypes
@@ -19,13 +19,16 @@ from bot import telegram_render as render
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import texts
 from shared.commands.memories import memory_type
-from shared.commands.service import Caller, ExportFile, MemoryCommands
+from shared.commands.service import Caller, ExportFile, MemoryCommands, confirmation_code
 from shared.errors import InvalidCommand
 from shared.reminders.chat_moves import record_chat_move
 
 IMPORT_CAPTION = r"^/import(@\w+)?(\s|$)"
 PAGE_SIZE = 10
 Context = ContextTypes.DEFAULT_TYPE
+LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
+MAX_LANGUAGE_CHARS = 16
+"""An IETF language tag as Telegram sends it (``en``, ``zh-hans``), short enough to be kept."""
 T = TypeVar("T")
 
 
@@ -34,12 +37,20 @@ def caller_of(update: Update) -> Caller:
     user, chat = update.effective_user, update.effective_chat
     assert user is not None and chat is not None
     return Caller(platform="telegram", platform_user_id=str(user.id), display_name=user.full_name,
-                  locale=user.language_code, platform_chat_id=str(chat.id),
+                  locale=language_of(user), platform_chat_id=str(chat.id),
                   chat_kind="private" if chat.type == ChatType.PRIVATE else "group")
 
 
 def locale_of(update: Update) -> str | None:
-    return update.effective_user.language_code if update.effective_user else None
+    return language_of(update.effective_user)
+
+
+def language_of(user: User | None) -> str | None:
+    """The user's language tag, or None (the default language) when there is none or it is malformed."""
+    code = user.language_code if user is not None else None
+    if isinstance(code, str) and len(code) <= MAX_LANGUAGE_CHARS and LANGUAGE_TAG.fullmatch(code):
+        return code
+    return None
 
 
 def command_argument(message: Message) -> str:
@@ -266,7 +277,8 @@ class CommandHandlers:
                                     str(message.migrate_to_chat_id))
 
     async def link(self, update: Update, context: Context) -> None:
-        """``/link``: a one-time code for the other platform; ``/link <code>``: use one; ``/link unlink``."""
+        """``/link``: a one-time code for the other platform; ``/link <code>``: use one (nothing is joined yet);
+        ``/link confirm <code>``: join the account that asked; ``/link unlink``."""
         caller, code = caller_of(update), command_argument(update.effective_message)
         if code.lower() == "unlink":
             await self.unlink(update, context)
@@ -275,8 +287,12 @@ class CommandHandlers:
             issued = await self._call(self.commands.link_code, caller)
             await answer_privately(update, context, texts.link_code_text(issued, caller.locale))
             return
-        await self._call(self.commands.link, caller, code)
-        await answer_privately(update, context, texts.linked_text(caller.locale))
+        if (confirming := confirmation_code(code)) is not None:
+            joined = await self._call(self.commands.confirm_link, caller, confirming)
+            await answer_privately(update, context, texts.linked_text(joined, caller.locale))
+            return
+        request = await self._call(self.commands.link, caller, code)
+        await answer_privately(update, context, texts.link_request_text(request, caller.locale))
 
     async def unlink(self, update: Update, context: Context) -> None:
         """``/unlink``: this Telegram identity gets a user of its own again."""

@@ -6,7 +6,9 @@ Every variable is documented in ``.env.example``. A wrong value stops start-up w
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -15,11 +17,15 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.errors import ConfigError
+from shared.redaction import mask_secret, mask_url, url_secrets
 
 PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xxx", "todo"})
 SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
                  "redis_url", "admin_token")
 MIN_ADMIN_TOKEN_CHARS = 24
+MIN_WEBHOOK_SECRET_CHARS = 16
+WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+"""What Telegram accepts as a webhook's secret_token (setWebhook)."""
 DEFAULT_API_MAX_BODY_BYTES = 6 * 1024 * 1024
 """Above the largest import file (5 MiB) with room for its multipart wrapping."""
 
@@ -66,6 +72,8 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: Annotated[int, Field(ge=0, le=65535)] = 8080  # 0: a free port, logged when uvicorn listens
     api_max_body_bytes: Annotated[int, Field(ge=64 * 1024, le=1024**3)] = DEFAULT_API_MAX_BODY_BYTES
+    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="addresses/CIDRs of reverse proxies whose X-Forwarded-For is believed; empty = none")
     panel_public_url: str = Field("http://127.0.0.1:8080", description="where browsers reach `mnemo api`")
     panel_link_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 10
     panel_session_hours: Annotated[int, Field(ge=1, le=24 * 30)] = 12
@@ -140,6 +148,33 @@ class Settings(BaseSettings):
             raise ValueError(f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters (try: openssl rand -hex 32)")
         return value
 
+    @field_validator("telegram_webhook_secret")
+    @classmethod
+    def _telegram_webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        if not WEBHOOK_SECRET.fullmatch(value.get_secret_value()):
+            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and - only (Telegram's rule; "
+                             "try: openssl rand -hex 32)")
+        if len(value.get_secret_value()) < MIN_WEBHOOK_SECRET_CHARS:
+            raise ValueError(f"must be at least {MIN_WEBHOOK_SECRET_CHARS} characters (try: openssl rand -hex 32)")
+        return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxy_networks(cls, value: object) -> object:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            return value
+        proxies = tuple(str(item).strip() for item in items if str(item).strip())
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(f"{proxy!r} is not an IP address or CIDR network (e.g. 10.0.0.5, 172.18.0.0/16)"
+                                 ) from None
+        return proxies
+
     @field_validator("default_timezone")
     @classmethod
     def _known_timezone(cls, value: str) -> str:
@@ -176,7 +211,7 @@ class Settings(BaseSettings):
         return self.llm_base_url is not None
 
     def masked(self) -> dict[str, str]:
-        """Every setting as an environment variable with secrets masked, for ``mnemo doctor``."""
+        """Every setting as an environment variable with secrets masked (URLs too), for ``mnemo doctor``."""
         shown: dict[str, str] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
@@ -187,23 +222,20 @@ class Settings(BaseSettings):
             elif name in SECRET_FIELDS:
                 text = mask_secret(str(value))
             else:
-                text = str(value)
+                text = mask_url(str(value))
             shown[name.upper()] = text
         return shown
 
-
-def mask_secret(value: str) -> str:
-    """Hide a secret, or the password inside a URL, keeping enough to recognise it."""
-    if "://" in value:
-        scheme, _, rest = value.partition("://")
-        credentials, at, host = rest.rpartition("@")
-        if not at:
-            return value
-        user, colon, _password = credentials.partition(":")
-        return f"{scheme}://{user}{':***' if colon else ''}@{host}"
-    if len(value) <= 8:
-        return "***"
-    return f"{value[:3]}…{value[-2:]} ({len(value)} chars)"
+    def secret_values(self) -> list[str]:
+        """Every configured secret, and every password inside a configured URL: what no log line may show."""
+        found: list[str] = []
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                found.append(value.get_secret_value())
+            elif isinstance(value, str):
+                found += url_secrets(value)
+        return found
 
 
 def load_settings(**overrides: object) -> Settings:
@@ -215,8 +247,8 @@ def load_settings(**overrides: object) -> Settings:
         for error in exc.errors():
             field = str(error["loc"][0]) if error["loc"] else "configuration"
             shown = error.get("input")
-            if field in SECRET_FIELDS and isinstance(shown, str):
-                shown = mask_secret(shown)
+            if isinstance(shown, str):
+                shown = mask_secret(shown) if field in SECRET_FIELDS else mask_url(shown)
             message = error["msg"].removeprefix("Value error, ")
             problems.append(f"{field.upper()}: {message} (got {shown!r})")
         raise ConfigError("Invalid configuration:\n  " + "\n  ".join(problems)) from None

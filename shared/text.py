@@ -1,11 +1,17 @@
-"""Text hygiene: safe to store (no NUL bytes, no lone surrogates, bounded size) and token estimates."""
+"""Text hygiene: safe to store (no NUL bytes, no lone surrogates, bounded size), visible (no text made
+only of invisible characters, no bidirectional controls that reorder what follows) and token estimates."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from typing import Any
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W_]+|[^\w\s]")
+
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+"""Embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069), the marks LRM, RLM and ALM."""
 
 MAX_STORED_CHARS = 20_000
 """A single stored text never exceeds this; longer messages are cut (and the cut is visible)."""
@@ -27,6 +33,24 @@ def is_utf8_encodable(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def is_invisible(value: str) -> bool:
+    """True when nothing is left once Unicode format characters (category Cf: zero-width spaces and
+    joiners, bidirectional controls…) and whitespace are taken out: text that shows as nothing."""
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in value)
+
+
+def without_bidi_controls(value: Any) -> Any:
+    """``value`` (a string, or JSON holding strings, keys included) without bidirectional controls,
+    which make the text after them show in another order than it is stored. Joiners stay (emoji need them)."""
+    if isinstance(value, str):
+        return _BIDI_CONTROLS.sub("", value)
+    if isinstance(value, dict):
+        return {without_bidi_controls(key): without_bidi_controls(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [without_bidi_controls(item) for item in value]
+    return value
 
 
 def estimate_tokens(text: str) -> int:

@@ -15,8 +15,11 @@ the responder; a :class:`~bench.fakes.llm_personalities.Personality` then shapes
 them the way a real server and model would (refusals, reasoning, fences, cuts).
 ``max_tokens`` is honoured (``finish_reason: "length"``), and ``stream: true``
 answers as server-sent events, chunk by chunk, noticing a client that leaves
-(:attr:`FakeOpenAI.abandoned_streams`). Connections are HTTP/1.0 (one request
-each), so nothing lingers once ``stop()`` returns.
+(:attr:`FakeOpenAI.abandoned_streams`). A reply queued with ``trickle`` sends its whole response,
+status line and headers included, one byte at a time (:attr:`FakeOpenAI.trickled_bytes`,
+:attr:`FakeOpenAI.abandoned_trickles`): the peer that keeps every per-read timeout happy
+(``embedding_trickle`` does the same to every embeddings answer). Connections are HTTP/1.0 (one
+request each), so nothing lingers once ``stop()`` returns.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -70,6 +73,7 @@ class RecordedRequest:
 class _Reply:
     content: Content
     delay: float = 0.0
+    trickle: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ class _Response:
     events: Iterable[dict[str, Any]] | None = None  # a stream of server-sent events instead of ``body``
     event_delay: float = 0.0
     interrupted: threading.Event | None = None  # set: the stream ends at once, "[DONE]" without a finish
+    trickle: float = 0.0  # seconds between single bytes of the whole response, status line included
 
 
 def error_body(status: int, message: str | None = None, *, param: str | None = None) -> dict[str, Any]:
@@ -209,6 +214,9 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         headers = {name.lower(): value for name, value in self.headers.items()}
         response = self.server.fake._dispatch(self.command, self.path, headers, raw)
+        if response.trickle > 0:
+            self._trickle(response)
+            return
         if response.events is not None:
             self._stream(response)
             return
@@ -243,6 +251,28 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.fake._streams.discard(response.interrupted)
 
+    def _trickle(self, response: _Response) -> None:
+        """The whole response one byte at a time, ``response.trickle`` seconds apart, until the client leaves."""
+        fake = self.server.fake
+        reason = self.responses.get(response.status, ("",))[0]
+        kind = "text/event-stream" if response.events is not None else "application/json"
+        head = f"HTTP/1.0 {response.status} {reason}\r\nContent-Type: {kind}\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in response.headers.items())
+        body = ((f"data: {json.dumps(event)}\n\n" for event in response.events) if response.events is not None
+                else iter([json.dumps(response.body)]))
+        try:
+            for part in (head + "\r\n", *body):
+                for byte in part.encode():
+                    self.wfile.write(bytes((byte,)))
+                    self.wfile.flush()
+                    fake._note_trickled()
+                    if fake._stopping.wait(response.trickle):
+                        return
+        except (BrokenPipeError, ConnectionResetError):
+            fake._note_abandoned(trickle=True)
+        finally:
+            fake._streams.discard(response.interrupted)
+
     def log_message(self, format: str, *args: Any) -> None:
         """Route access logs to ``logging`` instead of stderr."""
         _log.debug("fake openai: " + format, *args)
@@ -264,11 +294,15 @@ class FakeOpenAI(LoopbackFake):
         latency: float = 0.0,
         personality: str | Personality = "openai",
         stream_chunk_delay: float = 0.0,
+        embedding_trickle: float = 0.0,
     ) -> None:
         super().__init__()
         self.personality = PERSONALITIES[personality] if isinstance(personality, str) else personality
         self.stream_chunk_delay = stream_chunk_delay  # seconds between streamed chunks
+        self.embedding_trickle = embedding_trickle  # seconds between the bytes of every embeddings response
         self.abandoned_streams = 0  # streams the client closed before the end
+        self.trickled_bytes = 0  # bytes sent by trickled replies
+        self.abandoned_trickles = 0  # trickled replies the client closed before the end
         self._streams: set[threading.Event] = set()  # running streams a new request may interrupt
         self._chat_count = 0
         self.models = list(models)
@@ -282,10 +316,11 @@ class FakeOpenAI(LoopbackFake):
         self._embedding_failures: deque[_Failure] = deque()
         self._responder: Responder = default_responder
 
-    def queue_reply(self, content: Content, *, delay: float = 0.0) -> None:
-        """Append a chat reply; a dict is JSON-encoded into the message content."""
+    def queue_reply(self, content: Content, *, delay: float = 0.0, trickle: float = 0.0) -> None:
+        """Append a chat reply; a dict is JSON-encoded into the message content. With ``trickle``, the
+        response (status line, headers, body) is sent one byte every ``trickle`` seconds."""
         with self._lock:
-            self._chat_script.append(_Reply(content, delay))
+            self._chat_script.append(_Reply(content, delay, trickle))
 
     def queue_error(
         self,
@@ -337,9 +372,16 @@ class FakeOpenAI(LoopbackFake):
         """The ``response_format`` of each chat call (None where absent)."""
         return [body.get("response_format") for body in self.chat_requests()]
 
-    def _note_abandoned(self) -> None:
+    def _note_abandoned(self, *, trickle: bool = False) -> None:
         with self._lock:
-            self.abandoned_streams += 1
+            if trickle:
+                self.abandoned_trickles += 1
+            else:
+                self.abandoned_streams += 1
+
+    def _note_trickled(self) -> None:
+        with self._lock:
+            self.trickled_bytes += 1
 
     def _dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> _Response:
         try:
@@ -394,7 +436,7 @@ class FakeOpenAI(LoopbackFake):
                 return _fail(500, f"Fake responder raised {exc!r}")
         ideal = step.content if isinstance(step.content, str) else json.dumps(step.content, ensure_ascii=False)
         content, reasoning = self.personality.shape(body, prompt, ideal, number)
-        return self._answer(body, content, reasoning, step.delay)
+        return replace(self._answer(body, content, reasoning, step.delay), trickle=step.trickle)
 
     def _answer(self, body: dict[str, Any], content: str, reasoning: str | None, delay: float) -> _Response:
         """The answer within ``max_tokens`` (cut with ``finish_reason: "length"``), streamed when asked."""
@@ -443,4 +485,5 @@ class FakeOpenAI(LoopbackFake):
         ]
         tokens = sum(estimate_tokens(t) for t in texts)
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
-        return _Response(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage})
+        return _Response(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage},
+                         trickle=self.embedding_trickle)

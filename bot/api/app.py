@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from bot.api import routes_memory, routes_session
@@ -71,6 +71,11 @@ def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
     @app.get("/", include_in_schema=False)
     def home() -> RedirectResponse:
         return RedirectResponse(routes_session.PANEL_PATH)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        """The panel has no icon (its pages say so with an empty one): nothing, rather than a 404 in the log."""
+        return Response(status_code=204)
 
     app.include_router(routes_session.router)
     app.include_router(routes_memory.router)

@@ -1,7 +1,7 @@
 """Who a request acts for: a panel session (cookie + CSRF header) or an operator (bearer token).
 
 Every user endpoint depends on :func:`principal`; it yields exactly one user id, and the services
-scope every query by it. Operators name the user with ``X-Mnemo-User``. Sign-in attempts are
+scope every query by it. Operators name the user with ``X-Mnemo-User``. Failed sign-ins are
 counted per client address by :class:`SignInLimiter`.
 """
 
@@ -89,30 +89,38 @@ def _operator(ctx: ApiContext, token: str, user: str | None) -> Principal:
 
 
 class SignInLimiter:
-    """At most ``per_address`` sign-in attempts a minute from one address, ``overall`` from all."""
+    """Counts failed sign-ins: once an address has ``per_address`` failures in a minute, or all
+    addresses together ``overall``, further wrong tokens are answered 429. Only failures count, and a
+    valid link is always checked and signs in, so no one else's guessing locks a user out."""
 
     WINDOW_SECONDS = 60.0
+    MAX_ADDRESSES = 10_000
+    """Addresses followed at once; beyond them only the overall count (a spray of addresses) applies."""
 
     def __init__(self, per_address: int = SIGN_INS_PER_MINUTE, overall: int = SIGN_INS_PER_MINUTE_ALL,
                  clock=time.monotonic) -> None:
         self.per_address, self.overall, self.clock = per_address, overall, clock
         self._seen: dict[str, deque[float]] = {}
-        self._all: deque[float] = deque()
+        self._all: deque[float] = deque(maxlen=overall)
         self._lock = threading.Lock()
 
-    def check(self, address: str) -> None:
-        """Count one attempt, or raise 429 with the seconds to wait."""
+    def failed(self, address: str) -> None:
+        """Count one wrong token; raise 429 with the seconds to wait if the limit was already reached."""
         now = self.clock()
         with self._lock:
             self._forget_before(now - self.WINDOW_SECONDS)
-            mine = self._seen.setdefault(address, deque())
-            full = mine if len(mine) >= self.per_address else self._all if len(self._all) >= self.overall else None
-            if full is not None:
-                wait = max(1, int(full[0] + self.WINDOW_SECONDS - now) + 1)
-                raise ApiError(429, "rate_limited", "Too many sign-in attempts; wait a minute.",
-                               headers={"Retry-After": str(wait)})
-            mine.append(now)
-            self._all.append(now)
+            mine = self._seen.get(address)
+            if mine is None and len(self._seen) < self.MAX_ADDRESSES:
+                mine = self._seen[address] = deque(maxlen=self.per_address)
+            full = next((times for times, limit in ((mine, self.per_address), (self._all, self.overall))
+                         if times is not None and len(times) >= limit), None)
+            for times in (mine, self._all):
+                if times is not None:
+                    times.append(now)  # the oldest drops out: failures while limited keep the limit on
+        if full is not None:
+            wait = max(1, int(full[0] + self.WINDOW_SECONDS - now) + 1)
+            raise ApiError(429, "rate_limited", "Too many failed sign-in attempts; wait a minute.",
+                           headers={"Retry-After": str(wait)})
 
     def _forget_before(self, cutoff: float) -> None:
         while self._all and self._all[0] < cutoff:

@@ -41,14 +41,14 @@ def sign_in_page(request: Request, token: str = "",
 def sign_in(request: Request, token: Annotated[str, Form(max_length=64)] = "",
             origin: Annotated[str | None, Header()] = None,
             accept_language: Annotated[str | None, Header()] = None) -> Response:
-    """Use the link's token up, set the session cookie and open the panel."""
+    """Use the link's token up, set the session cookie and open the panel; a wrong token counts as a failure."""
     ctx = context(request)
     if origin is not None and origin not in {ctx.public_origin, _own_origin(request)}:
         raise ApiError(403, "bad_origin", "Sign in from the panel's own page.")
-    ctx.limiter.check(request.client.host if request.client else "unknown")
     try:
         signed_in = ctx.panel.sign_in(token)
     except ConfirmationInvalid:
+        ctx.limiter.failed(request.client.host if request.client else "unknown")  # 429 once over the limit
         return _page(_texts(accept_language), None, status=400)
     response = RedirectResponse(PANEL_PATH, status_code=303)
     response.set_cookie(COOKIE, signed_in.secret, expires=signed_in.expires_at, path="/", httponly=True,

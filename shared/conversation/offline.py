@@ -14,6 +14,7 @@ The reply itself is put together in :mod:`shared.conversation.offline_compose`; 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -29,6 +30,12 @@ from shared.speech.statements import Statement, read_statements, statement_keys
 __all__ = ["OFFLINE_HINT_KEY", "MemoryNote", "OfflineResponder", "OfflineView", "detect_feeling", "extract_reminders",
            "extract_statements", "lookup_keys"]
 
+POLITE_ASK = re.compile(r"^(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?"
+                        r"|(?:你)?(?:能不能|可不可以|能|可以)(?:帮我)?)", re.IGNORECASE)
+"""The opening of a request put as a question ("can you …?", "能…吗？"), which is not what to be reminded of."""
+QUESTION_CONTENT = re.compile(r"^(?:is|are|am|was|were|do|does|did|can|could|will|would|should|what|where|when|who"
+                              r"|why|how|which)\b|吗|什么|怎么|哪|谁|几|是否|有没有", re.IGNORECASE)
+"""A reminder that is a question in its own right ("is the oven off?", "门锁了吗？")."""
 FEELINGS = {
     "sad": ("心情很差", "心情不好", "心情差", "心情糟", "好累", "很累", "太累", "累死", "好难受", "tired", "exhausted",
             "worn out", "feeling down", "feel down", "bad day", "rough day"),
@@ -77,8 +84,19 @@ def extract_reminders(text: str, now: datetime, timezone: str) -> list[TodoEntry
     resolved = resolve_when(text[cue.end():], now, timezone) or resolve_when(text, now, timezone)
     if resolved is None:
         return []
-    what = REMIND_CUE.sub("", resolved.rest).strip(" ，,。.") or text.strip()
+    what = _reminder_content(REMIND_CUE.sub("", resolved.rest), text) or text.strip()
     return [TodoEntry(content=what[:200], due=resolved.due.isoformat())]
+
+
+def _reminder_content(rest: str, message: str) -> str:
+    """What to be reminded of, without the punctuation around it and the question form of the request:
+    "can you remind me to drink water?" → "drink water", "能提醒我开会吗？" → "开会". A reminder that is
+    itself a question keeps its mark ("remind me at 5: is the oven off?")."""
+    what = rest.strip(" ，,。.!！")
+    if POLITE_ASK.match(message.lstrip()):
+        what = POLITE_ASK.sub("", what.rstrip(" ?？")).strip(" ，,。.")
+        what = what.removesuffix("好吗").removesuffix("吗").rstrip(" ，,。.")
+    return what if QUESTION_CONTENT.search(what) else what.rstrip(" ?？")
 
 
 def detect_feeling(text: str) -> Emotion:

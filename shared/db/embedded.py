@@ -3,6 +3,11 @@
 Used when ``DATABASE_URL`` is unset. The process that starts the server owns it and stops it when
 it exits (normally, on Ctrl-C or on SIGTERM); a process that finds it already running attaches and
 leaves it alone. ``mnemo chat`` owns it and hands its URL to the worker and beat it starts.
+
+The owner holds a lock on ``owner.lock`` for as long as it owns the server; the kernel releases it
+however the owner ends, ``kill -9`` included. So a process that finds a server running and can take
+that lock knows its owner is gone, and takes the server over: it stops it when it exits, as the owner
+would have.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from shared.errors import DatabaseUnavailable
 
 DATABASE_NAME = "mnemo"
 PGDATA_DIR = "pgdata"
+START_LOCK = "embedded.lock"
+OWNER_LOCK = "owner.lock"
 START_ATTEMPTS = 20
 SERVER_LOCALE = {"LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
 
@@ -38,6 +45,7 @@ class EmbeddedPostgres:
         self.owner = False
         self._server = None
         self._url: str | None = None
+        self._ownership = _FileLock(self.data_dir / OWNER_LOCK)
 
     @property
     def url(self) -> str:
@@ -48,19 +56,22 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Start (or attach to) the server, make sure the database exists, return its URL."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        with _FileLock(self.data_dir / "embedded.lock"):
+        with _FileLock(self.data_dir / START_LOCK):
             self._start_locked()
         return self.url
 
     def stop(self) -> None:
         """Stop the server if this process started it."""
         if self._server is not None and self.owner:
-            log.info("stopping the embedded PostgreSQL in %s", self.pgdata)
-            self._server.stop()
-            atexit.unregister(self._server._cleanup)  # pgserver's own exit hook would find it gone
-            type(self._server)._instances.pop(self.pgdata, None)  # a later start must start it again
+            with _FileLock(self.data_dir / START_LOCK):  # one starting now waits, then starts it afresh
+                log.info("stopping the embedded PostgreSQL in %s", self.pgdata)
+                self._server.stop()
+                atexit.unregister(self._server._cleanup)  # pgserver's own exit hook would find it gone
+                type(self._server)._instances.pop(self.pgdata, None)  # a later start must start it again
+                self._ownership.release()
         self._server = None
         self.owner = False
+        self._ownership.release()
 
     def __enter__(self) -> EmbeddedPostgres:
         self.start()
@@ -71,14 +82,20 @@ class EmbeddedPostgres:
         self.stop()
 
     def _start_locked(self) -> None:
-        self.owner = server_pid(self.data_dir) is None
-        self._server = self._get_server()
+        running = server_pid(self.data_dir) is not None
+        self.owner = self._ownership.try_acquire()
+        try:
+            self._server = self._get_server()
+        except BaseException:
+            self.owner = False
+            self._ownership.release()
+            raise
         socket_dir = self._server.get_postmaster_info().socket_dir
         admin_url = f"postgresql://postgres@/postgres?host={quote(str(socket_dir))}"
         _ensure_database(admin_url, DATABASE_NAME)
         self._url = f"postgresql://postgres@/{DATABASE_NAME}?host={quote(str(socket_dir))}"
-        log.info("embedded PostgreSQL %s at %s", "started" if self.owner else "attached", socket_dir)
-
+        how = ("took over (its owner is gone)" if running else "started") if self.owner else "attached"
+        log.info("embedded PostgreSQL %s at %s", how, socket_dir)
 
     def _get_server(self):
         """pgserver's handle; a postmaster.pid caught mid-write (a server starting) is read again."""
@@ -144,7 +161,8 @@ def _ensure_database(admin_url: str, name: str) -> None:
 
 
 class _FileLock:
-    """An exclusive lock on a file, so two processes never both decide to start the server."""
+    """An exclusive lock on a file: two processes never both decide to start the server, and only one owns
+    it. The descriptor is not inherited by child processes, so the lock ends with this process."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -156,6 +174,22 @@ class _FileLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def try_acquire(self) -> bool:
+        """Take the lock if no other process (or other handle in this one) holds it; True if taken."""
+        if self._fd is not None:
+            return True
+        fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)

@@ -25,7 +25,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, validates
 
 from shared.db.models import (
     EVENT_ACTIONS,
@@ -41,6 +41,7 @@ from shared.db.models import (
     one_of,
     user_fk,
 )
+from shared.text import without_bidi_controls
 
 
 class Memory(Base):
@@ -94,6 +95,12 @@ class Memory(Base):
     def searchable_parts(self) -> tuple[str | None, ...]:
         """The texts whose tokens go into ``search_tokens``."""
         return (self.subject, self.predicate, self.content)
+
+    @validates("content", "subject", "predicate", "value")
+    def _shown_in_order(self, _name: str, value: Any) -> Any:
+        """However a memory is written (a command, the panel, the API, an import, the model), its text, key
+        and value keep no bidirectional control that would reorder how they show."""
+        return without_bidi_controls(value)
 
 
 class Episode(Base):

@@ -9,8 +9,8 @@ same words and under any key, only refreshes the existing memory. Every change i
 Whoever proposed the entries (the turn's LLM call, the knowledge monitor or the offline rules), the
 guard of :mod:`shared.speech.guard` runs here first: a question — the entry's text, or the whole message it
 came from where the caller knows it — never adds, changes or supersedes a memory, and neither do
-hypotheticals, requests, greetings or the bot's own words. Refused entries are logged and left out of the
-result.
+hypotheticals, requests, greetings or the bot's own words, nor text with nothing visible in it. Refused entries
+are logged and left out of the result.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import query_terms
 from shared.speech.guard import near_same, rejection
+from shared.text import is_invisible
 
 STATED_CONFIDENCE = 0.9
 TRANSIENT_LIFETIME = timedelta(hours=24)
@@ -68,9 +69,11 @@ def store_stated_memories(uow: UnitOfWork, user_id: int, entries: Iterable[State
         bot_lines = _bot_lines_before(uow, user_id, source_turn_id, session_id)
     writes = []
     for entry in entries:
-        reason = rejection(entry.content, source_text=source_text, bot_lines=bot_lines or ())
+        reason = "no visible text" if is_invisible(entry.content) else rejection(
+            entry.content, source_text=source_text, bot_lines=bot_lines or ())
         if reason is not None:
-            log.info("not stored for user %s (%s): %r", user_id, reason, entry.content[:80])
+            log.info("a memory of user %s not stored (%s)", user_id, reason)
+            log.debug("the memory not stored: %r", entry.content[:80])  # what users say: DEBUG only
             continue
         subject, predicate = normalise_key(entry.subject), normalise_key(entry.predicate)
         current = uow.memories.active_by_key(user_id, entry.type, subject, predicate)

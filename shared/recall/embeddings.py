@@ -8,9 +8,12 @@ there is no embedder and retrieval is lexical only. Every vector must have
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any, Protocol
+
+import httpx
 
 from shared.errors import EmbeddingError
 from shared.llm.sdk import openai
@@ -44,8 +47,9 @@ class OpenAIEmbedder:
                  timeout_seconds: float = EMBEDDING_TIMEOUT_SECONDS) -> None:
         self.name = model
         self.dimensions = dimensions
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or NO_API_KEY,
-                                     timeout=timeout_seconds, max_retries=EMBEDDING_SDK_RETRIES)
+        self.timeout_seconds = timeout_seconds
+        self._options = {"base_url": base_url, "api_key": api_key or NO_API_KEY, "timeout": timeout_seconds,
+                         "max_retries": EMBEDDING_SDK_RETRIES}
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order, asked for in batches of :data:`EMBEDDING_BATCH_SIZE`."""
@@ -57,13 +61,26 @@ class OpenAIEmbedder:
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         try:
-            response = self._client.embeddings.create(model=self.name, input=batch, encoding_format="float")
+            response = asyncio.run(self._request(batch))
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"the embedding endpoint failed for model {self.name!r}: {exc}") from exc
         rows = sorted(response.data, key=lambda row: row.index)
         if len(rows) != len(batch):
             raise EmbeddingError(f"the embedding endpoint returned {len(rows)} vectors for {len(batch)} texts")
         return [_checked(list(row.embedding), self.dimensions, self.name) for row in rows]
+
+    async def _request(self, batch: list[str]) -> Any:
+        """One batch, the SDK's retries included, within ``timeout_seconds`` in all: the SDK's timeout is
+        per read, which a server sending a byte now and then never trips. The connection is closed when
+        the deadline passes."""
+        client = openai.AsyncOpenAI(**self._options)
+        try:
+            return await asyncio.wait_for(
+                client.embeddings.create(model=self.name, input=batch, encoding_format="float"), self.timeout_seconds)
+        except TimeoutError:
+            raise openai.APITimeoutError(request=httpx.Request("POST", f"{client.base_url}embeddings")) from None
+        finally:
+            await client.close()
 
 
 class LocalEmbedder:

@@ -1,5 +1,8 @@
 """One-time tokens: issued, looked up and used atomically (``UPDATE … WHERE used_at IS NULL AND
-expires_at > now RETURNING``), so two presses of the same button, or two processes, never both use one."""
+expires_at > now RETURNING``), so two presses of the same button, or two processes, never both use one.
+
+The table holds only each token's SHA-256 (as for web sessions): a token is found by hashing what is
+presented, so a copy of the database signs no one in and confirms nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from shared.db.token_models import OneTimeToken
+from shared.repositories.web_sessions import secret_hash
 
 
 class OneTimeTokenRepository:
@@ -24,7 +28,7 @@ class OneTimeTokenRepository:
         """Store a new token; False when that token string is taken (the caller draws another)."""
         inserted = self.session.execute(
             insert(OneTimeToken)
-            .values(token=token, user_id=user_id, purpose=purpose, payload=payload, created_at=now,
+            .values(token=secret_hash(token), user_id=user_id, purpose=purpose, payload=payload, created_at=now,
                     expires_at=expires_at)
             .on_conflict_do_nothing(index_elements=["token"])
             .returning(OneTimeToken.token)
@@ -33,7 +37,7 @@ class OneTimeTokenRepository:
 
     def valid(self, token: str, purpose: str, now: datetime, *, lock: bool = False) -> OneTimeToken | None:
         """The unused, unexpired token with this purpose, or None."""
-        query = select(OneTimeToken).where(OneTimeToken.token == token, OneTimeToken.purpose == purpose,
+        query = select(OneTimeToken).where(OneTimeToken.token == secret_hash(token), OneTimeToken.purpose == purpose,
                                            OneTimeToken.used_at.is_(None), OneTimeToken.expires_at > now)
         if lock:
             query = query.with_for_update()
@@ -43,7 +47,7 @@ class OneTimeTokenRepository:
         """Mark the token used if it is valid (and the user's, when given); the token, or None."""
         statement = (
             update(OneTimeToken)
-            .where(OneTimeToken.token == token, OneTimeToken.purpose == purpose,
+            .where(OneTimeToken.token == secret_hash(token), OneTimeToken.purpose == purpose,
                    OneTimeToken.used_at.is_(None), OneTimeToken.expires_at > now)
             .values(used_at=now)
             .returning(OneTimeToken)

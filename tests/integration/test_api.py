@@ -273,6 +273,20 @@ def test_invalid_memories_are_refused_with_422_and_nothing_is_stored(api, body):
     assert client.get(MEMORIES).json()["total"] == 0
 
 
+def test_invisible_content_is_refused_and_direction_controls_never_reach_a_stored_memory(api):
+    client = api.signed_in(ANN)
+    for invisible in ("\u200b\u200b", "\u2066\u2069", "\ufeff \u200d"):
+        refused = client.post(MEMORIES, json={"content": invisible})
+        assert refused.status_code == 422 and refused.json()["code"] == "invisible_text"
+    made = add(client, "\u202eeno tsrif\u202c first", key="\u2067Order\u2069",
+               value={"\u202ekey": ["\u200fvalue", 7]})
+    assert (made["content"], made["key"], made["value"]) == ("eno tsrif first", "order", {"key": ["value", 7]})
+    changed = client.put(f"{MEMORIES}/{made['id']}", json={"content": "\u200esecond\u200f"}).json()
+    assert changed["content"] == "second"
+    assert client.put(f"{MEMORIES}/{made['id']}", json={"content": "\u200c"}).json()["code"] == "invisible_text"
+    assert client.get(f"{MEMORIES}/{made['id']}").json()["content"] == "second"
+
+
 def test_a_memory_is_edited_in_place_and_the_audit_keeps_before_and_after(api):
     client = api.signed_in(ANN)
     made = add(client, "lives in Berlin", key="lives_in")
@@ -404,3 +418,8 @@ def test_answers_carry_security_headers_and_the_api_is_not_cached(api):
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["cache-control"] == "no-store"
     assert api.client().get("/api/v1/health").json() == {"status": "ok"}
+
+
+def test_a_browser_asking_for_the_favicon_gets_an_empty_answer_not_a_404(api):
+    response = api.client().get("/favicon.ico")
+    assert response.status_code == 204 and response.content == b""

@@ -2,22 +2,24 @@
 
 Forgetting really deletes (vectors included) and leaves only tombstones in the audit; confirmations
 are single-use, expire and belong to one user; pausing keeps the hot path from storing anything;
-links merge two identities' data; reminders parse times in the caller's zone; hostile arguments
-get a clear error and change nothing.
+links merge two identities' data only once both accounts agreed; reminders parse times in the caller's
+zone; hostile arguments get a clear error and change nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import text
 
 from shared.commands.panel import PanelService
-from shared.commands.service import Caller, MemoryCommands
+from shared.commands.service import Account, Caller, MemoryCommands
 from shared.commands.texts import error_text
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
@@ -31,6 +33,7 @@ START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai, a Sunday
 ALICE = Caller("telegram", "1001", display_name="Alice", locale="zh-CN")
 BOB = Caller("telegram", "2002", display_name="Bob", locale="en")
 ALICE_ON_DISCORD = Caller("discord", "555000111", display_name="alice#1", locale="zh-CN")
+MALLORY = Caller("discord", "666000999", display_name="mallory", locale="en")
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
                             default_timezone="Asia/Shanghai")
@@ -316,13 +319,22 @@ def test_pausing_twice_keeps_the_first_pause_time_and_remember_still_works_when_
 # Linking identities
 
 
+def join(commands: MemoryCommands, owner: Caller, joining: Caller) -> Account:
+    """The whole /link flow: a code on ``owner``, entered on ``joining``, confirmed back on ``owner``."""
+    request = commands.link(joining, commands.link_code(owner).code)
+    return commands.confirm_link(owner, request.code)
+
+
 def test_link_moves_the_identity_and_merges_its_previous_users_data(commands, conversation, uow_factory):
     commands.remember(ALICE_ON_DISCORD, "likes jazz")
     say(conversation, ALICE, "我喜欢乌龙茶", message_id="1")
     telegram_user, discord_user = user_of(uow_factory, ALICE), user_of(uow_factory, ALICE_ON_DISCORD)
     code = commands.link_code(ALICE_ON_DISCORD)
     assert len(code.code) == 8 and not set(code.code) & set("01OI")
-    commands.link(ALICE, code.code.lower())
+    request = commands.link(ALICE, code.code.lower())
+    assert request.owner == (Account("discord", "alice#1"),) and request.code != code.code
+    assert user_of(uow_factory, ALICE) == telegram_user  # nothing joined before the owner confirms
+    assert commands.confirm_link(ALICE_ON_DISCORD, request.code) == Account("telegram", "Alice")
     assert user_of(uow_factory, ALICE) == discord_user
     assert sorted(memories_of(commands, ALICE)) == sorted(memories_of(commands, ALICE_ON_DISCORD)) == [
         "likes jazz", "我喜欢乌龙茶"]
@@ -332,6 +344,23 @@ def test_link_moves_the_identity_and_merges_its_previous_users_data(commands, co
     assert count(uow_factory, "SELECT count(*) FROM conversation_turns WHERE user_id = :u", u=discord_user) == 2
     with pytest.raises(ConfirmationInvalid):
         commands.link(BOB, code.code)  # used
+    with pytest.raises(ConfirmationInvalid):
+        commands.confirm_link(ALICE_ON_DISCORD, request.code)  # used
+
+
+def test_a_code_entered_by_a_stranger_joins_nothing_until_its_owner_confirms_naming_the_stranger(
+        commands, uow_factory):
+    commands.remember(ALICE, "my diary password hint")
+    alices_user = user_of(uow_factory, ALICE)
+    request = commands.link(MALLORY, commands.link_code(ALICE).code)  # Alice was talked into sharing her code
+
+    assert request.owner == (Account("telegram", "Alice"),)  # Mallory is told whose account it is
+    assert memories_of(commands, MALLORY) == [] and user_of(uow_factory, MALLORY) != alices_user
+    for stranger in (MALLORY, BOB):  # the second code works on the first code's owner only
+        with pytest.raises(ConfirmationInvalid):
+            commands.confirm_link(stranger, request.code)
+    assert user_of(uow_factory, MALLORY) != alices_user
+    assert commands.confirm_link(ALICE, request.code) == Account("discord", "mallory")  # Alice is told who joined
 
 
 def test_link_is_refused_for_your_own_code_an_expired_code_or_a_second_account_of_one_platform(commands, clock):
@@ -340,18 +369,63 @@ def test_link_is_refused_for_your_own_code_an_expired_code_or_a_second_account_o
         commands.link(ALICE, own.code)
     with pytest.raises(InvalidCommand, match="link_same_platform"):
         commands.link(BOB, own.code)  # Alice's user already has a Telegram identity
-    commands.link(ALICE_ON_DISCORD, own.code)  # the refusals did not use the code up
+    request = commands.link(ALICE_ON_DISCORD, own.code)  # the refusals did not use the code up
+    with pytest.raises(ConfirmationInvalid):
+        commands.confirm_link(ALICE, own.code)  # the first code does not confirm
+    clock.now += timedelta(minutes=5, seconds=1)
+    with pytest.raises(ConfirmationInvalid):
+        commands.confirm_link(ALICE, request.code)  # expired
     expired = commands.link_code(BOB)
-    clock.now += timedelta(minutes=10, seconds=1)
+    clock.now += timedelta(minutes=5, seconds=1)
     with pytest.raises(ConfirmationInvalid):
         commands.link(Caller("discord", "777"), expired.code)
+    join(commands, ALICE, ALICE_ON_DISCORD)
     with pytest.raises(InvalidCommand, match="link_unlink_first"):
         commands.link(ALICE_ON_DISCORD, commands.link_code(BOB).code)
 
 
+def test_wrong_codes_are_limited_per_account_and_a_new_code_does_not_reset_the_count(commands, clock):
+    valid = commands.link_code(ALICE)
+    for wrong in ("ABCDEFGH", "HGFEDCBA", "KKKKKKKK"):
+        with pytest.raises(ConfirmationInvalid):
+            commands.link(MALLORY, wrong)
+    for wrong in ("MMMMMMMM", "NNNNNNNN"):  # wrong confirmations count too
+        with pytest.raises(ConfirmationInvalid):
+            commands.confirm_link(MALLORY, wrong)
+    commands.link_code(MALLORY)
+    clock.now += timedelta(minutes=1)
+
+    with pytest.raises(InvalidCommand, match="link_too_many_tries") as refused:
+        commands.link(MALLORY, commands.link_code(ALICE).code)  # even a right code, until the hour is over
+    assert "5" in error_text(refused.value, "en") and "60" in error_text(refused.value, "zh")
+    request = commands.link(ALICE_ON_DISCORD, commands.link_code(ALICE).code)  # others are not limited
+    assert request.owner == (Account("telegram", "Alice"),) and valid.code != request.code
+
+    clock.now += timedelta(hours=1)
+    assert commands.link(MALLORY, commands.link_code(BOB).code).owner == (Account("telegram", "Bob"),)
+
+
+def test_one_time_tokens_are_stored_only_as_their_sha256_and_still_work(commands, uow_factory):
+    commands.remember(ALICE, "keeps bees on the roof")
+    confirmation = commands.request_forget(ALICE, "bees")
+    code = commands.link_code(BOB).code
+    [sign_in] = parse_qs(urlsplit(commands.panel_link(ALICE_ON_DISCORD).url).query)["token"]
+    with uow_factory() as uow:
+        stored = set(uow.session.scalars(text("SELECT token FROM one_time_tokens")))
+    for secret in (confirmation.token, code, sign_in):
+        assert secret not in stored and hashlib.sha256(secret.encode()).hexdigest() in stored
+    assert commands.confirm(ALICE, confirmation.token) == 1
+    request = commands.link(ALICE_ON_DISCORD, code.lower())
+    with uow_factory() as uow:
+        stored = set(uow.session.scalars(text("SELECT token FROM one_time_tokens")))
+    assert request.code not in stored and hashlib.sha256(request.code.encode()).hexdigest() in stored
+    commands.confirm_link(BOB, request.code)
+    assert user_of(uow_factory, ALICE_ON_DISCORD) == user_of(uow_factory, BOB)
+
+
 def test_unlink_gives_the_identity_a_fresh_user_and_the_data_stays_with_the_other(commands, uow_factory):
     commands.remember(ALICE, "likes tea")
-    commands.link(ALICE_ON_DISCORD, commands.link_code(ALICE).code)
+    join(commands, ALICE, ALICE_ON_DISCORD)
     commands.add_reminder(ALICE_ON_DISCORD, "tomorrow 9am call mom")
     commands.unlink(ALICE_ON_DISCORD)
     assert user_of(uow_factory, ALICE) != user_of(uow_factory, ALICE_ON_DISCORD)
@@ -450,6 +524,23 @@ def refused_without_change(uow_factory, call, *errors) -> None:
     assert fingerprint(uow_factory) == before
 
 
+@pytest.mark.parametrize("text", ["\u200b\u200c", "\u2060 \ufeff", "\u202e", "preference: \u200d\u2066"])
+def test_remembering_invisible_text_is_refused_with_a_clear_message(commands, seeded, uow_factory, text):
+    refused_without_change(uow_factory, lambda: commands.remember(ALICE, text), InvalidCommand)
+    with pytest.raises(InvalidCommand) as refused:
+        commands.remember(ALICE, text)
+    assert refused.value.key == "invisible_text"
+    assert "invisible" in error_text(refused.value, "en") and "不可见" in error_text(refused.value, "zh")
+
+
+def test_remembered_text_loses_its_direction_controls_and_keeps_emoji_joiners(commands, uow_factory):
+    family = "\U0001F468\u200d\U0001F469\u200d\U0001F466"
+    shown = commands.remember(ALICE, f"my file is \u202egpj.exe\u202c {family}")
+    assert shown.content == f"my file is gpj.exe {family}"
+    assert memories_of(commands, ALICE) == [f"my file is gpj.exe {family}"]
+    assert commands.remember(ALICE, "\u2067my file is gpj.exe\u2069 " + family).id == shown.id  # the same memory
+
+
 def test_hostile_text_arguments_are_refused_and_change_nothing(commands, seeded, uow_factory):
     for value in HOSTILE_TEXTS:
         for call in (commands.remember, commands.add_reminder, commands.request_forget, commands.link):
@@ -488,8 +579,14 @@ def test_hostile_tokens_codes_and_callers_are_refused_and_change_nothing(command
     for token in (*HOSTILE_TEXTS, "A" * 33, "../../etc/passwd", bobs.token, bobs.token.upper()):
         refused_without_change(uow_factory, lambda token=token: commands.confirm(ALICE, token), ConfirmationInvalid)
         refused_without_change(uow_factory, lambda token=token: commands.cancel(ALICE, token), ConfirmationInvalid)
-    for code in ("ABCDEFGH", "O0O0O0O0", "ABC", HUGE, "ABCD\x00EFG"):
-        refused_without_change(uow_factory, lambda code=code: commands.link(ALICE, code))
+    for code in ("O0O0O0O0", "ABC", HUGE, "ABCD\x00EFG"):
+        refused_without_change(uow_factory, lambda code=code: commands.link(ALICE, code), InvalidCommand)
+        refused_without_change(uow_factory, lambda code=code: commands.confirm_link(ALICE, code), InvalidCommand)
+    before = fingerprint(uow_factory)
+    with pytest.raises(ConfirmationInvalid):
+        commands.link(ALICE, "ABCDEFGH")  # well formed but wrong: only counted as a wrong try
+    after = fingerprint(uow_factory)
+    assert {table for table in APP_TABLES if before[table] != after[table]} == {"one_time_tokens"}
     for caller in (Caller("myspace", "1"), Caller("telegram", ""), Caller("telegram", HUGE),
                    Caller("telegram", "1\x00"), Caller("telegram", "1", chat_kind="channel"),
                    Caller("telegram", "1", platform_chat_id="\x07"), "telegram:1", None):

@@ -6,12 +6,15 @@ import asyncio
 import json
 import re
 from datetime import timedelta
+from types import SimpleNamespace
 
-from bot.console import chat_loop
+from bot.console import chat_loop, console_locale
 from bot.console_commands import ConsoleCommands
+from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
+from shared.errors import ConfirmationInvalid
 
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
@@ -94,3 +97,69 @@ def test_remind_cancel_done_and_snooze_work_after_remind_and_as_their_own_comman
     assert "pay rent" in listing and "ferns" not in listing and "vet" not in listing
     for command in ("/cancel", "/done", "/snooze", "/remind cancel"):
         assert command in help_text
+
+
+def test_link_names_both_accounts_and_joins_only_when_the_first_code_owner_confirms(uow_factory, tmp_path):
+    service = MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
+
+    def console_of(caller: Caller) -> ConsoleCommands:
+        return ConsoleCommands(service, caller, ask=lambda _question: "n", export_dir=tmp_path)
+
+    desk = console_of(Caller("console", "desk-user", display_name="desk", locale="en"))
+    phone = console_of(Caller("telegram", "4242", display_name="Kai", locale="zh-CN"))
+    desk.run("/remember likes rainy days")
+
+    code = re.search(r"/link ([A-Z0-9]{8})", desk.run("/link")).group(1)
+    asked = phone.run(f"/link {code}")
+    assert "console 账号「desk」" in asked and "likes rainy days" not in phone.run("/memories")
+    second = re.search(r"/link confirm ([A-Z0-9]{8})", asked).group(1)
+    refused = texts.error_text(ConfirmationInvalid("link_code_invalid"), "zh-CN")
+    assert phone.run(f"/link confirm {second}") == refused  # only the first code's owner confirms
+    assert "the Telegram account “Kai”" in desk.run(f"/link confirm {second}")
+    assert "likes rainy days" in phone.run("/memories")
+
+
+def test_command_texts_follow_the_language_the_user_writes_in_not_the_terminals(uow_factory, tmp_path):
+    _said, reminder, listing, _said_too, help_text = run_console(uow_factory, tmp_path, [
+        "我每天晚上都去公园散步", "/remind 明天下午3点 给妈妈打电话", "/reminders", "I walk my dog after dinner",
+        "/help"], locale="en_GB")
+    assert reminder.startswith("⏰ 好的，我会在") and "给妈妈打电话" in reminder
+    assert listing.startswith("你的提醒")
+    assert help_text.startswith("What I can do")
+
+
+def test_a_command_without_words_keeps_the_language_last_written(uow_factory, tmp_path):
+    _said, memories, refused = run_console(uow_factory, tmp_path, ["我养了一只叫豆豆的狗", "/memories", "/forget #-1"],
+                                           locale="en")
+    assert memories.startswith("我记得的关于你的事")
+    assert refused == "找不到这条记忆。"
+
+
+def test_the_next_console_starts_in_the_language_stored_from_the_last_one(uow_factory, tmp_path, monkeypatch):
+    for variable in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("LANG", "pt_PT.UTF-8")
+    run_console(uow_factory, tmp_path, ["我在杭州工作"], locale="en")
+    runtime = SimpleNamespace(uow=uow_factory)  # console_locale reads only the runtime's unit of work
+    assert console_locale(runtime, "tester") == "zh"
+    assert console_locale(runtime, "someone-new") == "pt-PT"  # nothing stored yet: the terminal's
+
+
+def test_forget_asks_for_a_typed_answer_and_mentions_no_buttons(uow_factory, tmp_path):
+    asked: list[str] = []
+    caller = Caller(platform="console", platform_user_id="ruth", locale="en", platform_chat_id="console")
+    commands = ConsoleCommands(MemoryCommands(uow_factory, default_timezone="Europe/Madrid"), caller,
+                               ask=lambda question: asked.append(question) or "n", export_dir=tmp_path)
+    commands.run("/remember I grow tomatoes on the roof")
+    commands.run("/remember 我喜欢吃饺子")
+    assert commands.run("/forget tomatoes") == "Okay, nothing was deleted."
+    assert commands.run("/forget 饺子") == "好的，什么都没有删除。"
+    assert "Type y to forget or n to keep" in asked[0] and "button" not in asked[0]
+    assert "输入 y 确认" in asked[1] and "按钮" not in asked[1]
+
+
+def test_export_says_how_many_memories_it_wrote_and_where(uow_factory, tmp_path):
+    path = tmp_path / "mine.json"
+    _remembered, _second, exported = run_console(uow_factory, tmp_path, [
+        "/remember 我的生日是三月五号", "/remember 我住在成都", f"/export {path}"])
+    assert exported == f"已把 2 条记忆（及聊天记录）导出到 {path}"

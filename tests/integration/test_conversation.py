@@ -15,7 +15,9 @@ from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.llm.client import ChatModel
+from shared.recall.embeddings import OpenAIEmbedder
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS
+from tests.waiting import wait_for
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai
 
@@ -205,6 +207,21 @@ def test_when_the_llm_fails_the_offline_responder_answers_and_the_turn_is_kept(s
     with uow_factory() as uow:
         assert [m.content for m in uow.session.scalars(select(Memory))] == ["我住在杭州"]
         assert len(uow.session.scalars(select(ConversationTurn)).all()) == 2
+
+
+def test_a_trickling_endpoint_is_left_at_the_deadlines_and_the_offline_responder_answers(uow_factory, clock):
+    with FakeOpenAI(models=("fake-chat",), embedding_trickle=0.4) as llm:  # every answer takes minutes
+        for _ in range(4):
+            llm.queue_reply(turn("太慢了"), trickle=0.4)
+        model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=1.0)
+        embedder = OpenAIEmbedder(llm.base_url, "test", "fake-embed", 384, timeout_seconds=1.0)
+        slow = ConversationService(uow_factory, CONFIG, chat_model=model, embedder=embedder, clock=clock)
+
+        reply = say(slow, "我住在苏州")
+
+        assert reply.offline and reply.text != "太慢了"
+        wait_for(lambda: llm.abandoned_trickles >= 2, 10, "the fake to see both connections closed")
+        assert llm.abandoned_trickles == len(llm.requests) == 2
 
 
 def test_todos_are_stored_at_absolute_times_in_the_users_time_zone(service, llm, uow_factory):

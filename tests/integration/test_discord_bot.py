@@ -31,7 +31,7 @@ from shared.conversation.service import ConversationService
 from shared.db.memory_models import Todo
 from shared.db.models import Chat, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
-from shared.errors import InvalidCommand, NotFound
+from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.llm.client import ChatModel
 from shared.settings import Settings
 from tests.fakes.discord_api import EPHEMERAL, FakeDiscord
@@ -325,12 +325,14 @@ def test_link_gives_a_code_and_link_unlink_is_unlink(run, fake_discord):
     async def scenario(bot: Bot):
         await bot.command("link")
         await bot.command("link", {"code": "unlink"})
+        await bot.command("link", {"code": "confirm W3XR-8TQA"})
 
     run(scenario)
 
-    code, unlinked = fake_discord.followups
+    code, unlinked, confirmed = fake_discord.followups
     assert code["flags"] & EPHEMERAL and code["content"].strip()
     assert unlinked["content"] == texts.error_text(InvalidCommand("unlink_only_identity"), EN)
+    assert confirmed["content"] == texts.error_text(ConfirmationInvalid("link_code_invalid"), EN)
 
 
 def test_panel_gives_a_sign_in_link_only_the_asker_sees(run, fake_discord):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import stat
+
 import pytest
 
 from bench.fakes.openai_server import FakeOpenAI
 from shared.app.cli import main
+from shared.app.processes import background_processes
 from shared.db import migrate
 from shared.settings import Settings
 
@@ -108,3 +111,25 @@ def test_a_model_that_answers_nothing_usable_is_a_warning_that_says_so(monkeypat
         _code, out = run_doctor(capsys)
     line = next(line for line in out.splitlines() if "] llm:" in line)
     assert line.strip().startswith("[WARN] llm:") and "offline replies" in line
+
+
+def test_passwords_in_any_url_are_masked_in_the_configuration_and_in_the_verdicts(monkeypatch, capsys):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://127.0.0.1:1/nowhere?user=ops&password=db-Secr3t-pw")
+    monkeypatch.setenv("REDIS_URL", "redis://:redis-Secr3t-pw@127.0.0.1:1/0")
+    monkeypatch.setenv("LLM_BASE_URL", "http://gate:llm-Secr3t-pw@127.0.0.1:9/v1?token=llm-query-Secr3t")
+    monkeypatch.setenv("DISCORD_TOKEN", "MTA-discord-token-for-the-doctor.Gx7")
+    code, out = run_doctor(capsys)
+    assert code == 1
+    assert "LLM_BASE_URL = http://gate:***@127.0.0.1:9/v1?token=***" in out
+    assert "[FAIL] llm: LLM_BASE_URL=http://gate:***@127.0.0.1:9/v1?token=*** does not answer" in out
+    for secret in ("db-Secr3t-pw", "redis-Secr3t-pw", "llm-Secr3t-pw", "llm-query-Secr3t", "discord-token", "MTA"):
+        assert secret not in out
+
+
+def test_a_companion_process_logs_to_a_file_only_its_owner_can_read(monkeypatch, tmp_path):
+    url = "postgresql://mnemo:companion-Secr3t@127.0.0.1:1/nowhere"
+    with background_processes(url, tmp_path / "logs", roles=("doctor",)) as [doctor]:
+        assert doctor.wait(timeout=120) == 1
+    log = tmp_path / "logs" / "doctor.log"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    assert "[FAIL] database" in log.read_text() and "companion-Secr3t" not in log.read_text()

@@ -20,6 +20,7 @@ from shared.recall.embeddings import (
 )
 from shared.repositories.vectors import vector_literal
 from shared.settings import Settings
+from tests.waiting import wait_for
 
 DIMENSIONS = 16
 
@@ -80,6 +81,17 @@ def test_a_refusing_endpoint_is_an_embedding_error(llm: FakeOpenAI) -> None:
 
     with pytest.raises(EmbeddingError, match="fake-embed"):
         embedder(llm).embed(["hello"])
+
+
+def test_an_endpoint_trickling_its_answer_is_left_at_the_deadline_retries_included() -> None:
+    with FakeOpenAI(embedding_dim=DIMENSIONS, embedding_trickle=0.4) as llm:  # minutes for the whole answer
+        slow = OpenAIEmbedder(llm.base_url, "test-key", "fake-embed", DIMENSIONS, timeout_seconds=1.0)
+
+        with pytest.raises(EmbeddingError, match="timed out"):
+            slow.embed(["hello"])
+
+        wait_for(lambda: llm.abandoned_trickles, 10, "the fake to see the client close the connection")
+        assert len(llm.embedding_requests()) == llm.abandoned_trickles == 1  # no retry after the deadline
 
 
 def test_local_embedder_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,7 @@ ever changes a memory (the guard sits in the write path)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -119,6 +120,25 @@ def test_a_question_never_adds_or_supersedes_a_memory_whoever_proposes_it(uow_fa
                                         source_text="我叫什么名字？")
         uow.commit()
     assert writes == [] and active_contents(uow_factory) == ["我叫小红"]
+
+
+def test_a_refused_entry_is_logged_without_the_users_words_above_debug(uow_factory, caplog):
+    with uow_factory() as uow:
+        user_id = uow.users.identify("console", "lantern").user_id
+        entry = StatedMemory("fact", "user", "pin", "what was my locker combination 4471?")
+        with caplog.at_level(logging.INFO, logger="shared.memory.writes"):
+            assert store_stated_memories(uow, user_id, [entry], now=START, source_turn_id=None, session_id=None) == []
+    assert caplog.messages and not any("4471" in message for message in caplog.messages)
+
+
+def test_the_models_entries_with_nothing_visible_are_refused_and_direction_controls_dropped(uow_factory):
+    entries = [StatedMemory("fact", "user", "nothing", "\u200b\u2060\u200d"),
+               StatedMemory("fact", "\u202euser", "\u2066job\u2069", "works as a \u202erenkab\u202c baker")]
+    with uow_factory() as uow:
+        user_id = uow.users.identify("console", "quill").user_id
+        writes = store_stated_memories(uow, user_id, entries, now=START, source_turn_id=None, session_id=None)
+        assert [(w.memory.subject, w.memory.predicate, w.memory.content) for w in writes] == [
+            ("user", "job", "works as a renkab baker")]
 
 
 def test_the_llm_path_cannot_store_from_a_question_either(uow_factory):

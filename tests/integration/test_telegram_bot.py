@@ -18,6 +18,7 @@ from telegram.ext import Application
 from bench.fakes.openai_server import FakeOpenAI
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_render import SNOOZE_MINUTES, TEXT_LIMIT, reply_messages, split_message, utf16_len
+from shared.app.logs import redact_every_record
 from shared.commands import texts
 from shared.commands.service import Caller, ImportReport, MemoryCommands
 from shared.conversation.config import ConversationConfig
@@ -27,7 +28,7 @@ from shared.db.memory_models import Todo
 from shared.db.models import ConversationTurn
 from shared.delivery.platform_api import TelegramSender
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
-from shared.errors import NotFound
+from shared.errors import ConfirmationInvalid, NotFound
 from shared.llm.client import ChatModel
 from shared.reminders.service import claim_due_reminders, deliver_reminder
 from shared.settings import Settings
@@ -362,6 +363,31 @@ def test_panel_sends_a_sign_in_link_privately_without_a_link_preview(telegram, s
     assert json.loads(call.params["link_preview_options"])["is_disabled"] is True
 
 
+def test_link_with_a_code_names_the_account_and_only_its_owner_confirms(telegram, settings, commands, uow_factory):
+    on_discord = Caller("discord", "31337", display_name="ali#7", locale="en")
+    code = commands.link_code(on_discord).code
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, f"/link {code}")
+        await until(lambda: telegram.messages_to(1001))
+        second = texts_of(telegram)[0].split("/link confirm ")[1].split()[0]
+        telegram.push_message(1001, ALICE, f"/link confirm {second}")
+        await until(lambda: len(telegram.messages_to(1001)) == 2)
+        await all_fetched(telegram)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    asked, refused = texts_of(telegram)
+    assert "the Discord account “ali#7”" in asked and "Nothing is joined yet" in asked
+    assert refused == texts.error_text(ConfirmationInvalid("link_code_invalid"), "en")
+    second = asked.split("/link confirm ")[1].split()[0]
+    assert commands.confirm_link(on_discord, second).name == "Alice"
+
+
+def texts_of(telegram: FakeTelegram) -> list[str]:
+    return [message["text"] for message in telegram.messages_to(1001)]
+
+
 def test_a_group_upgraded_to_a_supergroup_is_recorded_under_its_new_id(telegram, settings, commands, uow_factory):
     commands.add_reminder(Caller("telegram", "1001", "Alice", "en", platform_chat_id=str(GROUP["id"]),
                                  chat_kind="group"), "tomorrow 9am standup")
@@ -435,6 +461,30 @@ def test_an_unexpected_error_is_logged_and_the_user_told(telegram, settings, com
     assert telegram.messages_to(1001)[0]["text"].startswith("Sorry, something went wrong")
     [record] = [r for r in caplog.records if r.name == "bot.telegram_bot"]
     assert record.exc_info and "database on fire" in str(record.exc_info[1])
+
+
+@pytest.mark.parametrize("level", [logging.DEBUG, logging.INFO])
+def test_the_bots_logs_never_show_the_token_and_above_debug_not_what_users_say(
+        telegram, settings, commands, uow_factory, caplog, level):
+    factory = logging.getLogRecordFactory()
+    redact_every_record(settings.secret_values())  # as the logging setup of `mnemo telegram` does
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "my diary word is periwinkle")
+        await until(lambda: telegram.messages_to(1001))
+
+    try:
+        with caplog.at_level(level):
+            run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+    finally:
+        logging.setLogRecordFactory(factory)
+
+    shown = "\n".join(caplog.messages)
+    assert telegram.token not in shown
+    if level == logging.DEBUG:  # python-telegram-bot logs its Bot API URL, and the updates, at DEBUG
+        assert "Set Bot API URL:" in shown and "periwinkle" in shown
+    else:
+        assert "periwinkle" not in shown
 
 
 def test_a_reminder_set_in_telegram_is_snoozed_by_button_and_pinged_to_the_users_chat(

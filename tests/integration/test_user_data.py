@@ -16,6 +16,7 @@ from shared.db.models import ConversationTurn
 from shared.errors import InvalidCommand
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS
 from shared.reminders.service import claim_due_reminders
+from tests.conftest import audit_of
 from tests.integration.test_commands import (
     ALICE,
     BOB,
@@ -178,6 +179,19 @@ def test_import_refuses_bad_entries_with_reasons_and_keeps_the_good_ones(command
     assert len(report.refused) == 15
     assert sorted(memories_of(commands, ALICE)) == ["linked to nothing", "喜欢乌龙茶"]
     assert rows_of_user(uow_factory, bob) == bob_before  # nothing went to the user named in the file
+
+
+def test_imported_memories_lose_their_direction_controls_in_text_key_and_value(commands, uow_factory):
+    document = {"format": "mnemo-export", "version": 1, "memories": [
+        {"id": 1, "type": "fact", "subject": "\u2066user\u2069", "predicate": "\u202dcity",
+         "content": "lives in \u202enilreB\u202c now", "value": {"\u202ecity": "\u200fBerlin"}}]}
+    assert commands.import_data(ALICE, json.dumps(document).encode()).imported["memories"] == 1
+    with uow_factory() as uow:
+        [memory] = uow.session.scalars(select(Memory)).all()
+        [event] = audit_of(uow, memory.user_id, memory.id)
+    assert (memory.subject, memory.predicate, memory.content, memory.value) == (
+        "user", "city", "lives in nilreB now", {"city": "Berlin"})
+    assert event.after["content"] == "lives in nilreB now"
 
 
 def test_imported_turns_and_todos_belong_to_the_callers_chat_are_extracted_and_carry_no_message_ids(

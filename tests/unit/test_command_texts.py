@@ -11,9 +11,11 @@ import pytest
 
 from shared.commands import texts
 from shared.commands.service import (
+    Account,
     Confirmation,
     ImportReport,
     LinkCode,
+    LinkRequest,
     MemoryItem,
     MemoryOrigin,
     MemoryPage,
@@ -105,7 +107,7 @@ def test_results_read_naturally_in_both_languages():
     assert texts.remembered_text(TEA, "zh") == "好的，我记住了：喜欢乌龙茶（#12，preference）"
     assert texts.paused_text(True, "en").startswith("Paused") and texts.paused_text(False, "zh") == (
         "已恢复，我会继续记住你说的事。")
-    assert texts.linked_text("zh") and texts.unlinked_text("en") and texts.cancelled_text("en")
+    assert texts.unlinked_text("en") and texts.cancelled_text("en")
 
 
 def test_reminders_show_their_local_time_and_zone():
@@ -127,8 +129,20 @@ def test_an_import_report_counts_each_section_and_lists_some_refusals():
 
 
 def test_a_link_code_says_how_to_use_it_and_for_how_long():
-    shown = texts.link_code_text(LinkCode("K7M2QX9P", NOW + timedelta(minutes=10)), "en", now=NOW)
-    assert "K7M2QX9P" in shown and "/link K7M2QX9P" in shown and "10 minutes" in shown
+    shown = texts.link_code_text(LinkCode("K7M2QX9P", NOW + timedelta(minutes=4)), "en", now=NOW)
+    assert "K7M2QX9P" in shown and "/link K7M2QX9P" in shown and "4 minutes" in shown
+
+
+def test_a_link_request_names_the_account_it_would_join_and_how_to_confirm_there():
+    request = LinkRequest("W3XR8TQA", NOW + timedelta(minutes=5), (Account("telegram", "Alice"),
+                                                                   Account("console", "local")))
+    english, chinese = texts.link_request_text(request, "en", now=NOW), texts.link_request_text(request, "zh", now=NOW)
+    assert "the Telegram account “Alice” and the console account “local”" in english
+    assert "Telegram 账号「Alice」、console 账号「local」" in chinese
+    for shown in (english, chinese):
+        assert "/link confirm W3XR8TQA" in shown and "5" in shown
+    assert "Discord account “mallory”" in texts.linked_text(Account("discord", "mallory"), "en")
+    assert "Discord 账号「mallory」" in texts.linked_text(Account("discord", "mallory"), "zh")
 
 
 def test_every_error_key_the_services_raise_has_a_text_in_both_languages():

@@ -168,6 +168,20 @@ def test_reminders_resolve_against_the_message_time_in_the_users_zone():
     assert extract_reminders("明天早上9点开会", NOW, "Asia/Shanghai") == []
 
 
+@pytest.mark.parametrize("message, content", [
+    ("could you remind me to water the basil in 20 minutes?", "water the basil"),
+    ("Can you please remind me in an hour to call the plumber?", "call the plumber"),
+    ("能不能明天下午4点提醒我取快递？", "取快递"),
+    ("可以提醒我明天早上8点吃药吗？", "吃药"),
+    ("明天早上8点提醒我倒垃圾？", "倒垃圾"),
+    ("remind me in 20 minutes: did I lock the door?", "did I lock the door?"),
+    ("明天早上8点提醒我：护照带了吗？", "护照带了吗？"),
+])
+def test_a_reminder_asked_for_as_a_question_keeps_no_question_mark_unless_it_is_one(message, content):
+    [todo] = extract_reminders(message, NOW, "Asia/Shanghai")
+    assert todo.content == content
+
+
 def test_the_keys_to_look_up_are_those_stated_asked_and_the_name():
     keys, prefixes = lookup_keys("我住在哪里？")
     assert ("fact", "lives_in") in keys and ("fact", "name") in keys and prefixes == []

@@ -85,3 +85,66 @@ def test_masked_configuration_hides_secrets_and_url_passwords(monkeypatch):
 def test_mask_secret_keeps_urls_without_credentials_readable():
     assert mask_secret("redis://redis:6379/0") == "redis://redis:6379/0"
     assert mask_secret("short") == "***"
+
+
+def test_trusted_proxies_are_a_comma_separated_list_of_addresses_or_networks(monkeypatch):
+    monkeypatch.setenv("TRUSTED_PROXIES", "172.18.0.0/16, 10.9.8.7")
+    assert load_settings().trusted_proxies == ("172.18.0.0/16", "10.9.8.7")
+    for wrong in ("*", "proxy.internal", "10.0.0.0/33"):
+        monkeypatch.setenv("TRUSTED_PROXIES", wrong)
+        with pytest.raises(ConfigError, match=r"TRUSTED_PROXIES: .*not an IP address or CIDR"):
+            load_settings()
+
+
+@pytest.mark.parametrize("secret", ["k", "short-secret-15", "has spaces in the middle of it",
+                                    " padded-secret-0123456789", "dots.are.not.allowed.here",
+                                    "ünïcode-secret-0123456789", "x" * 257])
+def test_a_webhook_secret_telegram_would_refuse_or_that_is_weak_stops_start_up(monkeypatch, secret):
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", secret)
+    with pytest.raises(ConfigError, match="TELEGRAM_WEBHOOK_SECRET: must be") as error:
+        load_settings()
+    assert secret.strip() not in str(error.value) or len(secret.strip()) <= 8
+
+
+@pytest.mark.parametrize("secret", ["Ab3_-Ab3_-Ab3_-Z", "x" * 256])
+def test_a_webhook_secret_of_telegrams_characters_and_enough_length_is_accepted(monkeypatch, secret):
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", secret)
+    assert load_settings().telegram_webhook_secret.get_secret_value() == secret
+
+
+def test_every_url_shown_hides_its_password_and_password_like_query_values(monkeypatch):
+    monkeypatch.setenv("LLM_BASE_URL", "https://llm-user:Op3n-Sesame@gateway.example/v1?api_key=k-77x&region=eu")
+    monkeypatch.setenv("EMBEDDING_BASE_URL", "http://embed.local/v1?X-Auth-Token=tt-5150")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://db.internal/mnemo?user=bot&password=p@ss-w0rd&sslmode=require")
+    monkeypatch.setenv("REDIS_URL", "rediss://:r3dis-secret@cache:6380/2")
+    shown = load_settings().masked()
+    assert shown["LLM_BASE_URL"] == "https://llm-user:***@gateway.example/v1?api_key=***&region=eu"
+    assert shown["EMBEDDING_BASE_URL"] == "http://embed.local/v1?X-Auth-Token=***"
+    assert shown["DATABASE_URL"] == "postgresql://db.internal/mnemo?user=bot&password=***&sslmode=require"
+    assert shown["REDIS_URL"] == "rediss://:***@cache:6380/2"
+    for secret in ("Op3n-Sesame", "k-77x", "tt-5150", "p@ss-w0rd", "r3dis-secret"):
+        assert secret not in str(shown)
+
+
+@pytest.mark.parametrize("secret", ["dc-token-0123456789abcdefghij.XYZ", "1234567:AAbbCCddEEffGGhhIIjjKKllMMnn",
+                                    "sk-short-key-19char"])
+def test_a_masked_secret_shows_at_most_two_of_its_characters(secret):
+    shown = mask_secret(secret)
+    visible = {shown[i:i + 3] for i in range(len(shown) - 2)}
+    assert not any(piece in secret for piece in visible)
+
+
+def test_a_bad_url_in_the_configuration_is_quoted_without_its_password(monkeypatch):
+    monkeypatch.setenv("LLM_BASE_URL", "ftp://ops:tr0ub4dor@llm.example/v1")
+    with pytest.raises(ConfigError) as refused:
+        load_settings()
+    assert "LLM_BASE_URL" in str(refused.value) and "tr0ub4dor" not in str(refused.value)
+
+
+def test_the_secret_values_are_the_tokens_and_every_password_inside_a_url(monkeypatch):
+    monkeypatch.setenv("TELEGRAM_TOKEN", "42424242:tg-secret")
+    monkeypatch.setenv("ADMIN_TOKEN", "adm-" + "9" * 30)
+    monkeypatch.setenv("DATABASE_URL", "postgresql://mnemo:pg%40pw@db/mnemo")
+    monkeypatch.setenv("LLM_BASE_URL", "https://llm.example/v1?key=llm-q-secret")
+    found = load_settings().secret_values()
+    assert {"42424242:tg-secret", "adm-" + "9" * 30, "pg%40pw", "pg@pw", "llm-q-secret"} <= set(found)

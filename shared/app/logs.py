@@ -1,0 +1,84 @@
+"""What Mnemo's logs may hold: never a configured secret, and files only their owner can read.
+
+Libraries print secrets at DEBUG (python-telegram-bot logs the Bot API URL, which holds the token;
+uvicorn's access log shows a sign-in link's ``?token=``), and an error's text may quote a URL with its
+password. So every log record of the process is redacted when it is made (a record factory, not a
+handler's filter: Celery, uvicorn and the libraries bring handlers of their own), at every level.
+What users say is logged at DEBUG at most: python-telegram-bot and discord.py log whole updates and
+gateway events only at DEBUG, and so does Mnemo.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from shared.redaction import redact
+
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIRECTORY_MODE = 0o700
+_PLAIN_FORMATTER = logging.Formatter()
+_ORIGINAL_FACTORY = logging.getLogRecordFactory()
+
+
+class SecretRedactor(logging.Filter):
+    """Replaces each configured secret (and any URL password or ``?token=`` value) in a record by ``***``."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self.secrets = tuple(secrets)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.args:
+            shown = str(record.msg)
+            if (cleaned := self._clean(shown)) != shown:
+                record.msg = cleaned
+        else:  # string arguments are cleaned one by one, so formatters that read them (uvicorn's) still work
+            if isinstance(record.args, tuple):
+                record.args = tuple(self._clean(arg) if isinstance(arg, str) else arg for arg in record.args)
+            elif isinstance(record.args, Mapping):
+                record.args = {key: self._clean(arg) if isinstance(arg, str) else arg
+                               for key, arg in record.args.items()}
+            self._collapse_if_still_secret(record)
+        if record.exc_info and not record.exc_text:
+            shown = _PLAIN_FORMATTER.formatException(record.exc_info)
+            if (cleaned := self._clean(shown)) != shown:
+                record.exc_text = cleaned
+        if record.stack_info:
+            record.stack_info = self._clean(record.stack_info)
+        return True
+
+    def _clean(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+    def _collapse_if_still_secret(self, record: logging.LogRecord) -> None:
+        """The template, or an argument that is no string (a URL object, an exception), may still show a secret."""
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed call: logging reports it when the record is emitted
+            return
+        if (cleaned := self._clean(message)) != message:
+            record.msg, record.args = cleaned, None
+
+
+def redact_every_record(secrets: Iterable[str]) -> None:
+    """From now on every log record of this process passes through a :class:`SecretRedactor` of ``secrets``."""
+    redactor = SecretRedactor(secrets)
+
+    def make_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = _ORIGINAL_FACTORY(*args, **kwargs)
+        redactor.filter(record)
+        return record
+
+    logging.setLogRecordFactory(make_record)
+
+
+def open_private_log(path: Path) -> IO[bytes]:
+    """``path`` opened for appending, readable by its owner only (an existing file is made so too)."""
+    path.parent.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+    os.fchmod(descriptor, PRIVATE_FILE_MODE)
+    return os.fdopen(descriptor, "ab")
