@@ -1,8 +1,8 @@
 """The console's slash commands: the same memory-command service and texts the bots use.
 
 ``/memories [type] [search]`` (then ``/more``), ``/memories why <id>``, ``/forget <id|search|all>``
-(asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>``, ``/cancel|/done <id>``,
-``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
+(asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>`` (or ``cancel|done|snooze <id>``),
+``/cancel|/done <id>``, ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
 ``/link [code]``, ``/link confirm <code>``, ``/unlink``, ``/panel``, ``/help``.
 
 Their texts follow the user's language as on the bots: the language of what the user last wrote (a
@@ -82,10 +82,8 @@ class ConsoleCommands:
             "/forget": self._forget,
             "/remember": lambda arg: texts.remembered_text(c.remember(caller, arg), locale),
             "/reminders": lambda _arg: texts.reminders_text(c.list_reminders(caller), locale),
-            "/remind": lambda arg: texts.reminder_added_text(c.add_reminder(caller, arg), locale),
-            "/cancel": lambda arg: texts.reminder_updated_text(c.cancel_reminder(caller, arg), locale),
-            "/done": lambda arg: texts.reminder_updated_text(c.complete_reminder(caller, arg), locale),
-            "/snooze": self._snooze,
+            "/remind": lambda arg: texts.reminder_change_text(c.remind(caller, arg), locale),
+            **{f"/{action}": self._reminder_command(action) for action in ("cancel", "done", "snooze")},
             "/export": self._export,
             "/import": self._import,
             "/pause": lambda _arg: (c.pause(caller), texts.paused_text(True, locale))[1],
@@ -124,12 +122,10 @@ class ConsoleCommands:
         self.commands.cancel(self.caller, confirmation.token)
         return texts.cancelled_text(self.locale)
 
-    def _snooze(self, argument: str) -> str:
-        reminder, _, minutes = argument.partition(" ")
-        if minutes and not minutes.strip().isdigit():
-            raise InvalidCommand("bad_minutes", low=1, high=7 * 24 * 60)
-        item = self.commands.snooze_reminder(self.caller, reminder, int(minutes) if minutes.strip() else 10)
-        return texts.reminder_updated_text(item, self.locale)
+    def _reminder_command(self, action: str) -> Callable[[str], str]:
+        """``/cancel <id>``, ``/done <id>``, ``/snooze <id> [minutes]``."""
+        return lambda arg: texts.reminder_change_text(
+            self.commands.reminder_command(self.caller, action, arg), self.locale)
 
     def _export(self, argument: str) -> str:
         export = self.commands.export_data(self.caller)

@@ -239,9 +239,37 @@ async def reminders(interaction: discord.Interaction) -> None:
 @app_commands.describe(when=command_text("remind.when"), what=command_text("remind.what"))
 async def remind(interaction: discord.Interaction, when: str, what: str) -> None:
     """A reminder at a time you name ("tomorrow 9am", "明天早上9点")."""
-    item = await deferred(interaction, memory_commands(interaction).add_reminder, caller_of(interaction),
-                          f"{when.strip()} {what.strip()}")
-    await send_private(interaction, texts.reminder_added_text(item, interaction.locale.value))
+    change = await deferred(interaction, memory_commands(interaction).remind, caller_of(interaction),
+                            f"{when.strip()} {what.strip()}")
+    await send_private(interaction, texts.reminder_change_text(change, interaction.locale.value))
+
+
+async def reminder_command(interaction: discord.Interaction, action: str, argument: str) -> None:
+    """``/cancel``, ``/done``, ``/snooze``: the same as ``/remind <action> <id>``."""
+    change = await deferred(interaction, memory_commands(interaction).reminder_command, caller_of(interaction),
+                            action, argument)
+    await send_private(interaction, texts.reminder_change_text(change, interaction.locale.value))
+
+
+@app_commands.command(name="cancel", description=describe("cancel"))
+@app_commands.describe(reminder_id=command_text("reminder.id"))
+async def cancel(interaction: discord.Interaction, reminder_id: int) -> None:
+    """Cancel a reminder."""
+    await reminder_command(interaction, "cancel", str(reminder_id))
+
+
+@app_commands.command(name="done", description=describe("done"))
+@app_commands.describe(reminder_id=command_text("reminder.id"))
+async def done(interaction: discord.Interaction, reminder_id: int) -> None:
+    """Mark a reminder done."""
+    await reminder_command(interaction, "done", str(reminder_id))
+
+
+@app_commands.command(name="snooze", description=describe("snooze"))
+@app_commands.describe(reminder_id=command_text("reminder.id"), minutes=command_text("snooze.minutes"))
+async def snooze(interaction: discord.Interaction, reminder_id: int, minutes: int = 10) -> None:
+    """Ping again in ``minutes`` (10 if not given)."""
+    await reminder_command(interaction, "snooze", f"{reminder_id} {minutes}")
 
 
 @app_commands.command(name="export", description=describe("export"))
@@ -317,8 +345,8 @@ async def help_(interaction: discord.Interaction) -> None:
     await send_private(interaction, texts.help_text(interaction.locale.value))
 
 
-COMMANDS = (memories, memories_why, forget, remember, reminders, remind, export, import_, pause, resume, link,
-            unlink, panel, help_)
+COMMANDS = (memories, memories_why, forget, remember, reminders, remind, cancel, done, snooze, export, import_, pause,
+            resume, link, unlink, panel, help_)
 
 
 def install_commands(tree: app_commands.CommandTree) -> None:

@@ -194,8 +194,26 @@ class CommandHandlers:
     async def remind(self, update: Update, context: Context) -> None:
         """``/remind <when> <what>``: the ping goes to the chat it was asked in."""
         caller = caller_of(update)
-        item = await self._call(self.commands.add_reminder, caller, command_argument(update.effective_message))
-        await answer_privately(update, context, texts.reminder_added_text(item, caller.locale))
+        change = await self._call(self.commands.remind, caller, command_argument(update.effective_message))
+        await answer_privately(update, context, texts.reminder_change_text(change, caller.locale))
+
+    async def cancel(self, update: Update, context: Context) -> None:
+        """``/cancel <id>``: the reminder will not ping."""
+        await self._reminder_command(update, context, "cancel")
+
+    async def done(self, update: Update, context: Context) -> None:
+        """``/done <id>``: the reminder is done."""
+        await self._reminder_command(update, context, "done")
+
+    async def snooze(self, update: Update, context: Context) -> None:
+        """``/snooze <id> [minutes]``: ping again later."""
+        await self._reminder_command(update, context, "snooze")
+
+    async def _reminder_command(self, update: Update, context: Context, action: str) -> None:
+        caller = caller_of(update)
+        change = await self._call(self.commands.reminder_command, caller, action,
+                                  command_argument(update.effective_message))
+        await answer_privately(update, context, texts.reminder_change_text(change, caller.locale))
 
     async def reminder_button(self, update: Update, context: Context) -> None:
         """Done, snooze or cancel one reminder; the list is redrawn."""

@@ -71,7 +71,8 @@ def import_memories(request: Request, caller: Caller,
     """Load an export file: what was imported, what was refused and why."""
     data = file.file.read(MAX_IMPORT_BYTES + 1)
     report = context(request).panel.import_data(caller.user_id, data)
-    return ImportOut(imported=report.imported, refused=list(report.refused), duplicates=report.duplicates)
+    return ImportOut(imported=report.imported, refused=list(report.refused), duplicates=report.duplicates,
+                     missed=report.missed)
 
 
 @router.post("/memory/long-term/batch-delete", response_model=BatchDeleted, tags=["memories"])

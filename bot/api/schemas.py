@@ -95,6 +95,8 @@ class ImportOut(BaseModel):
     imported: dict[str, int]
     refused: list[str]
     duplicates: int
+    missed: int = 0
+    """Pending reminders long past due, imported as missed (cancelled) and never sent."""
 
 
 class TurnOut(BaseModel):

@@ -19,7 +19,7 @@ from typing import Any
 from shared.db.kinds import MEMORY_SOURCES, MEMORY_TIERS, MEMORY_TYPES, ROLES, TODO_STATUSES
 from shared.errors import InvalidCommand
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
-from shared.reminders.timeparse import known_zone
+from shared.reminders.timeparse import EARLIEST_TIME, LATEST_TIME, known_zone, storable_time
 from shared.text import is_utf8_encodable
 
 EXPORT_FORMAT = "mnemo-export"
@@ -27,6 +27,9 @@ EXPORT_VERSION = 1
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 MAX_ENTRIES = 50_000
 """More entries than this in one section refuse the section."""
+MAX_FILE_ENTRIES = 20_000
+"""More entries than this in all sections together refuse the file: one import is one transaction,
+and this keeps it to seconds (a 5 MB file of tiny entries holds far more)."""
 MAX_REASONS = 50
 """The report names at most this many refused entries, then counts the rest."""
 SECTION_ORDER = ("episodes", "turns", "memories", "todos")
@@ -120,6 +123,9 @@ def read_export(data: object) -> ImportDocument:
     version = document.get("version")
     if type(version) is not int or version != EXPORT_VERSION:
         raise InvalidCommand("import_wrong_version", version=_show(version))
+    entries = sum(len(document[name]) for name in SECTION_ORDER if isinstance(document.get(name), list))
+    if entries > MAX_FILE_ENTRIES:
+        raise InvalidCommand("import_too_many", count=entries, limit=MAX_FILE_ENTRIES)
     refused = [f"{_show(key)}: unknown field, ignored" for key in document if key not in TOP_LEVEL]
     sections = {name: _section(name, document.get(name), refused) for name in SECTION_ORDER}
     _drop_dangling_references(sections, refused)
@@ -191,7 +197,8 @@ def _time_value(_rule: Field, value: Any) -> Any:
         parsed = datetime.fromisoformat(value) if isinstance(value, str) and len(value) <= 64 else None
     except ValueError:
         parsed = None
-    return parsed if parsed is not None and parsed.tzinfo is not None else _BAD
+    stored = storable_time(parsed)  # also refuses a time zone's year 9999 that is year 10000 in UTC
+    return stored if stored is not None else _BAD
 
 
 def _number(rule: Field, value: Any) -> Any:
@@ -229,7 +236,8 @@ _CHECKS: dict[str, Callable[[Field, Any], Any]] = {
 }
 _EXPECTED = {
     "id": "a whole number from 1", "ref": "an id in this file", "text": "text of at most {rule.limit} characters",
-    "time": "an ISO 8601 time with a time zone", "number": "a number from {rule.low:g} to {rule.high:g}",
+    "time": f"an ISO 8601 time with a time zone, from {EARLIEST_TIME.year} to {LATEST_TIME.year - 1} in UTC",
+    "number": "a number from {rule.low:g} to {rule.high:g}",
     "int": "a whole number from {rule.low:g} to {rule.high:g}", "json": "JSON of at most {rule.limit} characters",
     "list": "a list of at most {rule.limit} characters", "object": "an object of at most {rule.limit} characters",
     "zone": "a known time zone", "bool": "true or false", "choice": "one of {choices}",

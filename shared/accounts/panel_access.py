@@ -24,6 +24,12 @@ SIGN_IN_PATH = "/panel/sign-in"
 _SECRET = re.compile(r"[A-Za-z0-9_-]{32,64}")
 
 
+def revoke_web_access(uow: UnitOfWork, user_id: int, now: datetime) -> None:
+    """Void the user's unused /panel links and end every web session of the user ("forget all")."""
+    uow.tokens.withdraw(user_id, "panel", now)
+    uow.web_sessions.end_for_user(user_id)
+
+
 @dataclass(frozen=True)
 class PanelLink:
     url: str

@@ -8,8 +8,10 @@ Embeddings are derived data and are not exported; the workers compute them again
 
 An import is checked strictly first (:mod:`shared.accounts.export_format`: a bad file is refused as a
 whole, a bad entry with its reason while the good ones are kept); then an exact duplicate of what the
-user already has is skipped, so importing the same file twice adds nothing. Imported turns are
-marked extracted (their memories came with the file) and carry no platform message id.
+user already has is skipped, so importing the same file twice adds nothing. A memory keeps its
+content, type, times, importance and confidence, but not what a file cannot prove
+(:data:`IMPORTED_CLAIMS`: it arrives as ``manual``, unverified and unused; never in the ``system`` tier).
+Imported turns are marked extracted (their memories came with the file) and carry no platform message id.
 """
 
 from __future__ import annotations
@@ -33,12 +35,20 @@ from shared.accounts.export_format import (
 )
 from shared.db.memory_models import Episode, Memory, Todo
 from shared.db.models import ConversationTurn
+from shared.reminders.scheduling import MAX_PENDING_REMINDERS, missed_on_import, room_for_reminders
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.text import estimate_tokens
 
 __all__ = ["MAX_IMPORT_BYTES", "ExportFile", "ImportDocument", "ImportReport", "export_user_data", "import_user_data",
            "read_export", "storable_json"]
+
+
+IMPORTED_CLAIMS = {"source": "manual", "verified": False, "access_count": 0, "last_accessed": None}
+"""What a file cannot prove: an imported memory is the user's own word (``manual``, as by /remember),
+unverified and unused, whatever the file says."""
+IMPORTED_SYSTEM_TIER = "long"
+"""A file cannot place a memory in the operator's ``system`` tier; it becomes ``long``."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,8 @@ class ImportReport:
     refused: tuple[str, ...]
     duplicates: int = 0
     """Entries skipped because the user already has exactly them."""
+    missed: int = 0
+    """Pending reminders that were long past due: imported as missed (cancelled), not sent."""
 
 
 def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile:
@@ -98,7 +110,7 @@ def import_user_data(uow: UnitOfWork, user_id: int, document: ImportDocument, *,
             uow.outbox.add("embed_memory", {"memory_id": memory_id, "user_id": user_id},
                            dedup_key=f"embed:{memory_id}", user_id=user_id)
     return ImportReport(imported=importer.imported, refused=document.refused + tuple(importer.refused),
-                        duplicates=importer.duplicates)
+                        duplicates=importer.duplicates, missed=importer.missed)
 
 
 @dataclass
@@ -112,6 +124,7 @@ class _Importer:
     imported: dict[str, int] = field(default_factory=lambda: dict.fromkeys((*SECTION_ORDER, "profile"), 0))
     refused: list[str] = field(default_factory=list)
     duplicates: int = 0
+    missed: int = 0
 
     def episodes(self, entries: list[dict[str, Any]]) -> dict[int, int]:
         known = {(e.summary, e.started_at, e.ended_at): e.id for e in self._mine(Episode)}
@@ -140,7 +153,9 @@ class _Importer:
         built: dict[int, Memory] = {}
 
         def build(e: dict[str, Any]) -> Memory:
-            values = {"source": "manual", "created_at": self.now, **_without(e, "id", "superseded_by", "source_turn")}
+            values = {"created_at": self.now, **_without(e, "id", "superseded_by", "source_turn"), **IMPORTED_CLAIMS}
+            if values.get("tier") == "system":
+                values["tier"] = IMPORTED_SYSTEM_TIER
             values.setdefault("updated_at", values["created_at"])
             built[e["id"]] = Memory(user_id=self.user_id, source_turn_id=turns.get(e.get("source_turn")), **values)
             return built[e["id"]]
@@ -155,11 +170,28 @@ class _Importer:
         return [memory.id for memory, _ in added]
 
     def todos(self, entries: list[dict[str, Any]]) -> None:
+        """Past-due pending ones become missed (never sent late); pending ones beyond the user's room are refused."""
         known = {(t.content, t.due_at): t.id for t in self._mine(Todo)}
-        self._insert("todos", [{**e, "id": n} for n, e in enumerate(entries)],
-                     lambda t: known.get((t["content"], t["due_at"])),
+        room, kept = room_for_reminders(self.uow, self.user_id), []
+        for n, entry in enumerate(entries):
+            if (entry["content"], entry["due_at"]) in known:
+                kept.append({**entry, "id": n})
+                continue
+            entry = {"status": "pending", "remind_at": entry["due_at"], **entry}
+            missed = missed_on_import(entry["status"], entry["remind_at"], self.now)
+            if missed is not None:
+                entry.update(status="cancelled", last_error=missed)
+                self.missed += 1
+            elif entry["status"] == "pending" and room < 1:
+                self.refused.append(f"todos: {_clip(entry['content'])}: you already have {MAX_PENDING_REMINDERS} "
+                                    "pending reminders, the most I keep")
+                continue
+            elif entry["status"] == "pending":
+                room -= 1
+            kept.append({**entry, "id": n})
+        self._insert("todos", kept, lambda t: known.get((t["content"], t["due_at"])),
                      lambda t: Todo(user_id=self.user_id, chat_id=self.chat_id, updated_at=self.now,
-                                    **{"remind_at": t["due_at"], "created_at": self.now, **_without(t, "id")}))
+                                    **{"created_at": self.now, **_without(t, "id")}))
 
     def profile(self, entry: dict[str, Any] | None) -> None:
         if entry is None:
@@ -201,6 +233,10 @@ def _local_ids(rows: list[Any]) -> dict[int, int]:
 
 def _without(entry: dict[str, Any], *names: str) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k not in names and not (k == "value" and v is None)}
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _fold(text: str) -> str:

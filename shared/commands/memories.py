@@ -16,6 +16,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from shared.accounts import panel_access
 from shared.db.memory_models import Memory
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
@@ -30,7 +31,11 @@ PREVIEW_ITEMS = 5
 PREVIEW_CHARS = 80
 FORGOTTEN = "forgotten by the user"
 FORGET_ALL = "all"
+FORGET_ALL_AND_REMINDERS = "all+reminders"
 ALL_WORDS = frozenset({"all", "everything", "全部", "所有", "全部记忆", "所有记忆"})
+REMINDER_WORDS = frozenset({"reminders", "and reminders", "with reminders", "+reminders", "提醒", "和提醒", "及提醒",
+                            "包括提醒", "连同提醒"})
+"""``/forget all reminders`` (``/forget 全部 提醒``): forget everything, the reminders too."""
 TYPE_WORDS = {
     **{name: name for name in MEMORY_TYPES},
     "偏好": "preference", "喜好": "preference", "事实": "fact", "事件": "event", "人物": "person",
@@ -87,6 +92,8 @@ class Confirmation:
     expires_at: datetime
     everything: bool = False
     """True for "forget all": conversations, summaries and profile go too, not only the memories."""
+    reminders: int | None = None
+    """For "forget all": how many reminders go too, or None when they stay."""
 
 
 def memory_item(memory: Memory) -> MemoryItem:
@@ -147,8 +154,10 @@ def remember(uow: UnitOfWork, user_id: int, text: str, now: datetime, *, embeddi
 
 def request_forget(uow: UnitOfWork, user_id: int, target: str | int, now: datetime) -> Confirmation:
     """A confirmation for forgetting one memory (an id), those matching a search, or all."""
-    if target == FORGET_ALL:
-        payload: dict = {"action": "forget", "all": True}
+    everything = target in (FORGET_ALL, FORGET_ALL_AND_REMINDERS)
+    reminders = uow.todos.count_pending(user_id) if target == FORGET_ALL_AND_REMINDERS else None
+    if everything:
+        payload: dict = {"action": "forget", "all": True, "reminders": reminders is not None}
         count = uow.memories.count_active(user_id)
         newest, _ = uow.memories.page(user_id, limit=PREVIEW_ITEMS)
     else:
@@ -162,7 +171,7 @@ def request_forget(uow: UnitOfWork, user_id: int, target: str | int, now: dateti
         token = secrets.token_urlsafe(16)
     preview = tuple(_short(m.content) for m in newest[:PREVIEW_ITEMS])
     return Confirmation(token=token, action="forget", count=count, preview=preview, expires_at=expires_at,
-                        everything=target == FORGET_ALL)
+                        everything=everything, reminders=reminders)
 
 
 def confirm_forget(uow: UnitOfWork, user_id: int, token: str, now: datetime) -> int:
@@ -171,7 +180,7 @@ def confirm_forget(uow: UnitOfWork, user_id: int, token: str, now: datetime) -> 
     if used is None or used.payload.get("action") != "forget":
         raise ConfirmationInvalid()
     if used.payload.get("all"):
-        return forget_everything(uow, user_id)
+        return forget_everything(uow, user_id, now, reminders=bool(used.payload.get("reminders")))
     return len(forget_memories(uow, user_id, [int(i) for i in used.payload.get("memory_ids", [])]))
 
 
@@ -193,10 +202,14 @@ def cancel_confirmation(uow: UnitOfWork, user_id: int, token: str, now: datetime
         raise ConfirmationInvalid()
 
 
-def forget_everything(uow: UnitOfWork, user_id: int) -> int:
-    """Delete every memory and everything else learnt from the user; reminders and identities stay."""
+def forget_everything(uow: UnitOfWork, user_id: int, now: datetime, *, reminders: bool = False) -> int:
+    """Delete every memory and everything else learnt from the user, and the reminders when asked; sign
+    the user out of the web panel. Identities stay; how many memories were active."""
     count = forget_long_term(uow, user_id)
     uow.accounts.delete_learnt(user_id)
+    if reminders:
+        uow.todos.delete_for_user(user_id)
+    panel_access.revoke_web_access(uow, user_id, now)
     uow.forget_loaded()
     return count
 

@@ -24,27 +24,29 @@ from shared.accounts.user_data import ExportFile, ImportReport
 from shared.commands import memories as memory_commands
 from shared.commands.memories import (
     FORGET_ALL,
+    FORGET_ALL_AND_REMINDERS,
     Confirmation,
     MemoryItem,
     MemoryOrigin,
     MemoryPage,
 )
+from shared.commands.reminder_actions import ReminderAction, action_of, reminder_action
 from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
-from shared.reminders.timeparse import resolve_when, zone_or_default
+from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
+from shared.reminders.timeparse import TimeOutOfRange, resolve_when, zone_or_default
 from shared.repositories.uow import UnitOfWork
 from shared.text import is_invisible, without_bidi_controls
 
-__all__ = ["Account", "Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode", "LinkRequest",
-           "MemoryCommands", "MemoryItem", "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderItem",
-           "confirmation_code"]
+__all__ = ["MAX_PENDING_REMINDERS", "Account", "Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode",
+           "LinkRequest", "MemoryCommands", "MemoryItem", "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderChange",
+           "ReminderItem", "confirmation_code"]
 
 MAX_TEXT_CHARS = 500
 """/remember and /remind take at most this many characters."""
 MAX_SEARCH_CHARS = 200
 MAX_PAGE_SIZE = 50
-MAX_PENDING_REMINDERS = 100
 SNOOZE_MINUTES = range(1, 7 * 24 * 60 + 1)
 MAX_ID = 2**63 - 1
 PANEL_LINK_LIFETIME = timedelta(minutes=10)
@@ -77,6 +79,14 @@ class ReminderItem:
     due_at: datetime
     timezone: str
     status: str
+
+
+@dataclass(frozen=True)
+class ReminderChange:
+    """What ``/remind`` did: ``add``, ``cancel``, ``done`` or ``snooze``, and the reminder as it is now."""
+
+    action: str
+    item: ReminderItem
 
 
 class MemoryCommands:
@@ -128,6 +138,24 @@ class MemoryCommands:
 
     def list_reminders(self, caller: Caller) -> tuple[ReminderItem, ...]:
         return self._run(caller, lambda uow, me: tuple(reminder_item(t) for t in uow.todos.for_user(me.user_id)))
+
+    def remind(self, caller: Caller, text: str) -> ReminderChange:
+        """``/remind``: a new reminder, or ``cancel|done|snooze <id> [minutes]`` (also in Chinese) of one."""
+        request = command_text(text, MAX_TEXT_CHARS, "reminder_empty")
+        action = reminder_action(request)
+        if action is None:
+            return ReminderChange("add", self.add_reminder(caller, request))
+        return self._apply(caller, action)
+
+    def reminder_command(self, caller: Caller, action: str, argument: str) -> ReminderChange:
+        """``/cancel <id>``, ``/done <id>``, ``/snooze <id> [minutes]``."""
+        return self._apply(caller, action_of(action, command_text(argument, MAX_TEXT_CHARS, "bad_id")))
+
+    def _apply(self, caller: Caller, action: ReminderAction) -> ReminderChange:
+        if action.action == "snooze":
+            return ReminderChange("snooze", self.snooze_reminder(caller, action.reminder_id, action.minutes))
+        change = self.cancel_reminder if action.action == "cancel" else self.complete_reminder
+        return ReminderChange(action.action, change(caller, action.reminder_id))
 
     def add_reminder(self, caller: Caller, text: str) -> ReminderItem:
         request = command_text(text, MAX_TEXT_CHARS, "reminder_empty")
@@ -220,7 +248,10 @@ class MemoryCommands:
     def _add_reminder(self, uow: UnitOfWork, me: Identity, caller: Caller, text: str) -> ReminderItem:
         now = self.clock()
         zone = zone_or_default(me.timezone, self.default_timezone)
-        resolved = resolve_when(text, now, zone)
+        try:
+            resolved = resolve_when(text, now, zone)
+        except TimeOutOfRange as exc:
+            raise InvalidCommand("reminder_out_of_range", when=exc.matched) from exc
         if resolved is None:
             raise InvalidCommand("reminder_no_time")
         if resolved.due <= now:
@@ -228,7 +259,7 @@ class MemoryCommands:
         content = resolved.rest.strip(_REMINDER_FILLER)
         if not content:
             raise InvalidCommand("reminder_no_content")
-        if len(uow.todos.for_user(me.user_id)) >= MAX_PENDING_REMINDERS:
+        if room_for_reminders(uow, me.user_id) < 1:
             raise InvalidCommand("too_many_reminders", limit=MAX_PENDING_REMINDERS)
         todo = uow.todos.add(Todo(user_id=me.user_id, chat_id=self._chat(uow, caller).id, content=content,
                                   due_at=resolved.due, remind_at=resolved.due, timezone=zone, source="command",
@@ -259,8 +290,8 @@ def change_reminder(uow: UnitOfWork, user_id: int, reminder_id: int, allowed: tu
         raise InvalidCommand("reminder_not_pending", status=todo.status)
     for name, value in values.items():
         setattr(todo, name, value)
-    if snooze is not None:
-        todo.remind_at = now + snooze
+    if snooze is not None:  # from the later of now and when it was due: a snooze never brings a reminder forward
+        todo.remind_at = max(now, todo.remind_at) + snooze
         todo.attempts += 1  # ends a delivery in flight: its claim no longer matches, so it cannot mark this sent
     todo.updated_at = now
     uow.flush()
@@ -302,10 +333,13 @@ def record_id(value: object, not_found: str) -> int:
 
 
 def forget_target(target: object) -> str | int:
-    """"all", an id ("12", "#12") or search words."""
+    """"all", "all reminders" (everything, reminders too), an id ("12", "#12") or search words."""
     text = command_text(target, MAX_SEARCH_CHARS, "forget_empty")
     if text.lower() in memory_commands.ALL_WORDS:
         return FORGET_ALL
+    for word in memory_commands.ALL_WORDS:  # "all reminders", "全部和提醒"
+        if text.lower().startswith(word) and text.lower()[len(word):].strip() in memory_commands.REMINDER_WORDS:
+            return FORGET_ALL_AND_REMINDERS
     if _ID.fullmatch(text) or text.startswith("#"):
         return record_id(text, "memory_not_found")
     return text

@@ -19,6 +19,10 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("remember", "Tell me something to remember", "让我记住一件事"),
     ("reminders", "Your pending reminders", "查看待提醒事项"),
     ("remind", "Set a reminder: /remind tomorrow 9am call mom", "设置提醒：/remind 明天早上9点 开会"),
+    ("done", "Mark a reminder done: /done 4", "把提醒标记为完成：/done 4"),
+    ("snooze", "Remind me again later: /snooze 4 [minutes, 10 if not given]",
+     "稍后再提醒：/snooze 4 [分钟数，默认 10]"),
+    ("cancel", "Cancel a reminder: /cancel 4", "取消提醒：/cancel 4"),
     ("export", "Download all your data as a JSON file", "把你的全部数据导出为 JSON 文件"),
     ("import", "Restore your data from an export file", "从导出文件恢复你的数据"),
     ("pause", "Stop remembering new things", "暂停记住新内容"),
@@ -67,6 +71,8 @@ ERRORS: dict[str, tuple[str, str]] = {
                          "没看懂时间。试试「明天早上9点 开会」或「20分钟后 休息一下」。"),
     "reminder_past": ("“{when}” has already passed. Pick a time in the future.",
                       "「{when}」已经过去了，请选一个将来的时间。"),
+    "reminder_out_of_range": ("I can't keep a reminder for “{when}”: pick a time between 1970 and 9998.",
+                              "无法设置「{when}」的提醒：请选 1970 年到 9998 年之间的时间。"),
     "reminder_no_content": ("Remind you of what? Add a few words after the time.",
                             "要提醒什么呢？请在时间后面写上内容。"),
     "reminder_not_pending": ("That reminder is already {status}.", "这个提醒{status}。"),
@@ -75,6 +81,8 @@ ERRORS: dict[str, tuple[str, str]] = {
     "bad_minutes": ("Snooze for {low} to {high} minutes.", "稍后提醒的时间须在 {low} 到 {high} 分钟之间。"),
     "import_empty": ("Please attach an export file (JSON).", "请附上导出文件（JSON）。"),
     "import_too_large": ("That file is larger than {limit_mb} MB.", "文件超过了 {limit_mb} MB。"),
+    "import_too_many": ("That file holds {count} entries; one import takes at most {limit}. Split it, please.",
+                        "文件里有 {count} 项，一次最多导入 {limit} 项，请拆分后再导入。"),
     "import_not_json": ("That file isn't valid JSON.", "这个文件不是有效的 JSON。"),
     "import_wrong_format": ("That isn't a Mnemo export file.", "这不是 Mnemo 的导出文件。"),
     "import_wrong_version": ("Export version {version} isn't supported.", "不支持版本为 {version} 的导出文件。"),
@@ -120,6 +128,8 @@ def help_text(locale: str | None) -> str:
     zh = is_chinese(locale)
     lines = ["我能做的事：" if zh else "What I can do:"]
     lines += [f"/{name} — {described_zh if zh else described_en}" for name, described_en, described_zh in COMMANDS]
+    lines.append(_pick(locale, "/remind cancel 4, /remind done 4 and /remind snooze 4 30 work too.",
+                       "也可以用 /remind 取消 4、/remind 完成 4、/remind 推迟 4 30。"))
     lines.append(_pick(locale, "/link gives a code; send /link <code> from the other account, then /link confirm "
                                "<second code> back here; /link unlink separates.",
                        "/link 获取代码，在另一个账号发送 /link <代码>，再回到这里发送 /link confirm <第二个代码>；"
@@ -180,11 +190,19 @@ def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None
     """What a forget asks; ``typed`` where the answer is typed (the console has no buttons)."""
     zh = is_chinese(locale)
     minutes = _minutes_left(conf.expires_at, now)
-    if getattr(conf, "everything", False):
-        head = (f"要删除我知道的关于你的一切吗？包括 {conf.count} 条记忆、聊天记录、摘要和档案"
-                "（提醒会保留）。" if zh else
+    reminders = getattr(conf, "reminders", None)
+    if getattr(conf, "everything", False) and reminders is not None:
+        head = (f"要删除我知道的关于你的一切吗？包括 {conf.count} 条记忆、聊天记录、摘要、档案和全部提醒"
+                f"（{reminders} 个待提醒）。网页面板的登录也会失效。" if zh else
                 f"Forget everything I know about you? That is {conf.count} {_plural(conf.count, 'memory')}, "
-                "our conversations, summaries and your profile (reminders stay).")
+                f"our conversations, summaries, your profile and all your reminders ({reminders} pending). "
+                "You are signed out of the web panel too.")
+    elif getattr(conf, "everything", False):
+        head = (f"要删除我知道的关于你的一切吗？包括 {conf.count} 条记忆、聊天记录、摘要和档案"
+                "（提醒会保留；连提醒一起删除请用 /forget all reminders）。网页面板的登录也会失效。" if zh else
+                f"Forget everything I know about you? That is {conf.count} {_plural(conf.count, 'memory')}, "
+                "our conversations, summaries and your profile (reminders stay; to clear them too, use "
+                "/forget all reminders). You are signed out of the web panel too.")
     else:
         head = (f"确定删除这 {conf.count} 条记忆吗？" if zh else
                 f"Forget {'this memory' if conf.count == 1 else f'these {conf.count} memories'}?")
@@ -244,6 +262,13 @@ def reminder_added_text(item: Any, locale: str | None) -> str:
                  f"⏰ 好的，我会在 {_when(item, locale)} 提醒你：{content}（#{item.id}）")
 
 
+def reminder_change_text(change: Any, locale: str | None) -> str:
+    """After ``/remind``: a new reminder, or one cancelled, done or snoozed."""
+    if change.action == "add":
+        return reminder_added_text(change.item, locale)
+    return reminder_updated_text(change.item, locale)
+
+
 def reminder_updated_text(item: Any, locale: str | None) -> str:
     """After cancel, done or snooze."""
     if item.status == "cancelled":
@@ -263,6 +288,11 @@ def import_report_text(report: Any, locale: str | None) -> str:
     duplicates = getattr(report, "duplicates", 0)
     if duplicates:
         lines.append(f"已跳过重复的 {duplicates} 项。" if zh else f"Skipped {duplicates} you already had.")
+    missed = getattr(report, "missed", 0)
+    if missed:
+        lines.append(f"{missed} 个提醒早已过期，已记为错过，不会再发送。" if zh else
+                     f"{missed} {_plural(missed, 'reminder')} long past due {'was' if missed == 1 else 'were'} "
+                     "kept as missed and won't be sent.")
     if report.refused:
         lines.append(f"未导入 {len(report.refused)} 项：" if zh else f"Not imported ({len(report.refused)}):")
         lines += [f"• {reason}" for reason in report.refused[:REPORT_LINES]]

@@ -11,6 +11,7 @@ from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
 from shared.llm.turn_schema import TurnOutput
 from shared.memory.writes import store_stated_memories
+from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
 from shared.reminders.timeparse import parse_due
 from shared.repositories.uow import UnitOfWork
 from shared.text import estimate_tokens
@@ -91,10 +92,15 @@ def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
 def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
                  now: datetime) -> tuple[tuple[int, ...], tuple[str, ...]]:
     ids, warnings = [], []
+    room = room_for_reminders(uow, prepared.user_id) if output.todos else 0
     for entry in output.todos:
         due = parse_due(entry.due, now, prepared.timezone)
         if due is None or due <= now:
             warnings.append(f"Could not schedule a reminder for {entry.content!r}: no future time in {entry.due!r}.")
+            continue
+        if len(ids) >= room:
+            warnings.append(f"Could not schedule a reminder for {entry.content!r}: "
+                            f"{MAX_PENDING_REMINDERS} reminders are already pending.")
             continue
         todo = uow.todos.add(Todo(user_id=prepared.user_id, chat_id=prepared.chat_id, content=entry.content,
                                   due_at=due, remind_at=due, timezone=prepared.timezone, source="conversation",

@@ -36,6 +36,12 @@ DEFAULT_HOUR = 9
 MAX_SCAN_CHARS = 500
 """Time expressions are looked for only this far into a message."""
 
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_TIME = datetime(9999, 1, 1, tzinfo=UTC)
+"""Every time Mnemo stores (a due time, a time in an imported file) lies in [EARLIEST_TIME, LATEST_TIME):
+UTC years 1970 to 9998, so it can be shown on the wall clock of any zone (a year-9999 time at UTC-14
+is year 10000, which PostgreSQL stores but Python cannot read back)."""
+
 AFTERNOON_CLOCK_HOURS = range(1, 8)
 """A bare "at 3" or "3点" means 15:00: nobody sets a reminder for 03:00 without saying so."""
 
@@ -128,6 +134,26 @@ _LEADING_FILLER = re.compile(
 _TRAILING_PUNCTUATION = " \t\r\n,，、:：;；"
 
 
+class TimeOutOfRange(ValueError):
+    """A time expression names a time outside what Mnemo stores (:func:`storable_time`)."""
+
+    def __init__(self, matched: str) -> None:
+        self.matched = matched
+        super().__init__(f"{matched!r} is not between 1970 and 9998")
+
+
+def storable_time(value: object) -> datetime | None:
+    """``value`` in UTC when it is an aware time within [EARLIEST_TIME, LATEST_TIME), else None: the one
+    check of every time that comes from a user, a model or a file."""
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        return None
+    try:
+        utc = value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+    return utc if EARLIEST_TIME <= utc < LATEST_TIME else None
+
+
 @dataclass(frozen=True)
 class ResolvedTime:
     """A time expression found in a message, and what is left of the message without it."""
@@ -138,7 +164,8 @@ class ResolvedTime:
 
 
 def resolve_when(text: str, now: datetime, tz: str) -> ResolvedTime | None:
-    """The first time expression in ``text``, or None when there is none or it is invalid (25点)."""
+    """The first time expression in ``text``, or None when there is none or it is invalid (25点);
+    :class:`TimeOutOfRange` when it names a time Mnemo does not store (year 0, 9999-12-31)."""
     zone = known_zone(tz)
     if zone is None or not isinstance(text, str):
         return None
@@ -147,26 +174,39 @@ def resolve_when(text: str, now: datetime, tz: str) -> ResolvedTime | None:
     if found is None:
         return None
     start, end, parts = found
+    matched = window[start:end]
+    year = parts.get("ymd", (None,))[0]
+    if year is not None and not EARLIEST_TIME.year <= year < LATEST_TIME.year:
+        raise TimeOutOfRange(matched)
     try:
         due = _resolve(parts, _local(now, zone))
-    except (ValueError, OverflowError):
+    except OverflowError as exc:
+        raise TimeOutOfRange(matched) from exc
+    except ValueError:
         return None
     if due is None:
         return None
-    return ResolvedTime(due=due, matched=window[start:end], rest=_what_is_left(text, start, end))
+    if storable_time(due) is None:
+        raise TimeOutOfRange(matched)
+    return ResolvedTime(due=due, matched=matched, rest=_what_is_left(text, start, end))
 
 
 def parse_due(value: str, now: datetime, tz: str) -> datetime | None:
-    """A due time from the LLM: ISO 8601 (naive means the user's zone, a date alone 09:00) or words."""
+    """A due time from the LLM: ISO 8601 (naive means the user's zone, a date alone 09:00) or words;
+    None when there is none or it is not a :func:`storable_time`."""
     zone = known_zone(tz)
     if zone is None or not isinstance(value, str):
         return None
     text = value.strip()[:MAX_SCAN_CHARS]
     try:
-        return _from_iso(text, zone)
+        due = _from_iso(text, zone)
     except (ValueError, OverflowError):
-        resolved = resolve_when(text, now, tz)
-        return resolved.due if resolved else None
+        try:
+            resolved = resolve_when(text, now, tz)
+        except TimeOutOfRange:
+            return None
+        due = resolved.due if resolved else None
+    return due if storable_time(due) is not None else None
 
 
 def _from_iso(text: str, zone: ZoneInfo) -> datetime:
@@ -285,7 +325,7 @@ def _day_options(parts: dict[str, Any], today: date) -> list[date]:
         return _valid_dates([(today.year + today.month // 12, today.month % 12 + 1, parts["next_month_day"])])
     if "ymd" in parts:
         year, month, day = parts["ymd"]
-        years = [year] if year else [today.year, today.year + 1]
+        years = [year] if year is not None else [today.year, today.year + 1]
         return _valid_dates([(y, month, day) for y in years])
     return [today, today + timedelta(days=1)]
 

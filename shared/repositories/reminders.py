@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Todo
@@ -13,6 +13,9 @@ from shared.text import clean_text
 
 CLAIM_LEASE = timedelta(minutes=5)
 """A claimed reminder not marked sent within this time is claimable again (the worker died)."""
+CLAIMS_PER_USER = 10
+"""One scan claims at most this many of one user's due reminders, so one user's backlog (an old file
+imported, a worker down for a day) cannot hold back everyone else's: the rest go in later scans."""
 MAX_ERROR_CHARS = 1000
 
 
@@ -37,14 +40,24 @@ class TodoRepository:
         query = select(Todo).where(Todo.user_id == user_id, Todo.status.in_(statuses))
         return list(self.session.scalars(query.order_by(Todo.remind_at, Todo.id)))
 
-    def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE) -> list[Todo]:
-        """Lease every user's pending reminders that are due (the beat's scan); concurrent callers
-        never get the same row."""
+    def count_pending(self, user_id: int) -> int:
+        """How many of the user's reminders are pending (the cap of :mod:`shared.reminders.scheduling`)."""
+        query = select(func.count()).select_from(Todo).where(Todo.user_id == user_id, Todo.status == "pending")
+        return self.session.scalar(query)
+
+    def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE,
+                  per_user: int = CLAIMS_PER_USER) -> list[Todo]:
+        """Lease every user's pending reminders that are due (the beat's scan), soonest first but at most
+        ``per_user`` of each user's; concurrent callers never get the same row."""
+        claimable = (Todo.status == "pending", Todo.remind_at <= now,
+                     or_(Todo.claimed_until.is_(None), Todo.claimed_until < now))
+        place = func.row_number().over(partition_by=Todo.user_id, order_by=(Todo.remind_at, Todo.id))
+        ranked = select(Todo.id, place.label("place")).where(*claimable).subquery()
+        fair = select(ranked.c.id).where(ranked.c.place <= per_user)
         due = (
             select(Todo.id)
-            .where(Todo.status == "pending", Todo.remind_at <= now,
-                   or_(Todo.claimed_until.is_(None), Todo.claimed_until < now))
-            .order_by(Todo.remind_at)
+            .where(Todo.id.in_(fair), *claimable)  # checked again on the row it locks
+            .order_by(Todo.remind_at, Todo.id)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
@@ -87,6 +100,12 @@ class TodoRepository:
         if hold_until is not None:
             values["claimed_until"] = func.greatest(Todo.claimed_until, hold_until)
         return self._update_claimed(user_id, todo_id, attempt, **values)
+
+    def delete_for_user(self, user_id: int) -> int:
+        """Delete every reminder of the user, whatever it holds (no row is read); how many there were."""
+        result = self.session.execute(delete(Todo).where(Todo.user_id == user_id)
+                                      .execution_options(synchronize_session=False))
+        return result.rowcount
 
     def move_pending_to_chat(self, from_chat_id: int, to_chat_id: int) -> None:
         """Every user's pending reminders in a chat that moved go with it (the chat, not a user, moved)."""

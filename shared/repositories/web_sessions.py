@@ -36,5 +36,9 @@ class WebSessionRepository:
     def end(self, secret: str) -> None:
         self.session.execute(delete(WebSession).where(WebSession.secret_hash == secret_hash(secret)))
 
+    def end_for_user(self, user_id: int) -> None:
+        """End every session of the user: signed out everywhere."""
+        self.session.execute(delete(WebSession).where(WebSession.user_id == user_id))
+
     def drop_expired(self, now: datetime) -> int:
         return self.session.execute(delete(WebSession).where(WebSession.expires_at <= now)).rowcount

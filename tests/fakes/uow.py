@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -31,8 +32,9 @@ from sqlalchemy.sql.functions import now as sql_now
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import Base, Chat, Identity, User
 from shared.db.token_models import OneTimeToken
+from shared.db.web_session_models import WebSession
 from shared.repositories.accounts import LEARNT_FROM_THE_USER
-from shared.repositories.reminders import CLAIM_LEASE, MAX_ERROR_CHARS
+from shared.repositories.reminders import CLAIM_LEASE, CLAIMS_PER_USER, MAX_ERROR_CHARS
 from shared.search.tsquery import MAX_LIKE_CHARS
 from shared.text import clean_text
 
@@ -139,6 +141,7 @@ class FakeUnitOfWork:
         self.todos = FakeTodoRepository(self._rows)
         self.outbox = FakeOutboxRepository(self._rows)
         self.tokens = FakeOneTimeTokenRepository(self._rows)
+        self.web_sessions = FakeWebSessionRepository(self._rows)
         self.accounts = FakeAccountDataRepository(self._rows)
         return self
 
@@ -355,9 +358,18 @@ class FakeTodoRepository(_Repository):
         return [t for t in self._rows.select(Todo, user_id=user_id, order=lambda t: (t.remind_at, t.id))
                 if t.status in statuses]
 
-    def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE) -> list[Todo]:
-        due = [t for t in self._rows.select(Todo, status="pending", order=lambda t: (t.remind_at, t.id))
-               if t.remind_at <= now and (t.claimed_until is None or t.claimed_until < now)][:limit]
+    def count_pending(self, user_id: int) -> int:
+        return len(self._rows.select(Todo, user_id=user_id, status="pending"))
+
+    def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE,
+                  per_user: int = CLAIMS_PER_USER) -> list[Todo]:
+        due, taken = [], Counter()
+        for todo in self._rows.select(Todo, status="pending", order=lambda t: (t.remind_at, t.id)):
+            if todo.remind_at <= now and (todo.claimed_until is None or todo.claimed_until < now):
+                taken[todo.user_id] += 1
+                if taken[todo.user_id] <= per_user:
+                    due.append(todo)
+        due = due[:limit]
         for todo in due:
             todo.claimed_until, todo.attempts = now + lease, todo.attempts + 1
         return due
@@ -385,6 +397,9 @@ class FakeTodoRepository(_Repository):
         if hold_until is not None and todo is not None:  # GREATEST ignores NULL
             values["claimed_until"] = max(hold_until, todo.claimed_until or hold_until)
         return self._update_claimed(user_id, todo_id, attempt, **values)
+
+    def delete_for_user(self, user_id: int) -> int:
+        return len(self._rows.delete(Todo, [t.id for t in self._rows.select(Todo, user_id=user_id)]))
 
     def move_pending_to_chat(self, from_chat_id: int, to_chat_id: int) -> None:
         for todo in self._rows.select(Todo, chat_id=from_chat_id, status="pending"):
@@ -427,9 +442,20 @@ class FakeOneTimeTokenRepository(_Repository):
         found.used_at = now
         return found
 
+    def withdraw(self, user_id: int, purpose: str, now: datetime) -> None:
+        for token in self._rows.select(OneTimeToken, user_id=user_id, purpose=purpose):
+            if token.used_at is None:
+                token.used_at = now
+        self.drop_expired(user_id, now)
+
     def drop_expired(self, user_id: int, now: datetime) -> None:
         self._rows.delete(OneTimeToken, [t.token for t in self._rows.select(OneTimeToken, user_id=user_id)
                                         if t.expires_at <= now])
+
+
+class FakeWebSessionRepository(_Repository):
+    def end_for_user(self, user_id: int) -> None:
+        self._rows.delete(WebSession, [s.secret_hash for s in self._rows.select(WebSession, user_id=user_id)])
 
 
 class FakeAccountDataRepository(_Repository):

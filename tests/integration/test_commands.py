@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
@@ -17,6 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import text
 
+from shared.commands.panel import PanelService
 from shared.commands.service import Account, Caller, MemoryCommands
 from shared.commands.texts import error_text
 from shared.conversation.config import ConversationConfig
@@ -605,3 +607,30 @@ def user_of_after(commands: MemoryCommands, uow_factory, caller: Caller) -> int:
     commands.is_paused(caller)
     return user_of(uow_factory, caller)
 
+
+
+def test_forget_all_reminders_recovers_a_user_whose_rows_python_cannot_read_and_signs_them_out(
+        commands, uow_factory, clock):
+    commands.remember(ALICE, "喜欢乌龙茶")
+    commands.add_reminder(ALICE, "明天早上9点 开会")
+    commands.add_reminder(BOB, "tomorrow 9am call mom")
+    alice = user_of(uow_factory, ALICE)
+    with uow_factory() as uow:  # what an old import could store: year 10000 in UTC
+        uow.session.execute(text("UPDATE todos SET due_at = '10000-01-01T09:00:00Z', remind_at = "
+                                 "'10000-01-01T09:00:00Z' WHERE user_id = :u"), {"u": alice})
+        uow.commit()
+    panel = PanelService(uow_factory, session_lifetime=timedelta(hours=12), clock=clock)
+    signed_in = panel.sign_in(commands.panel_link(ALICE).url.rsplit("=", 1)[1])
+    unused = commands.panel_link(ALICE).url.rsplit("=", 1)[1]
+    with pytest.raises(Exception):  # noqa: B017 (the failure this recovers from)
+        commands.list_reminders(ALICE)
+
+    confirmation = commands.request_forget(ALICE, "all reminders")
+    assert confirmation.reminders == 1
+    commands.confirm(ALICE, confirmation.token)
+
+    assert commands.list_reminders(ALICE) == () and json.loads(commands.export_data(ALICE).data)["todos"] == []
+    assert panel.session(signed_in.secret) is None
+    with pytest.raises(ConfirmationInvalid):
+        panel.sign_in(unused)
+    assert [r.content for r in commands.list_reminders(BOB)] == ["call mom"]

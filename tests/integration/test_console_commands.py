@@ -85,6 +85,20 @@ def test_panel_prints_a_one_time_sign_in_link(uow_factory, tmp_path):
     assert first.split("token=")[1].split()[0] != second.split("token=")[1].split()[0]
 
 
+def test_remind_cancel_done_and_snooze_work_after_remind_and_as_their_own_commands(uow_factory, tmp_path):
+    added = run_console(uow_factory, tmp_path, ["/remind in 2 hours water the ferns", "/remind in 3 hours call the vet",
+                                                "/remind in 4 hours pay rent"])
+    ferns, vet, rent = (re.search(r"\(#(\d+)\)", line)[1] for line in added)
+    cancelled, done, snoozed, snoozed_again, listing, help_text = run_console(uow_factory, tmp_path, [
+        f"/remind cancel {ferns}", f"/done {vet}", f"/remind snooze {rent} 15", f"/snooze {rent}", "/reminders",
+        "/help"])
+    assert f"#{ferns} cancelled" in cancelled and f"#{vet} marked done" in done
+    assert "remind you again" in snoozed and "remind you again" in snoozed_again
+    assert "pay rent" in listing and "ferns" not in listing and "vet" not in listing
+    for command in ("/cancel", "/done", "/snooze", "/remind cancel"):
+        assert command in help_text
+
+
 def test_link_names_both_accounts_and_joins_only_when_the_first_code_owner_confirms(uow_factory, tmp_path):
     service = MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
 

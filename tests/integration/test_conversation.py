@@ -16,6 +16,7 @@ from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.llm.client import ChatModel
 from shared.recall.embeddings import OpenAIEmbedder
+from shared.reminders.scheduling import MAX_PENDING_REMINDERS
 from tests.waiting import wait_for
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai
@@ -272,3 +273,20 @@ def test_a_stated_preference_is_used_later_and_a_changed_fact_replaces_the_old(s
     used = [memory.content for memory in later.memories_used]
     assert script["prefer"][3] in prompt and script["prefer"][3] in used
     assert script["new"][3] in prompt and script["old"][3] not in prompt
+
+
+def test_reminders_the_model_sets_stop_at_the_pending_cap_with_a_warning(service, llm, uow_factory):
+    say(service, "hello")  # the user exists
+    with uow_factory() as uow:
+        user_id = uow.users.identity("telegram", "u1").user_id
+        for n in range(MAX_PENDING_REMINDERS - 1):
+            uow.todos.add(Todo(user_id=user_id, content=f"chore {n}", due_at=START + timedelta(days=2),
+                               remind_at=START + timedelta(days=2), timezone="UTC"))
+        uow.commit()
+    llm.queue_reply(turn("ok", todos=[("water the fern", "2026-11-24T08:00:00+08:00"),
+                                      ("buy stamps", "2026-11-24T09:00:00+08:00")]))
+    reply = say(service, "remind me to water the fern and buy stamps on tuesday")
+    assert len(reply.todo_ids) == 1
+    assert any("buy stamps" in warning and "already pending" in warning for warning in reply.warnings)
+    with uow_factory() as uow:
+        assert uow.todos.count_pending(user_id) == MAX_PENDING_REMINDERS

@@ -174,6 +174,28 @@ def due_reminders_are_claimed_under_a_lease(db: Backend) -> dict:
     return seen
 
 
+def one_users_backlog_leaves_room_for_everyone_elses_reminders(db: Backend) -> dict:
+    alice, bob, chat = two_users(db)
+    with db.uow_factory() as uow:
+        for n in range(7):
+            uow.todos.add(todo(alice, chat, f"old {n}", NOW - timedelta(days=300 - n)))
+        uow.todos.add(todo(bob, chat, "bob's", NOW - timedelta(minutes=1)))
+        uow.todos.add(todo(alice, chat, "done already", NOW - timedelta(days=400))).status = "done"
+        uow.commit()
+    seen = {}
+    with db.uow_factory() as uow:
+        seen["counts"] = (uow.todos.count_pending(alice), uow.todos.count_pending(bob))
+        seen["first scan"] = sorted(t.content for t in uow.todos.claim_due(NOW, limit=4, per_user=3))
+        seen["second scan"] = sorted(t.content for t in uow.todos.claim_due(NOW, limit=4, per_user=3))
+        seen["third scan"] = sorted(t.content for t in uow.todos.claim_due(NOW, limit=4, per_user=3))
+        uow.commit()
+    with db.uow_factory() as uow:
+        seen["deleted"] = uow.todos.delete_for_user(alice)
+        uow.commit()
+    seen["left"] = [t.content for t in db.rows(Todo)]
+    return seen
+
+
 def memories_are_paged_searched_and_purged_with_their_history(db: Backend) -> dict:
     alice, bob, _ = two_users(db)
     with db.uow_factory() as uow:
@@ -248,8 +270,16 @@ def one_time_tokens_are_the_owners_and_single_use(db: Backend) -> dict:
         kept = uow.tokens.issue("old" * 6, bob, "confirm", {}, now=NOW, expires_at=later)
         uow.tokens.drop_expired(alice, NOW)
         reissued = uow.tokens.issue("old" * 6, bob, "confirm", {}, now=NOW, expires_at=later)
+        uow.tokens.issue("p" * 16, alice, "panel", {}, now=NOW, expires_at=later)
+        uow.tokens.issue("q" * 16, bob, "panel", {}, now=NOW, expires_at=later)
         uow.commit()
-    return {"issued": issued, "used": used, "taken while not expired": kept, "free once dropped": reissued}
+    with db.uow_factory() as uow:
+        uow.tokens.withdraw(alice, "panel", NOW)
+        uow.commit()
+    with db.uow_factory() as uow:
+        withdrawn = [uow.tokens.use("p" * 16, "panel", NOW) is None, uow.tokens.use("q" * 16, "panel", NOW) is None]
+    return {"issued": issued, "used": used, "taken while not expired": kept, "free once dropped": reissued,
+            "withdrawn": withdrawn}
 
 
 def users_chats_and_jobs_are_found_again(db: Backend) -> dict:
@@ -277,7 +307,8 @@ def users_chats_and_jobs_are_found_again(db: Backend) -> dict:
 
 
 SCENARIOS = [a_todo_is_the_users_alone_and_gets_the_databases_defaults, only_a_commit_keeps_changes,
-             due_reminders_are_claimed_under_a_lease, memories_are_paged_searched_and_purged_with_their_history,
+             due_reminders_are_claimed_under_a_lease, one_users_backlog_leaves_room_for_everyone_elses_reminders,
+             memories_are_paged_searched_and_purged_with_their_history,
              forgetting_leaves_tombstones_and_deletes_what_was_learnt, one_time_tokens_are_the_owners_and_single_use,
              users_chats_and_jobs_are_found_again]
 

@@ -24,6 +24,7 @@ from shared.reminders.service import (
     deliver_reminder,
     reminder_text,
 )
+from shared.repositories.reminders import CLAIMS_PER_USER
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -82,7 +83,7 @@ def deliver(uow_factory, senders, claim: ReminderClaim, now: datetime = NOW) -> 
 
 @pytest.mark.committed
 def test_due_reminders_are_claimed_once_across_two_concurrent_claimers(uow_factory):
-    todo_ids = {add_todo(uow_factory, f"task {i}") for i in range(30)}
+    todo_ids = {add_todo(uow_factory, f"task {i}", user=str(1001 + i % 3)) for i in range(3 * CLAIMS_PER_USER)}
     start = threading.Barrier(2)
 
     def claimer() -> list[ReminderClaim]:
@@ -346,3 +347,16 @@ def test_two_hundred_reminders_are_each_delivered_exactly_once_when_a_worker_die
     with uow_factory() as uow:
         statuses = Counter(uow.session.scalars(select(Todo.status)))
     assert statuses == {"sent": 200}
+
+
+def test_one_users_old_backlog_does_not_hold_back_another_users_reminder(uow_factory):
+    for n in range(40):
+        add_todo(uow_factory, f"backlog {n}", user="7001", remind_at=NOW - timedelta(days=900, minutes=n))
+    theirs = add_todo(uow_factory, "stand-up", user="7002", remind_at=NOW)
+
+    first = claim_due_reminders(uow_factory, NOW, limit=25, lease=LEASE)
+
+    assert theirs in {claim.todo_id for claim in first}
+    assert len(first) == CLAIMS_PER_USER + 1
+    later = claim_due_reminders(uow_factory, NOW, limit=25, lease=LEASE)
+    assert len(later) == CLAIMS_PER_USER and theirs not in {claim.todo_id for claim in later}

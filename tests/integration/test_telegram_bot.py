@@ -17,13 +17,14 @@ from telegram.ext import Application
 
 from bench.fakes.openai_server import FakeOpenAI
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
-from bot.telegram_render import TEXT_LIMIT, reply_messages, split_message, utf16_len
+from bot.telegram_render import SNOOZE_MINUTES, TEXT_LIMIT, reply_messages, split_message, utf16_len
 from shared.app.logs import redact_every_record
 from shared.commands import texts
 from shared.commands.service import Caller, ImportReport, MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import Reply
 from shared.conversation.service import ConversationService
+from shared.db.memory_models import Todo
 from shared.db.models import ConversationTurn
 from shared.delivery.platform_api import TelegramSender
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
@@ -506,7 +507,10 @@ def test_a_reminder_set_in_telegram_is_snoozed_by_button_and_pinged_to_the_users
     refused, snoozed = telegram.callback_answers
     assert refused["show_alert"] and not snoozed["show_alert"] and "remind you again" in snoozed["text"]
     [pending] = commands.list_reminders(ALICE_CALLER)
-    assert pending.status == "pending" and pending.due_at < datetime.now(UTC) + timedelta(minutes=11)
+    with uow_factory() as uow:
+        [todo] = uow.session.scalars(select(Todo)).all()
+    assert pending.status == "pending" and pending.due_at > datetime.now(UTC)
+    assert todo.remind_at == todo.due_at + timedelta(minutes=SNOOZE_MINUTES)  # from its due time: never earlier
     later = datetime.now(UTC) + timedelta(days=2)
     [claim] = claim_due_reminders(uow_factory, later)
     sender = TelegramSender(telegram.base_url, telegram.token)
@@ -528,3 +532,20 @@ def test_the_note_moves_to_its_own_message_when_the_last_part_is_full():
 
     assert [utf16_len(p.text) for p in parts] == [TEXT_LIMIT, utf16_len(parts[1].text)]
     assert parts[1].text.startswith("离线模式") and parts[1].entities[0].offset == 0
+
+
+def test_remind_cancel_and_the_short_commands_change_a_reminder_in_telegram(telegram, settings, commands, uow_factory):
+    water = commands.add_reminder(ALICE_CALLER, "tomorrow 9am drink water").id
+    stretch = commands.add_reminder(ALICE_CALLER, "tomorrow 10am stretch").id
+
+    async def scenario(_app: Application) -> None:
+        for n, line in enumerate([f"/remind cancel {water}", f"/done {stretch}", f"/snooze {water}", "/cancel"], 1):
+            telegram.push_message(1001, ALICE, line)
+            await until(lambda n=n: len(telegram.messages_to(1001)) >= n)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    cancelled, done, not_pending, no_id = [m["text"] for m in telegram.messages_to(1001)]
+    assert f"#{water} cancelled" in cancelled and f"#{stretch} marked done" in done
+    assert "already cancelled" in not_pending and "valid number" in no_id
+    assert commands.list_reminders(ALICE_CALLER) == ()

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
@@ -171,3 +172,27 @@ def test_pausing_twice_keeps_the_first_pause_time_and_resume_clears_it(commands,
         assert uow.users.get(uow.users.identity("telegram", "1001").user_id).paused_at == START
     commands.resume(ALICE)
     assert not commands.is_paused(ALICE)
+
+
+@pytest.mark.parametrize("target", ["all reminders", "everything and reminders", "全部 提醒", "全部和提醒"])
+def test_forget_all_reminders_says_how_many_reminders_go_and_deletes_them_with_everything_else(
+        commands, database, target):
+    for caller in (ALICE, BOB):
+        commands.remember(caller, "喜欢乌龙茶")
+        commands.add_reminder(caller, "明天早上9点 开会")
+        commands.add_reminder(caller, "后天下午3点 看牙")
+    bobs_todos = [(t.user_id, t.content) for t in database.rows(Todo)][2:]
+    confirmation = commands.request_forget(ALICE, target)
+    assert confirmation.everything and (confirmation.count, confirmation.reminders) == (1, 2)
+    assert commands.confirm(ALICE, confirmation.token) == 1
+    assert memories_of(commands, ALICE) == [] and commands.list_reminders(ALICE) == ()
+    assert [(t.user_id, t.content) for t in database.rows(Todo)] == bobs_todos
+
+
+def test_forget_all_alone_keeps_the_reminders_and_says_how_to_clear_them_too(commands):
+    commands.add_reminder(BOB, "tomorrow 9am call mom")
+    confirmation = commands.request_forget(BOB, "all")
+    assert confirmation.reminders is None
+    assert "/forget all reminders" in texts.confirmation_text(confirmation, "en", START)
+    commands.confirm(BOB, confirmation.token)
+    assert len(commands.list_reminders(BOB)) == 1

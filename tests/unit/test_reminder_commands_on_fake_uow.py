@@ -138,3 +138,51 @@ def test_a_snooze_outside_one_minute_to_one_week_is_refused_and_changes_nothing(
     with pytest.raises(InvalidCommand, match="bad_minutes"):
         commands.snooze_reminder(BOB, mine.id, minutes)
     assert database.dump() == before
+
+
+def test_a_snooze_of_a_reminder_not_yet_due_moves_it_later_than_it_was_due_never_earlier(commands, database, clock):
+    upcoming = commands.add_reminder(BOB, "in 3 days renew the passport")
+    snoozed = commands.snooze_reminder(BOB, upcoming.id, 45)
+    assert snoozed.due_at == upcoming.due_at + timedelta(minutes=45)
+    again = commands.snooze_reminder(BOB, upcoming.id, 5)
+    assert again.due_at == upcoming.due_at + timedelta(minutes=50)
+    [row] = database.rows(Todo)
+    assert row.due_at == upcoming.due_at  # when it was first due is kept
+
+
+@pytest.mark.parametrize(("words", "action", "status"), [
+    ("cancel {id}", "cancel", "cancelled"), ("done #{id}", "done", "done"), ("取消 {id}", "cancel", "cancelled"),
+    ("完成{id}", "done", "done"), ("snooze {id} 25", "snooze", "pending"), ("推迟 {id} 25分钟", "snooze", "pending")])
+def test_remind_followed_by_an_action_word_and_a_number_changes_that_reminder(commands, words, action, status):
+    made = commands.add_reminder(BOB, "in 40 minutes feed the cat")
+    change = commands.remind(BOB, words.format(id=made.id))
+    assert (change.action, change.item.id, change.item.status) == (action, made.id, status)
+    if action == "snooze":
+        assert change.item.due_at == made.due_at + timedelta(minutes=25)
+    assert len(commands.list_reminders(BOB)) == (1 if status == "pending" else 0)
+
+
+def test_remind_with_an_action_word_that_is_part_of_a_sentence_sets_a_new_reminder(commands):
+    change = commands.remind(BOB, "done 5 pushups tomorrow 7am")
+    assert (change.action, change.item.content, change.item.status) == ("add", "done 5 pushups", "pending")
+
+
+def test_the_short_commands_refuse_a_missing_id_and_bad_minutes_and_change_nothing(commands, database):
+    made = commands.add_reminder(BOB, "in 40 minutes feed the cat")
+    before = database.dump()
+    for action, argument, key in [("cancel", "", "bad_id"), ("done", "soon", "bad_id"),
+                                  ("snooze", f"{made.id} later", "bad_minutes"),
+                                  ("snooze", f"{made.id} 0", "bad_minutes")]:
+        with pytest.raises(InvalidCommand) as refused:
+            commands.reminder_command(BOB, action, argument)
+        assert refused.value.key == key, (action, argument)
+    assert database.dump() == before
+    assert commands.reminder_command(BOB, "snooze", f"#{made.id}").item.due_at == made.due_at + timedelta(minutes=10)
+
+
+@pytest.mark.parametrize("text", ["0000-01-01 new year", "9999-12-31 23:59 the end", "1969-12-31 9am party"])
+def test_a_reminder_outside_the_stored_years_is_refused_with_a_reason(commands, database, text):
+    with pytest.raises(InvalidCommand) as refused:
+        commands.add_reminder(BOB, text)
+    assert refused.value.key == "reminder_out_of_range" and refused.value.params["when"] in text
+    assert database.rows(Todo) == []

@@ -22,6 +22,7 @@ from shared.reminders.service import (
     console_reminders_sent_since,
     deliver_reminder,
 )
+from shared.repositories.reminders import CLAIMS_PER_USER
 from tests.fakes.uow import FakeDatabase
 
 NOW = datetime(2026, 11, 22, 1, 30, tzinfo=UTC)  # 09:30 in Shanghai
@@ -189,3 +190,20 @@ def test_the_console_shows_only_this_users_console_reminders_sent_in_the_window(
     shown = console_reminders_sent_since(database.unit_of_work, me.user_id, NOW - timedelta(minutes=1))
     assert shown == ["⏰ 提醒：喝水（09:30）"]
     assert console_reminders_sent_since(database.unit_of_work, me.user_id, NOW) == []
+
+
+def test_a_scan_claims_at_most_a_few_of_one_users_backlog_so_others_are_not_held_back():
+    database = FakeDatabase()
+    with database.unit_of_work() as uow:
+        flooded, other = uow.users.identify("telegram", "7001"), uow.users.identify("telegram", "7002")
+        chat = uow.chats.get_or_create("telegram", "7001", "private")
+        for n in range(250):
+            uow.todos.add(Todo(user_id=flooded.user_id, chat_id=chat.id, content=f"from 2021 #{n}",
+                               due_at=NOW - timedelta(days=1500), remind_at=NOW - timedelta(days=1500, minutes=n),
+                               timezone="UTC"))
+        mine = uow.todos.add(Todo(user_id=other.user_id, chat_id=chat.id, content="stand-up", due_at=NOW,
+                                  remind_at=NOW, timezone="UTC"))
+        uow.commit()
+    claims = claim_due_reminders(database.unit_of_work, NOW, limit=40)
+    assert mine.id in {claim.todo_id for claim in claims}
+    assert len(claims) == CLAIMS_PER_USER + 1

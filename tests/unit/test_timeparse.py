@@ -1,14 +1,22 @@
 """Reminder due times from free text and from the LLM's ISO strings (pure calendar rules)."""
 
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.reminders.timeparse import DEFAULT_HOUR, MAX_SCAN_CHARS, ResolvedTime, parse_due, resolve_when
+from shared.reminders.timeparse import (
+    DEFAULT_HOUR,
+    MAX_SCAN_CHARS,
+    ResolvedTime,
+    TimeOutOfRange,
+    parse_due,
+    resolve_when,
+    storable_time,
+)
 
 SHANGHAI = "Asia/Shanghai"
 NEW_YORK = "America/New_York"
@@ -343,3 +351,30 @@ def test_a_time_zone_is_checked_in_one_place_and_falls_back_to_the_default():
     assert [known_zone(bad) for bad in ("Mars/Olympus", "", None, 8, "../etc/passwd", "UTC\x00")] == [None] * 6
     assert zone_or_default("Europe/Lisbon", "UTC") == "Europe/Lisbon"
     assert zone_or_default("Nowhere/Else", "Asia/Shanghai") == zone_or_default(None, "Asia/Shanghai") == "Asia/Shanghai"
+
+
+@pytest.mark.parametrize("text", ["0000-01-01 开会", "9999-12-30 23:59 party", "1969-07-20 moon", "1200年3月4日 开会"])
+def test_a_date_outside_the_stored_years_is_out_of_range_not_another_date(text):
+    with pytest.raises(TimeOutOfRange) as refused:
+        resolve_when(text, SUNDAY, SHANGHAI)
+    assert refused.value.matched and refused.value.matched in text
+
+
+def test_the_last_storable_day_is_kept_in_every_zone_and_one_past_it_is_out_of_range():
+    assert due("9998-12-31 10:00 wrap up", tz="Pacific/Kiritimati") == "9998-12-31 10:00"
+    assert due("9998-12-31 10:00 wrap up", tz="Etc/GMT+12") == "9998-12-31 10:00"
+    assert parse_due("9998-12-31T23:30:00-11:00", SUNDAY, SHANGHAI) is None  # 9999-01-01 in UTC
+    assert parse_due("9999-12-31T23:59:59-14:00", SUNDAY, SHANGHAI) is None  # year 10000 in UTC
+    assert parse_due("0001-01-01", SUNDAY, SHANGHAI) is None
+
+
+@pytest.mark.parametrize(("value", "kept"), [
+    (datetime(1970, 1, 1, tzinfo=UTC), True), (datetime(1969, 12, 31, 23, 59, tzinfo=UTC), False),
+    (datetime(9998, 12, 31, 23, 59, tzinfo=UTC), True), (datetime(9999, 1, 1, tzinfo=UTC), False),
+    (datetime(9999, 12, 31, 22, 0, tzinfo=timezone(timedelta(hours=-13))), False),
+    (datetime(2030, 5, 1, 8, 0), False), ("2030-05-01", False)])
+def test_a_storable_time_is_an_aware_time_from_1970_to_9998_in_utc(value, kept):
+    stored = storable_time(value)
+    assert (stored is not None) == kept
+    if kept:
+        assert stored == value and stored.tzinfo == UTC
