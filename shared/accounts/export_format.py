@@ -20,7 +20,7 @@ from shared.db.kinds import MEMORY_SOURCES, MEMORY_TIERS, MEMORY_TYPES, ROLES, T
 from shared.errors import InvalidCommand
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from shared.reminders.timeparse import EARLIEST_TIME, LATEST_TIME, known_zone, storable_time
-from shared.text import is_utf8_encodable
+from shared.text import is_invisible, is_utf8_encodable
 
 EXPORT_FORMAT = "mnemo-export"
 EXPORT_VERSION = 1
@@ -189,7 +189,7 @@ _BAD = object()
 
 def _text(rule: Field, value: Any) -> Any:
     ok = isinstance(value, str) and len(value) <= rule.limit and storable_json(value)
-    return value if ok and (value.strip() or not rule.required) else _BAD
+    return value if ok and (not is_invisible(value) or not rule.required) else _BAD
 
 
 def _time_value(_rule: Field, value: Any) -> Any:

@@ -38,3 +38,12 @@ def test_a_time_outside_1970_to_9998_in_utc_refuses_the_entry_with_the_reason(wh
     assert [t["content"] for t in document.sections["todos"]] == ["y"]
     [reason] = document.refused
     assert reason.startswith("todos[0]: due_at") and "from 1970 to 9998 in UTC" in reason
+
+
+@pytest.mark.parametrize("content", ["\u200b\u200b", " \u2060\ufeff ", "\u202d\u202c", "\u200e"])
+def test_an_entry_whose_text_has_nothing_visible_is_refused_as_it_is_by_remember(content):
+    document = read_export(export_file(memories=[{"id": 1, "type": "fact", "content": content},
+                                                 {"id": 2, "type": "fact", "content": "grows basil \u200d🌿"}]))
+    assert [m["content"] for m in document.sections["memories"]] == ["grows basil \u200d🌿"]
+    [reason] = document.refused
+    assert reason.startswith("memories[0]: content")
