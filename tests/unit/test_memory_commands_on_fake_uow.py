@@ -3,7 +3,7 @@ work: pages, one user's memories out of another's reach, and forgetting only aft
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -12,20 +12,10 @@ from shared.commands.service import Caller, MemoryCommands
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from tests.fakes.uow import Clock, FakeDatabase
+from tests.unit.conftest import START
 
-START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 ALICE = Caller("telegram", "1001", display_name="Alice", locale="zh-CN")
 BOB = Caller("telegram", "2002", display_name="Bob", locale="en")
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock(START)
-
-
-@pytest.fixture
-def database(clock: Clock) -> FakeDatabase:
-    return FakeDatabase(clock)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ zone, the pending cap, one user's reminders out of another's reach, status rules
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -13,21 +13,11 @@ from shared.db.memory_models import Todo
 from shared.db.models import Chat, Identity, User
 from shared.errors import InvalidCommand, NotFound
 from tests.fakes.uow import Clock, FakeDatabase
+from tests.unit.conftest import START
 
-START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai, a Sunday
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 ALICE = Caller("telegram", "1001", display_name="Alice", locale="zh-CN")
 BOB = Caller("telegram", "2002", display_name="Bob", locale="en")
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock(START)
-
-
-@pytest.fixture
-def database(clock: Clock) -> FakeDatabase:
-    return FakeDatabase(clock)
 
 
 @pytest.fixture
