@@ -13,9 +13,11 @@ from itertools import count
 from bot.console_commands import ConsoleCommands
 from bot.console_terminal import Terminal, read_line
 from shared.app.bootstrap import Runtime
+from shared.commands import texts
 from shared.commands.service import Caller
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
+from shared.errors import DatabaseUnavailable
 from shared.reminders.service import console_reminders_sent_since
 from shared.settings import Settings
 
@@ -62,7 +64,11 @@ async def announce_reminders(feed: ReminderFeed, announce: Callable[[str], None]
     while True:
         await asyncio.sleep(interval)
         until = datetime.now(UTC)
-        for text in await asyncio.to_thread(feed, since, until):
+        try:
+            sent = await asyncio.to_thread(feed, since, until)
+        except DatabaseUnavailable:  # asked again, from the same moment, once the database is back
+            continue
+        for text in sent:
             announce(text)
         since = until
 
@@ -87,7 +93,7 @@ async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str
 async def _conversation(service: ConversationService, *, user_id: str, bot_name: str, terminal: Terminal,
                         write: Callable[[str], None], commands: ConsoleCommands | None) -> None:
     numbers = count(1)
-    last: Reply | None = None
+    last = await _answer_unanswered(service, user_id=user_id, bot_name=bot_name, write=write)
     session_tag = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
     while True:
         try:
@@ -107,15 +113,37 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
             continue
         if commands is not None:
             commands.follow(text)
+        locale = commands.locale if commands is not None else None
         message = IncomingMessage(platform="console", chat_id=CONSOLE_CHAT_ID, user_id=user_id, text=text,
                                   sent_at=datetime.now(UTC), display_name=user_id,
-                                  message_id=f"{session_tag}-{next(numbers)}",
-                                  locale=commands.locale if commands is not None else None)
-        reply = await service.handle_message(message)
+                                  message_id=f"{session_tag}-{next(numbers)}", locale=locale)
+
+        async def tell_waiting(locale: str | None = locale) -> None:
+            write(texts.waiting_for_database_text(locale))
+
+        try:
+            reply = await service.handle_message(message, on_delay=tell_waiting)
+        except DatabaseUnavailable as exc:  # kept for DATABASE_PATIENCE_SECONDS; the user may type it again
+            write(texts.error_text(exc, locale))
+            continue
         if reply.duplicate:
             continue
         last = reply
         write(render_reply(reply, bot_name))
+
+
+async def _answer_unanswered(service: ConversationService, *, user_id: str, bot_name: str,
+                             write: Callable[[str], None]) -> Reply | None:
+    """What this user said last time that the console stopped before answering, answered now."""
+    last = None
+    try:
+        async for incoming, reply in service.unanswered_replies("console", platform_user_id=user_id):
+            write(texts.answered_late_text(incoming.text, incoming.locale))
+            write(render_reply(reply, bot_name))
+            last = reply
+    except DatabaseUnavailable as exc:
+        write(texts.error_text(exc, None))
+    return last
 
 
 def console_user() -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands, confirmation_code
 from shared.db.models import MEMORY_TYPES
-from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 YES = {"y", "yes", "是", "好", "确认"}
@@ -70,7 +70,7 @@ class ConsoleCommands:
             return texts.help_text(self.locale)
         try:
             return handler(argument.strip())
-        except (NotFound, InvalidCommand, ConfirmationInvalid) as exc:
+        except (NotFound, InvalidCommand, ConfirmationInvalid, DatabaseUnavailable) as exc:
             return texts.error_text(exc, self.locale)
 
     def _handlers(self) -> dict[str, Callable[[str], str]]:

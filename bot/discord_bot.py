@@ -24,7 +24,7 @@ from bot.discord_commands import ForgetAnswer, install_commands
 from bot.discord_render import CommandTranslator, plain_text, reply_messages
 from shared.commands import texts
 from shared.commands.service import MemoryCommands
-from shared.conversation.messages import IncomingMessage
+from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
 from shared.errors import ConfigError
 from shared.settings import Settings
@@ -61,6 +61,7 @@ class MnemoBot(discord.Client):
         self.memory = memory
         self.tree = app_commands.CommandTree(self)
         install_commands(self.tree)
+        self.answering: asyncio.Task[None] | None = None
 
     async def setup_hook(self) -> None:
         await self.tree.set_translator(CommandTranslator())
@@ -68,6 +69,26 @@ class MnemoBot(discord.Client):
 
     async def on_ready(self) -> None:
         log.info("connected to Discord as %s (%s guilds)", self.user, len(self.guilds))
+        if self.answering is None:  # on_ready comes again after each reconnect; the owed answers once
+            self.answering = asyncio.create_task(self.answer_unanswered())
+
+    async def answer_unanswered(self) -> None:
+        """Answer what was recorded but never answered before the bot stopped, each as a reply to its message."""
+        try:
+            async for incoming, reply in self.conversation.unanswered_replies("discord"):
+                await self._send_late_reply(incoming, reply)
+        except Exception:  # the bot runs on; these messages are tried again on the next start
+            log.exception("answering the messages left unanswered failed")
+
+    async def _send_late_reply(self, incoming: IncomingMessage, reply: Reply) -> None:
+        channel = self.get_partial_messageable(int(incoming.chat_id))
+        answered = discord.MessageReference(message_id=int(incoming.message_id or 0), channel_id=channel.id,
+                                            fail_if_not_exists=False)
+        try:
+            for index, piece in enumerate(reply_messages(reply)):
+                await channel.send(piece, reference=answered if index == 0 else None)
+        except discord.HTTPException as exc:  # the answer is recorded, only not delivered
+            log.warning("could not deliver a late answer to channel %s: %s", incoming.chat_id, exc)
 
     async def on_message(self, message: discord.Message) -> None:
         """Answer a DM, a mention or a reply to the bot; ignore every other message and all bots."""
@@ -76,9 +97,12 @@ class MnemoBot(discord.Client):
         incoming = self.incoming(message)
         if not incoming.text:
             return
+        async def tell_waiting() -> None:
+            await message.reply(texts.waiting_for_database_text(_locale(incoming)))
+
         try:
             async with message.channel.typing():
-                reply = await self.conversation.handle_message(incoming)
+                reply = await self.conversation.handle_message(incoming, on_delay=tell_waiting)
         except Exception as exc:  # the one chat handler: logged with the traceback, the user told (as on Telegram)
             log.exception("Discord message %s failed", message.id)
             await self._apologise(message, exc, incoming)
@@ -91,9 +115,8 @@ class MnemoBot(discord.Client):
 
     @staticmethod
     async def _apologise(message: discord.Message, error: Exception, incoming: IncomingMessage) -> None:
-        locale = "zh" if CJK.search(incoming.text) else "en"
         try:
-            await message.reply(texts.error_text(error, locale))
+            await message.reply(texts.error_text(error, _locale(incoming)))
         except discord.HTTPException as exc:
             log.warning("could not tell the user about the error: %s", exc)
 
@@ -179,6 +202,11 @@ async def _serve(client: MnemoBot, token: str) -> None:
             await client.start(token)
         except discord.LoginFailure as exc:
             raise ConfigError(TOKEN_REFUSED) from exc
+
+
+def _locale(incoming: IncomingMessage) -> str:
+    """Discord sends no language with a message: the language it is written in."""
+    return "zh" if CJK.search(incoming.text) else "en"
 
 
 def _token(settings: Settings) -> str:

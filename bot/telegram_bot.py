@@ -8,16 +8,13 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
-import re
 import warnings
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from telegram import Bot, BotCommand, Message, MessageEntity, Update, User
-from telegram.constants import ChatAction, ChatType
+from telegram import BotCommand, Update
 from telegram.error import Forbidden, NetworkError, RetryAfter, TelegramError
 from telegram.ext import (
     Application,
@@ -33,17 +30,16 @@ from telegram.ext import (
 from telegram.warnings import PTBDeprecationWarning
 
 from bot import telegram_render as render
+from bot.telegram_chat import ChatHandler, answer_unanswered
 from bot.telegram_handlers import (
     IMPORT_CAPTION,
     CommandHandlers,
     Context,
     answer_privately,
-    language_of,
     locale_of,
 )
 from shared.commands import texts
 from shared.commands.service import MemoryCommands
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.errors import ConfigError, MnemoError
 from shared.settings import Settings
@@ -52,7 +48,6 @@ log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = [Update.MESSAGE, Update.CALLBACK_QUERY]
 CONCURRENT_UPDATES = 256
-TYPING_REPEAT_SECONDS = 4.0  # Telegram shows "typing…" for 5 s per chat action
 FLOOD_RETRY_ATTEMPTS = 4
 FLOOD_MAX_WAIT_SECONDS = 60.0
 NOT_RETRIED = frozenset({"sendChatAction"})  # a late "typing…" is worthless
@@ -94,76 +89,6 @@ class FloodControl(BaseRateLimiter[None]):
                 attempt += 1
 
 
-@asynccontextmanager
-async def typing(bot: Bot, message: Message) -> AsyncIterator[None]:
-    """Show "typing…" in the message's chat until the block ends (repeated, as it fades after 5 s)."""
-
-    async def keep_typing() -> None:
-        while True:
-            try:
-                await bot.send_chat_action(message.chat_id, ChatAction.TYPING,
-                                           message_thread_id=message.message_thread_id)
-            except TelegramError as exc:  # cosmetic: never let it stop the reply
-                log.debug("chat action failed: %s", exc)
-            await asyncio.sleep(TYPING_REPEAT_SECONDS)
-
-    task = asyncio.create_task(keep_typing())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
-
-
-def addressed_text(message: Message, me: User) -> str | None:
-    """What was said to the bot: a private message whole; in a group only when the bot is mentioned
-    or replied to (its mentions removed), else None."""
-    value = message.text or ""
-    if message.chat.type == ChatType.PRIVATE:
-        return value
-    handle = f"@{me.username}".lower()
-    mentions = [entity for entity in message.entities
-                if (entity.type == MessageEntity.MENTION and message.parse_entity(entity).lower() == handle)
-                or (entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == me.id)]
-    replied = message.reply_to_message
-    if not mentions and not (replied and replied.from_user and replied.from_user.id == me.id):
-        return None
-    encoded = value.encode("utf-16-le")  # entity offsets count UTF-16 code units
-    for entity in sorted(mentions, key=lambda e: e.offset, reverse=True):
-        encoded = encoded[:entity.offset * 2] + b" \x00" + encoded[(entity.offset + entity.length) * 2:]
-    stripped = re.sub(r"[ \t]{2,}", " ", encoded.decode("utf-16-le"))
-    return re.sub(r"^[\s,:;，：；]+", "", stripped).strip()
-
-
-class ChatHandler:
-    """Conversation messages: each addressed one goes to the conversation service, the reply comes back."""
-
-    def __init__(self, service: ConversationService) -> None:
-        self.service = service
-
-    async def __call__(self, update: Update, context: Context) -> None:
-        """Answer a text message (in groups only when addressed), showing "typing…" meanwhile."""
-        message, user = update.effective_message, update.effective_user
-        if message is None or user is None or user.is_bot:
-            return
-        said = addressed_text(message, context.bot.bot)
-        if not said:
-            return
-        private = message.chat.type == ChatType.PRIVATE
-        incoming = IncomingMessage(platform="telegram", chat_id=str(message.chat_id), user_id=str(user.id),
-                                   text=said, sent_at=message.date, is_private=private,
-                                   display_name=user.full_name, message_id=str(message.message_id),
-                                   locale=language_of(user), chat_title=message.chat.title)
-        async with typing(context.bot, message):
-            reply = await self.service.handle_message(incoming)
-        if reply.duplicate or not reply.text.strip():
-            return
-        for index, part in enumerate(render.reply_messages(reply, language_of(user))):
-            await message.reply_text(part.text, entities=list(part.entities) or None,
-                                     do_quote=index == 0 and not private)
-
-
 async def drop_without_sender(update: Update, context: Context) -> None:
     """An update no user sent (a malformed one: Telegram names a stand-in bot even for anonymous
     admins) reaches no handler: every command acts for, and answers, its sender."""
@@ -201,6 +126,19 @@ async def on_error(update: object, context: Context) -> None:
         log.warning("could not tell the user about the error: %s", exc)
 
 
+class OnStart:
+    """What the bot does once connected: set its command menus, then (in the background, while new
+    updates are already handled) answer the messages it recorded but never answered before it stopped."""
+
+    def __init__(self, service: ConversationService) -> None:
+        self.service = service
+        self.answering: asyncio.Task[None] | None = None
+
+    async def __call__(self, application: Application) -> None:
+        await set_command_menus(application)
+        self.answering = asyncio.get_running_loop().create_task(answer_unanswered(application.bot, self.service))
+
+
 async def set_command_menus(application: Application) -> None:
     """The command menu in English (every language) and Chinese, set only when it changed."""
     for language, column in ((None, 1), ("zh", 2)):
@@ -221,7 +159,7 @@ def build_application(settings: Settings, service: ConversationService, commands
     application = (ApplicationBuilder().token(settings.telegram_token.get_secret_value())
                    .base_url(settings.telegram_api_base_url).base_file_url(file_base_url(settings.telegram_api_base_url))
                    .concurrent_updates(CONCURRENT_UPDATES).rate_limiter(FloodControl()).job_queue(None)
-                   .post_init(set_command_menus).build())
+                   .post_init(OnStart(service)).build())
     on_command = CommandHandlers(commands, bot_name=settings.bot_name)
     application.add_handler(TypeHandler(Update, drop_without_sender), group=-1)
     application.add_handlers([

@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     history_turns: Annotated[int, Field(ge=0, le=100)] = 15
     memory_eviction_threshold: Annotated[int | None, Field(ge=1)] = None
     session_idle_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 30
+    database_patience_seconds: Annotated[float, Field(ge=0, le=24 * 3600)] = 600.0
+    """How long a message is kept and retried while the database cannot be reached."""
     default_timezone: str = "UTC"
     daily_maintenance_hour_utc: Annotated[int, Field(ge=0, le=23)] = 3
     reminder_scan_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0

@@ -12,7 +12,7 @@ from datetime import timedelta
 from kombu.exceptions import OperationalError as BrokerConnectionError
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from shared.errors import BrokerUnavailable
+from shared.errors import BrokerUnavailable, DatabaseUnavailable
 from shared.lifecycle import decay, dedup, embedding, episodes, reviews
 from shared.lifecycle import extraction as knowledge
 from shared.lifecycle import outbox as jobs
@@ -21,7 +21,7 @@ from shared.reminders import service as reminders
 from worker.celery_app import app
 from worker.context import context
 
-TRANSIENT = (OperationalError, DBAPIError, ConnectionError, TimeoutError)
+TRANSIENT = (DatabaseUnavailable, OperationalError, DBAPIError, ConnectionError, TimeoutError)
 RETRY = {"autoretry_for": TRANSIENT, "retry_backoff": 2, "retry_backoff_max": 300, "retry_jitter": True,
          "max_retries": 8}
 

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.commands.texts import error_text
-from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
 
 log = logging.getLogger(__name__)
 MAX_REPORTED_PROBLEMS = 20
@@ -68,6 +68,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ConfirmationInvalid)
     async def expired(request: Request, exc: ConfirmationInvalid) -> JSONResponse:
         return _refused(request, 400, exc.key, error_text(exc, "en"))
+
+    @app.exception_handler(DatabaseUnavailable)
+    async def database_away(request: Request, exc: DatabaseUnavailable) -> JSONResponse:
+        log.warning("%s %r: the database is unavailable: %s", request.method, request.url.path, exc.__cause__ or exc)
+        return error_response(503, "database_unavailable", error_text(exc, "en"), {"Retry-After": "30"})
 
 
 def log_refusal(method: str, path: str, status: int, code: str, why: str = "") -> None:

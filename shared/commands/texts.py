@@ -113,6 +113,8 @@ ERRORS: dict[str, tuple[str, str]] = {
                            "这个登录链接无效、已使用或已过期。请发送 /panel 获取新链接。"),
     "not_found": ("I can't find that.", "找不到。"),
     "unexpected": ("Something went wrong. Please try again.", "出了点问题，请重试。"),
+    "database_unavailable": ("My memory store can't be reached right now, so nothing was changed. Please try "
+                             "again in a minute.", "我的记忆库暂时连不上，什么都没有改动。请过一会儿再试。"),
 }
 
 
@@ -362,6 +364,20 @@ def _accounts(accounts: Sequence[Any], locale: str | None) -> str:
 def unlinked_text(locale: str | None) -> str:
     return _pick(locale, "Unlinked. This account starts fresh; your memories stay with your other account.",
                  "已解除关联。这个账号从头开始，记忆保留在另一个账号上。")
+
+
+def waiting_for_database_text(locale: str | None) -> str:
+    """Said once when a message has to wait for the database: it is kept and answered when it is back."""
+    return _pick(locale, "My memory store is out of reach for a moment. I've kept your message and will answer "
+                         "as soon as it's back.",
+                 "我的记忆库暂时连不上。你的消息我留着，一恢复就回复你。")
+
+
+def answered_late_text(said: str, locale: str | None) -> str:
+    """Before an answer to a message left unanswered when the bot stopped (where it cannot quote it)."""
+    quoted = _param(said)
+    return _pick(locale, f"(Sorry, I stopped before answering “{quoted}”.)",
+                 f"（抱歉，我刚才没来得及回复“{quoted}”。）")
 
 
 def error_text(exc: BaseException, locale: str | None) -> str:

@@ -21,6 +21,8 @@ class ConversationConfig:
     history_turns: int
     idle: timedelta
     default_timezone: str
+    database_patience: timedelta = timedelta(minutes=10)
+    """How long a message is kept and tried again while the database cannot be reached."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConversationConfig:
@@ -28,4 +30,5 @@ class ConversationConfig:
                    emotion_enabled=settings.use_memory_emotion_system,
                    retrieval_limit=settings.memory_retrieval_limit,
                    memory_budget_tokens=settings.memory_context_tokens, history_turns=settings.history_turns,
-                   idle=timedelta(minutes=settings.session_idle_minutes), default_timezone=settings.default_timezone)
+                   idle=timedelta(minutes=settings.session_idle_minutes), default_timezone=settings.default_timezone,
+                   database_patience=timedelta(seconds=settings.database_patience_seconds))

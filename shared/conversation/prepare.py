@@ -58,23 +58,30 @@ class PreparedTurn:
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
-                 query_vector: Sequence[float] | None, vectors) -> PreparedTurn:
+                 query_vector: Sequence[float] | None, vectors, resume: bool = False) -> PreparedTurn:
+    """Step 1. With ``resume``, a message recorded before but never answered (the process stopped, or
+    the database went away, in between) is answered now instead of being treated as a duplicate."""
     identity = uow.users.identify(message.platform, message.user_id, display_name=message.display_name,
                                   locale=message.locale)
     chat = uow.chats.get_or_create(message.platform, message.chat_id,
                                    "private" if message.is_private else "group", message.chat_title)
     user_id, timezone = identity.user_id, zone_or_default(identity.timezone, config.default_timezone)
+    seen = None
     if message.message_id is not None:
         seen = uow.turns.by_platform_message(chat.id, "user", message.message_id)
-        if seen is not None:
+        if seen is not None and not (resume and _never_answered(uow, seen)):
             return _duplicate(uow, seen)
-    session = _working_memory(uow, user_id, chat.id, now, config)
-    history = [(turn.role, turn.text) for turn in uow.turns.recent(user_id, session.id, config.history_turns)]
+    session = _working_memory(uow, user_id, chat.id, now, config, continuing=seen)
+    history = [(turn.role, turn.text) for turn in uow.turns.recent(
+        user_id, session.id, config.history_turns, before_turn_id=seen.id if seen is not None else None)]
     text, warnings = _clean_message(message.text)
-    turn_id = _record_user_turn(uow, message, user_id, chat.id, session.id, text)
-    if turn_id is None:  # the same message was recorded by another process a moment ago
-        return _duplicate(uow, uow.turns.by_platform_message(chat.id, "user", str(message.message_id)))
-    session.turn_count += 1
+    if seen is not None:
+        turn_id = seen.id
+    else:
+        turn_id = _record_user_turn(uow, message, user_id, chat.id, session.id, text)
+        if turn_id is None:  # the same message was recorded by another process a moment ago
+            return _duplicate(uow, uow.turns.by_platform_message(chat.id, "user", str(message.message_id)))
+        session.turn_count += 1
     session.updated_at = now
     strategy = ResponseStrategy.from_json(session.next_strategy) if config.emotion_enabled else PLAIN_STRATEGY
     recall = recall_for_turn(uow, user_id, text, now=now, limit=config.retrieval_limit,
@@ -155,11 +162,13 @@ def _note(memory: Memory, score: float = 0.0) -> MemoryNote:
     return MemoryNote(content=memory.content, type=memory.type, predicate=memory.predicate, score=score)
 
 
-def _working_memory(uow: UnitOfWork, user_id: int, chat_id: int, now: datetime,
-                    config: ConversationConfig) -> ConversationSession:
-    """The open session, unless it has been idle too long: then it is closed and a new one opened."""
+def _working_memory(uow: UnitOfWork, user_id: int, chat_id: int, now: datetime, config: ConversationConfig,
+                    continuing: ConversationTurn | None = None) -> ConversationSession:
+    """The open session, unless it has been idle too long: then it is closed and a new one opened.
+    A message answered late (``continuing``) is answered in its own session while that is open."""
     current = uow.sessions.open_for(user_id, chat_id, lock=True)
-    if current is not None and now - current.updated_at <= config.idle:
+    if current is not None and (now - current.updated_at <= config.idle
+                                or (continuing is not None and continuing.session_id == current.id)):
         return current
     if current is not None:
         uow.sessions.close(current.id, now)
@@ -176,6 +185,10 @@ def _record_user_turn(uow: UnitOfWork, message: IncomingMessage, user_id: int, c
         user_id=user_id, chat_id=chat_id, session_id=session_id, role="user",
         platform_message_id=message.message_id, text=text, token_estimate=estimate_tokens(text),
         created_at=message.sent_at))
+
+
+def _never_answered(uow: UnitOfWork, seen: ConversationTurn) -> bool:
+    return uow.turns.reply_in_session(seen.user_id, seen.session_id, seen.id) is None
 
 
 def _duplicate(uow: UnitOfWork, seen: ConversationTurn | None) -> PreparedTurn:

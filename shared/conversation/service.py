@@ -7,6 +7,11 @@
    it fails);
 3. apply (one short transaction): the reply turn, working memory, stated memories, todos, access
    tracking and the background jobs owed, all or nothing.
+
+While the database is away, steps 1 and 3 are tried again for ``DATABASE_PATIENCE_SECONDS`` (the
+front-end is told once, to let the user know). A message recorded but never answered, because a bot
+stopped or lost its database in between, is answered when the bot starts again
+(:meth:`ConversationService.unanswered_replies`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -22,10 +27,11 @@ from shared.conversation.apply import AppliedTurn, TurnResult, apply_turn_result
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply, UsedMemory
 from shared.conversation.offline import OfflineResponder
+from shared.conversation.patience import OnDelay, patiently
 from shared.conversation.prepare import PreparedTurn, prepare_turn
 from shared.conversation.prompt import BuiltPrompt
 from shared.emotion import UNKNOWN, Emotion
-from shared.errors import EmbeddingError
+from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.turn_schema import TurnOutput
 from shared.recall.embeddings import Embedder
@@ -33,6 +39,10 @@ from shared.recall.retrieval import Recall
 from shared.repositories.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
+
+MAX_UNANSWERED = 100
+"""How many unanswered messages one start answers (the oldest first)."""
+UNSAVED_REPLY = "The database went away before this reply could be saved; it will not be remembered."
 
 
 class ConversationService:
@@ -52,30 +62,66 @@ class ConversationService:
         self.dispatch = dispatch
         """Hands the jobs a turn owes to the broker after commit (None: they wait for the outbox sweep)."""
 
-    async def handle_message(self, message: IncomingMessage) -> Reply:
-        """Reply to one message; duplicates (same platform message id) are answered once."""
+    async def handle_message(self, message: IncomingMessage, *, resume: bool = False,
+                             on_delay: OnDelay | None = None) -> Reply:
+        """Reply to one message; duplicates (same platform message id) are answered once, except that
+        with ``resume`` one recorded before and never answered is answered now. ``on_delay`` is awaited
+        once if the message has to wait for the database; past the patience it raises
+        :class:`DatabaseUnavailable` (nothing was recorded, or the turn is answered on the next start)."""
         started = time.perf_counter()
+        on_delay = _once(on_delay)
         vector, warnings = await self._embed_query(message.text)
-        prepared = await asyncio.to_thread(self._prepare, message, vector)
+        prepared = await patiently(lambda retrying: self._prepare(message, vector, resume or retrying),
+                                   self.config.database_patience, on_delay, what="a message")
         if prepared.duplicate is not None:
             return prepared.duplicate
         prepared_at = time.perf_counter()
         result = await self._complete(prepared)
         answered_at = time.perf_counter()
-        applied = await asyncio.to_thread(self._apply, prepared, result)
+        try:
+            applied = await patiently(lambda retrying: self._apply(prepared, result, retrying),
+                                      self.config.database_patience, on_delay, what="a reply")
+        except DatabaseUnavailable:  # the user still gets the answer; the turn stays owed a reply
+            applied = AppliedTurn(memory_ids=(), todo_ids=(), warnings=(UNSAVED_REPLY,))
         timings = {"prepare": (prepared_at - started) * 1000, "llm": (answered_at - prepared_at) * 1000,
                    "apply": (time.perf_counter() - answered_at) * 1000}
         return replace(self._reply(prepared, result, applied, warnings), timings_ms=timings)
 
-    def _prepare(self, message: IncomingMessage, vector: list[float] | None) -> PreparedTurn:
+    async def unanswered_replies(self, platform: str, *,
+                                 platform_user_id: str | None = None) -> AsyncIterator[tuple[IncomingMessage, Reply]]:
+        """Answer, oldest first, the messages on ``platform`` (of one user, when given) that were recorded
+        but never answered while their conversation is still open: a bot calls this when it starts."""
+        found = await patiently(lambda _retrying: self._unanswered(platform, platform_user_id),
+                                self.config.database_patience, what="unanswered messages")
+        if found:
+            log.info("answering %d message(s) on %s that were recorded but not answered", len(found), platform)
+        for message in found:
+            reply = await self.handle_message(message, resume=True)
+            if not reply.duplicate:
+                yield message, reply
+
+    def _unanswered(self, platform: str, platform_user_id: str | None) -> list[IncomingMessage]:
+        with self.uow_factory() as uow:
+            rows = uow.turns.unanswered(platform, self.clock() - self.config.idle, MAX_UNANSWERED,
+                                        platform_user_id=platform_user_id)
+        return [IncomingMessage(platform=platform, chat_id=row.chat.platform_chat_id,
+                                user_id=row.identity.platform_user_id, text=row.turn.text, sent_at=row.turn.created_at,
+                                is_private=row.chat.kind == "private", display_name=row.identity.display_name,
+                                message_id=row.turn.platform_message_id, locale=row.identity.locale,
+                                chat_title=row.chat.title) for row in rows]
+
+    def _prepare(self, message: IncomingMessage, vector: list[float] | None, resume: bool) -> PreparedTurn:
         with self.uow_factory() as uow:
             prepared = prepare_turn(uow, message, self.config, now=self.clock(), query_vector=vector,
-                                    vectors=self.vectors)
+                                    vectors=self.vectors, resume=resume)
             uow.commit()
         return prepared
 
-    def _apply(self, prepared: PreparedTurn, result: TurnResult) -> AppliedTurn:
+    def _apply(self, prepared: PreparedTurn, result: TurnResult, retrying: bool) -> AppliedTurn:
         with self.uow_factory() as uow:
+            if retrying and uow.turns.reply_in_session(prepared.user_id, prepared.session_id,
+                                                       prepared.user_turn_id) is not None:
+                return AppliedTurn(memory_ids=(), todo_ids=(), warnings=())  # the lost commit had landed
             applied = apply_turn_result(uow, prepared, result, self.config, now=self.clock(),
                                         embeddings_wanted=self.embedder is not None)
             uow.commit()
@@ -134,6 +180,21 @@ class ConversationService:
             stored_memory_ids=applied.memory_ids,
             todo_ids=applied.todo_ids,
         )
+
+
+def _once(on_delay: OnDelay | None) -> OnDelay | None:
+    """``on_delay`` that runs only the first time (a message waits for the database at most once in words)."""
+    if on_delay is None:
+        return None
+    told = False
+
+    async def tell() -> None:
+        nonlocal told
+        if not told:
+            told = True
+            await on_delay()
+
+    return tell
 
 
 def _used(recall: Recall, prompt: BuiltPrompt) -> tuple[UsedMemory, ...]:

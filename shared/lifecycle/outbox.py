@@ -72,7 +72,8 @@ def _send_all(uow: UnitOfWork, send: Send, jobs: list[OutboxJob], now: datetime)
         try:
             send(job.task, {"job_id": job.id, **job.payload})
         except BrokerUnavailable as exc:  # the job stays owed and the sweep retries
-            log.warning("could not send job %s (%s) to the broker: %s", job.id, job.task, exc, exc_info=True)
+            log.warning("could not send job %s (%s) to the broker, the sweep sends it later: %s", job.id, job.task,
+                        exc, exc_info=log.isEnabledFor(logging.DEBUG))
             break
         uow.outbox.mark_sent(job.id, now)
         sent += 1

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from shared.db.models import ConversationSession, ConversationTurn
+from shared.db.models import Chat, ConversationSession, ConversationTurn, Identity
 from shared.text import clean_text
+
+
+class UnansweredTurn(NamedTuple):
+    """A user's message that ends an open conversation: recorded, never answered."""
+
+    turn: ConversationTurn
+    chat: Chat
+    identity: Identity
 
 
 class SessionRepository:
@@ -126,15 +135,43 @@ class TurnRepository:
         )
         return self.session.scalars(query).one_or_none()
 
-    def recent(self, user_id: int, session_id: int, limit: int) -> list[ConversationTurn]:
-        """The last ``limit`` turns of a session, oldest first."""
+    def recent(self, user_id: int, session_id: int, limit: int, *,
+               before_turn_id: int | None = None) -> list[ConversationTurn]:
+        """The last ``limit`` turns of a session (those before ``before_turn_id`` when given), oldest first."""
         query = (
             select(ConversationTurn)
             .where(ConversationTurn.user_id == user_id, ConversationTurn.session_id == session_id)
             .order_by(ConversationTurn.id.desc())
             .limit(limit)
         )
+        if before_turn_id is not None:
+            query = query.where(ConversationTurn.id < before_turn_id)
         return list(reversed(self.session.scalars(query).all()))
+
+    def unanswered(self, platform: str, since: datetime, limit: int, *,
+                   platform_user_id: str | None = None) -> list[UnansweredTurn]:
+        """Messages on ``platform`` that are the last turn of a conversation still open and active since
+        ``since``: the bot stopped (or lost its database) after recording them and before answering.
+        Oldest first, with the chat and the speaker's identity on that platform."""
+        last_turn = (select(func.max(ConversationTurn.id)).where(ConversationTurn.session_id == ConversationSession.id)
+                     .correlate(ConversationSession).scalar_subquery())
+        speaker = (select(func.min(Identity.id))  # a user joined by /link may hold two accounts on one platform
+                   .where(Identity.user_id == ConversationTurn.user_id, Identity.platform == Chat.platform)
+                   .correlate(ConversationTurn, Chat).scalar_subquery())
+        query = (
+            select(ConversationTurn, Chat, Identity)
+            .join(ConversationSession, ConversationSession.id == ConversationTurn.session_id)
+            .join(Chat, Chat.id == ConversationTurn.chat_id)
+            .join(Identity, Identity.id == speaker)
+            .where(ConversationSession.closed_at.is_(None), ConversationSession.updated_at >= since,
+                   Chat.platform == platform, ConversationTurn.id == last_turn, ConversationTurn.role == "user",
+                   ConversationTurn.platform_message_id.is_not(None))
+            .order_by(ConversationTurn.id)
+            .limit(limit)
+        )
+        if platform_user_id is not None:
+            query = query.where(Identity.platform_user_id == platform_user_id)
+        return [UnansweredTurn(*row) for row in self.session.execute(query).all()]
 
     def for_user(self, user_id: int, limit: int | None = None, offset: int = 0) -> list[ConversationTurn]:
         query = (

@@ -1,7 +1,8 @@
 """The unit of work: one transaction and the repositories that share it.
 
 It rolls back unless told to commit, so a service that fails half-way leaves nothing behind.
-Objects loaded inside stay readable after the block (detached, not expired).
+Objects loaded inside stay readable after the block (detached, not expired). A database that cannot
+be reached, or drops the connection, leaves the block as :class:`DatabaseUnavailable`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from types import TracebackType
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from shared.db.availability import database_unreachable
+from shared.errors import DatabaseUnavailable
 from shared.repositories.accounts import AccountDataRepository
 from shared.repositories.conversation import SessionRepository, TurnRepository
 from shared.repositories.episodes import EpisodeRepository
@@ -57,6 +60,8 @@ class UnitOfWork:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.session.close()  # rolls back whatever was not committed; loaded objects stay readable
+        if exc is not None and database_unreachable(exc):
+            raise DatabaseUnavailable("database_unavailable") from exc
 
     def commit(self) -> None:
         self.session.commit()

@@ -30,10 +30,13 @@ _ES = r"(?:^|(?<=[,;]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s)|(?<=\bnow\s)|(?<=
 _EADV = (r"(?:(?:now|currently|still|also|actually|just|really|recently|finally|already|definitely|absolutely|"
          r"totally|truly|honestly|kinda|kind of|sort of|pretty much|do|really do)\s+)*")
 _EO = r"(?P<object>[^,;.!?，。；！？]{1,60}?)"
-_EE = r"(?:\s+(?:now|anymore|any more|these days|too|as well|a lot|so much|very much))*\s*(?=$|[,;])"
+_EE = (r"(?:\s+(?:now|anymore|any more|these days|too|as well|a lot|so much|very much))*\s*"
+       r"(?=$|[,;]|\s+(?:and|but|so|also)\s+(?:I|I'm|I've|my)\b)")
+"""Where an English statement ends: the sentence's end, a comma, or the next clause about the speaker
+("I live in Porto and I have a dog")."""
 _ENAME = r"(?P<object>[^\W\d_][\w'’. -]{0,30}?)"
 _ECOUNT = r"(?:a|an|one|two|three|four|five|\d+)"
-_EROLE_END = r"(?=$|[,;]|\s+(?:at|in|for|with|and|since|who|by|from)\b)"
+_EROLE_END = r"(?=$|[,;]|\s+(?:at|in|for|with|and|but|so|since|who|by|from)\b)"
 
 
 @dataclass(frozen=True)

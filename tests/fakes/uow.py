@@ -30,10 +30,11 @@ from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.sql.functions import now as sql_now
 
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
-from shared.db.models import Base, Chat, Identity, User
+from shared.db.models import Base, Chat, ConversationSession, ConversationTurn, Identity, User
 from shared.db.token_models import OneTimeToken
 from shared.db.web_session_models import WebSession
 from shared.repositories.accounts import LEARNT_FROM_THE_USER
+from shared.repositories.conversation import UnansweredTurn
 from shared.repositories.reminders import CLAIM_LEASE, CLAIMS_PER_USER, MAX_ERROR_CHARS
 from shared.search.tsquery import MAX_LIKE_CHARS
 from shared.text import clean_text
@@ -136,6 +137,8 @@ class FakeUnitOfWork:
         self._rows = _Transaction(self.database)
         self.users = FakeUserRepository(self._rows)
         self.chats = FakeChatRepository(self._rows)
+        self.sessions = FakeSessionRepository(self._rows)
+        self.turns = FakeTurnRepository(self._rows)
         self.memories = FakeMemoryRepository(self._rows)
         self.events = FakeMemoryEventRepository(self._rows)
         self.todos = FakeTodoRepository(self._rows)
@@ -280,6 +283,43 @@ class FakeChatRepository(_Repository):
     def lock_by_platform_ids(self, platform: str, platform_chat_ids: list[str]) -> dict[str, Chat]:
         return {chat.platform_chat_id: chat for chat in self._rows.select(Chat, platform=platform)
                 if chat.platform_chat_id in platform_chat_ids}
+
+
+class FakeSessionRepository(_Repository):
+    def start(self, user_id: int, chat_id: int, now: datetime) -> ConversationSession:
+        found = [row for row in self._rows.select(ConversationSession, user_id=user_id, chat_id=chat_id)
+                 if row.closed_at is None]
+        return found[0] if found else self._rows.insert(
+            ConversationSession(user_id=user_id, chat_id=chat_id, created_at=now, updated_at=now, turn_count=0))
+
+    def close(self, session_id: int, now: datetime) -> bool:
+        session = self._rows.table(ConversationSession).get(session_id)
+        if session is None or session.closed_at is not None:
+            return False
+        session.closed_at = now
+        return True
+
+
+class FakeTurnRepository(_Repository):
+    def add(self, turn: ConversationTurn) -> ConversationTurn:
+        turn.text = clean_text(turn.text)
+        return self._rows.insert(turn)
+
+    def unanswered(self, platform: str, since: datetime, limit: int, *,
+                   platform_user_id: str | None = None) -> list[UnansweredTurn]:
+        last: dict[int, ConversationTurn] = {}
+        for turn in self._rows.select(ConversationTurn):
+            if turn.session_id is not None:
+                last[turn.session_id] = turn
+        found = []
+        for session_id, turn in sorted(last.items(), key=lambda item: item[1].id):
+            session, chat = self._rows.table(ConversationSession)[session_id], self._rows.table(Chat)[turn.chat_id]
+            speakers = self._rows.select(Identity, user_id=turn.user_id, platform=chat.platform)
+            if (session.closed_at is None and session.updated_at >= since and chat.platform == platform
+                    and turn.role == "user" and turn.platform_message_id is not None and speakers
+                    and platform_user_id in (None, speakers[0].platform_user_id)):
+                found.append(UnansweredTurn(turn, chat, speakers[0]))
+        return found[:limit]
 
 
 def _active(memory: Memory) -> bool:

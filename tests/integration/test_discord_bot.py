@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import SecretStr
@@ -26,14 +26,17 @@ from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.config import ConversationConfig
-from shared.conversation.messages import Reply
+from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
+from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Todo
 from shared.db.models import Chat, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.llm.client import ChatModel
+from shared.repositories.uow import UnitOfWork
 from shared.settings import Settings
+from tests.fakes.database_outage import DatabaseOutage
 from tests.fakes.discord_api import EPHEMERAL, FakeDiscord
 from tests.waiting import until
 
@@ -387,7 +390,7 @@ def test_a_mention_in_a_server_is_answered_as_a_reply_without_the_mention(run, f
 def test_a_chat_message_that_fails_is_logged_with_its_traceback_and_the_user_told(run, fake_discord, uow_factory,
                                                                                  caplog):
     class BrokenConversation(ConversationService):
-        async def handle_message(self, message):
+        async def handle_message(self, message, **_options):
             raise RuntimeError("prompt on fire")
 
     broken = BrokenConversation(uow_factory, CONFIG, chat_model=None)
@@ -398,6 +401,67 @@ def test_a_chat_message_that_fails_is_logged_with_its_traceback_and_the_user_tol
     [answer] = fake_discord.messages_in(fake_discord.dm_channel(ALICE))
     assert answer["content"] == texts.error_text(RuntimeError("prompt on fire"), "zh")
     assert "prompt on fire" not in answer["content"]
+
+
+def test_a_message_recorded_but_unanswered_when_the_bot_stopped_is_answered_as_a_reply_when_ready(
+        run, fake_discord, uow_factory):
+    said = fake_discord.incoming_message("qual é o melhor pastel de nata?", user_id=ALICE, guild_id=GUILD,
+                                         channel_id=CHANNEL)
+    incoming = IncomingMessage(platform="discord", chat_id=CHANNEL, user_id=ALICE, text=said["content"],
+                               sent_at=datetime.now(UTC), is_private=False, message_id=said["id"])
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.queue_reply({"response": "never delivered"}, delay=30)
+        model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=30)
+
+        async def stopped_mid_turn() -> None:  # what kill -9 during the LLM call leaves: the turn, no reply
+            turn = asyncio.create_task(ConversationService(uow_factory, CONFIG, chat_model=model)
+                                       .handle_message(incoming))
+            await until(lambda: llm.chat_requests())
+            turn.cancel()
+
+        asyncio.run(stopped_mid_turn())
+
+    async def ready(bot: Bot) -> None:
+        bot.client.dispatch("ready")
+        await until(lambda: bot.client.answering is not None)
+        await bot.client.answering
+
+    run(ready)
+    run(ready)  # answered once: the next start owes nothing
+
+    [answer] = fake_discord.messages_in(CHANNEL)
+    assert str(answer["message_reference"]["message_id"]) == said["id"]
+    assert answer["allowed_mentions"] == {"parse": [], "replied_user": True}
+
+
+@pytest.mark.committed
+def test_a_message_sent_while_the_database_is_away_is_kept_and_answered_when_it_is_back(
+        fake_discord, memory, uow_factory, migrated_url):
+    with DatabaseOutage(migrated_url) as outage:
+        engine = make_engine(outage.url, pool_size=2, max_overflow=2)
+        relayed = session_factory(engine)
+        service = ConversationService(lambda: UnitOfWork(relayed), CONFIG, chat_model=None)
+        dm = fake_discord.dm_channel(ALICE)
+
+        async def scenario() -> None:
+            async with Bot(fake_discord, service, memory) as bot:
+                outage.down()
+                answered = asyncio.create_task(bot.receive(fake_discord.incoming_message("我搬到成都了",
+                                                                                         user_id=ALICE)))
+                await until(lambda: fake_discord.messages_in(dm), what="the user to be told the message is kept")
+                outage.up()
+                await answered
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            engine.dispose()
+
+    kept, answer = fake_discord.messages_in(dm)
+    assert kept["content"] == texts.waiting_for_database_text("zh")
+    assert answer["content"] and answer["content"] != kept["content"]
+    with uow_factory() as uow:
+        assert [turn.role for turn in uow.session.scalars(select(ConversationTurn))] == ["user", "assistant"]
 
 
 def test_server_messages_not_addressed_to_the_bot_and_other_bots_are_ignored(run, fake_discord):

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import select
 
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
-from shared.db.models import Base
+from shared.db.models import Base, ConversationTurn
 from shared.repositories.uow import UnitOfWork
 from tests.fakes.uow import FakeDatabase, FakeUnitOfWork
 
@@ -306,11 +306,37 @@ def users_chats_and_jobs_are_found_again(db: Backend) -> dict:
     return seen
 
 
+def a_message_ending_an_open_conversation_is_owed_an_answer(db: Backend) -> dict:
+    alice, bob, chat = two_users(db)
+    with db.uow_factory() as uow:
+        for user, words in ((alice, ("hi", "still there?")), (bob, ("answered",))):
+            session = uow.sessions.start(user, chat, NOW)
+            for number, text in enumerate(words):
+                uow.turns.add(ConversationTurn(user_id=user, chat_id=chat, session_id=session.id, role="user",
+                                               platform_message_id=f"{user}-{number}", text=text, created_at=NOW))
+        uow.turns.add(ConversationTurn(user_id=bob, chat_id=chat, session_id=session.id, role="assistant",
+                                       text="yes", created_at=NOW))
+        uow.commit()
+
+    def owed(platform: str = "telegram", since: datetime = NOW, **only) -> list:
+        with db.uow_factory() as uow:
+            return [(row.turn.text, row.chat.platform_chat_id, row.identity.platform_user_id)
+                    for row in uow.turns.unanswered(platform, since, 10, **only)]
+
+    seen = {"owed": owed(), "alice": owed(platform_user_id="1"), "bob": owed(platform_user_id="2"),
+            "on discord": owed("discord"), "idle since": owed(since=NOW + timedelta(minutes=1))}
+    with db.uow_factory() as uow:
+        uow.sessions.close(uow.sessions.start(alice, chat, NOW).id, NOW)
+        uow.commit()
+    seen["closed"] = owed()
+    return seen
+
+
 SCENARIOS = [a_todo_is_the_users_alone_and_gets_the_databases_defaults, only_a_commit_keeps_changes,
              due_reminders_are_claimed_under_a_lease, one_users_backlog_leaves_room_for_everyone_elses_reminders,
              memories_are_paged_searched_and_purged_with_their_history,
              forgetting_leaves_tombstones_and_deletes_what_was_learnt, one_time_tokens_are_the_owners_and_single_use,
-             users_chats_and_jobs_are_found_again]
+             users_chats_and_jobs_are_found_again, a_message_ending_an_open_conversation_is_owed_an_answer]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda scenario: scenario.__name__)

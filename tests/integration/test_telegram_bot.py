@@ -22,8 +22,9 @@ from shared.app.logs import redact_every_record
 from shared.commands import texts
 from shared.commands.service import Caller, ImportReport, MemoryCommands
 from shared.conversation.config import ConversationConfig
-from shared.conversation.messages import Reply
+from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
+from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Todo
 from shared.db.models import ConversationTurn
 from shared.delivery.platform_api import TelegramSender
@@ -31,7 +32,9 @@ from shared.emotion import PLAIN_STRATEGY, UNKNOWN
 from shared.errors import ConfirmationInvalid, NotFound
 from shared.llm.client import ChatModel
 from shared.reminders.service import claim_due_reminders, deliver_reminder
+from shared.repositories.uow import UnitOfWork
 from shared.settings import Settings
+from tests.fakes.database_outage import DatabaseOutage
 from tests.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from tests.waiting import until
 
@@ -442,6 +445,57 @@ def test_a_slow_llm_reply_does_not_hold_other_users(telegram, settings, commands
 
     assert telegram.messages_to(1002)[0]["text"] == texts.help_text("zh")
     assert telegram.messages_to(1001)[0]["text"].startswith("Sorry for the wait.")
+
+
+def test_a_message_recorded_but_unanswered_when_the_bot_stopped_is_answered_as_a_reply_on_start(
+        telegram, settings, commands, uow_factory, llm):
+    said = IncomingMessage(platform="telegram", chat_id="1001", user_id="1001", text="which tram goes to Belém?",
+                           sent_at=datetime.now(UTC), display_name="Alice", message_id="4321", locale="en")
+    llm.queue_reply(llm_turn("never delivered"), delay=30)
+
+    async def stopped_mid_turn() -> None:  # what kill -9 during the LLM call leaves: the turn, no reply
+        turn = asyncio.create_task(conversation(uow_factory, settings, llm).handle_message(said))
+        await until(lambda: llm.chat_requests())
+        turn.cancel()
+
+    asyncio.run(stopped_mid_turn())
+    llm.queue_reply(llm_turn("Tram 15 from Praça da Figueira."))
+
+    async def scenario(app: Application) -> None:
+        await until(lambda: app.post_init.answering.done(), what="the owed answers to be sent")
+
+    run_bot(settings, conversation(uow_factory, settings, llm), commands, scenario)
+    run_bot(settings, conversation(uow_factory, settings, llm), commands, scenario)  # owed nothing any more
+
+    [answer] = telegram.calls_to("sendMessage")
+    assert answer.params["text"].startswith("Tram 15 from Praça da Figueira.")
+    assert json.loads(answer.params["reply_parameters"])["message_id"] == 4321
+
+
+def test_a_message_sent_while_the_database_is_away_is_kept_and_answered_when_it_is_back(
+        telegram, settings, commands, uow_factory, llm, migrated_url):
+    llm.queue_reply(llm_turn("Lisbon it is, then."))
+    with DatabaseOutage(migrated_url) as outage:
+        engine = make_engine(outage.url, pool_size=2, max_overflow=2)
+        relayed = session_factory(engine)
+
+        async def scenario(_app: Application) -> None:
+            outage.down()
+            telegram.push_message(1001, ALICE, "I think I'll settle in Lisbon")
+            await until(lambda: telegram.messages_to(1001), what="the user to be told the message is kept")
+            outage.up()
+            await until(lambda: len(telegram.messages_to(1001)) == 2, what="the answer")
+
+        try:
+            run_bot(settings, conversation(lambda: UnitOfWork(relayed), settings, llm), commands, scenario)
+        finally:
+            engine.dispose()
+
+    kept, answer = telegram.messages_to(1001)
+    assert kept["text"] == texts.waiting_for_database_text("en")
+    assert answer["text"].startswith("Lisbon it is, then.")
+    with uow_factory() as uow:
+        assert [turn.role for turn in uow.session.scalars(select(ConversationTurn))] == ["user", "assistant"]
 
 
 def test_an_unexpected_error_is_logged_and_the_user_told(telegram, settings, commands, uow_factory,

@@ -98,6 +98,14 @@ def test_several_statements_in_one_sentence_each_become_a_memory_with_their_own_
     assert contents("My name is Ana. I live in Berlin.") == ["My name is Ana", "I live in Berlin"]
 
 
+def test_statements_joined_by_and_about_the_speaker_are_each_kept_but_a_joined_object_stays_whole():
+    assert contents("I live in Faro and I have a parrot called Kiwi") == [
+        "I live in Faro", "I have a parrot called Kiwi"]
+    assert keys("my name is Rui and I'm from Braga") == [("fact", "name"), ("fact", "from")]
+    assert keys("I work as a baker but my brother is a pilot") == [("fact", "job")]
+    assert contents("I like bread and butter") == ["I like bread and butter"]
+
+
 def test_remember_this_wrappers_keep_the_statement_inside():
     assert contents("记住：我不吃香菜") == ["我不吃香菜"]
     assert contents("Remember that I'm allergic to peanuts.") == ["I'm allergic to peanuts"]
