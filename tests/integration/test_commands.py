@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import text
 
+from shared.commands.memories import MAX_VERSIONS_FOLLOWED
 from shared.commands.panel import PanelService
 from shared.commands.service import Account, Caller, MemoryCommands
 from shared.commands.texts import error_text
@@ -172,6 +173,24 @@ def test_why_on_a_replaced_memory_shows_its_message_and_the_versions_that_replac
     assert commands.why(ALICE, newest).replaced_by is None
     with pytest.raises(NotFound):
         commands.why(BOB, oldest)
+
+
+def test_why_follows_replacements_only_a_few_steps_and_never_round_a_loop(commands, uow_factory):
+    steps = MAX_VERSIONS_FOLLOWED + 2
+    chain = [{"id": n, "type": "fact", "content": f"version {n}", "superseded_by": n + 1 if n < steps else None}
+             for n in range(1, steps + 1)]
+    loop = [{"id": 90, "type": "fact", "content": "loop a", "superseded_by": 91},
+            {"id": 91, "type": "fact", "content": "loop b", "superseded_by": 90}]
+    commands.import_data(ALICE, json.dumps({"format": "mnemo-export", "version": 1,
+                                            "memories": chain + loop}).encode())
+
+    far = commands.why(ALICE, memory_id_of(uow_factory, "version 1"))
+    near = commands.why(ALICE, memory_id_of(uow_factory, f"version {steps - MAX_VERSIONS_FOLLOWED}"))
+    looped = commands.why(ALICE, memory_id_of(uow_factory, "loop a"))
+
+    assert (far.replaced_by.content, far.current) == ("version 2", None)
+    assert near.current.content == f"version {steps}"
+    assert (looped.replaced_by.content, looped.current) == ("loop b", None)
 
 
 def test_why_on_a_forgotten_memory_says_when_it_was_set_aside(commands, uow_factory):
