@@ -42,6 +42,10 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     dedup.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     dedup.add_argument("--sizes", default="10000,100000", help="comma-separated memory counts")
     dedup.add_argument("--out", default="bench/results")
+    imports = suites.add_parser("import", help="one import of the largest accepted export file, then the same again")
+    imports.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    imports.add_argument("--entries", type=int, default=None, help="entries in the file (default: the most allowed)")
+    imports.add_argument("--out", default="bench/results")
     worker = suites.add_parser("worker", help="extraction jobs/s of one worker; background LLM calls per message")
     prompt = suites.add_parser("prompt", help="memory-context tokens per turn (LoCoMo replayed), LLM calls per message")
     every = suites.add_parser("all", help="every suite; one latest.json, report.md and plots")
@@ -99,6 +103,12 @@ def run_suite(_settings: Settings, args: argparse.Namespace) -> int:
 
         sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
         print(dedup.report(dedup.run(args.database_url, sizes, Path(args.out))))
+        return 0
+    if args.suite == "import":
+        from bench import imports
+
+        entries = {} if args.entries is None else {"entries": args.entries}
+        print(imports.report(imports.run(args.database_url, out_dir=Path(args.out), **entries)))
         return 0
     from bench import hot_path
 

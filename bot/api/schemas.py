@@ -25,10 +25,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class KeyLabelOut(BaseModel):
+    """A memory's key as a person reads it, in each language of the panel ("likes · 吃火锅", "喜欢：吃火锅")."""
+
+    en: str
+    zh: str
+
+
 class MemoryOut(BaseModel):
     id: int
     type: str
     key: str | None
+    key_label: KeyLabelOut | None = None
     subject: str | None
     content: str
     value: Any = None

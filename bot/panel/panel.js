@@ -208,7 +208,9 @@ function memoryCard(memory) {
   card.dataset.memoryId = String(memory.id);
   card.querySelector('.memory-type').textContent = typeName(memory.type);
   card.querySelector('.memory-type').dataset.type = memory.type;
-  card.querySelector('.memory-key').textContent = memory.key || '';
+  const key = card.querySelector('.memory-key');
+  key.textContent = keyLabel(memory);
+  if (memory.key) key.title = memory.key;  // the stored key, as the edit form shows it
   card.querySelector('.memory-content').textContent = memory.content;
   card.querySelector('.memory-confidence').textContent = `${Math.round(memory.confidence * 100)}%`;
   card.querySelector('.memory-uses').textContent = String(memory.access_count);
@@ -224,6 +226,12 @@ function memoryCard(memory) {
   card.querySelector('.memory-delete').addEventListener('click', () => confirmThen(
     t('confirmDelete'), t('forget'), null, () => deleteMemory(memory.id)));
   return card;
+}
+
+/** The memory's key as a person reads it in the panel's language ("喜欢：吃火锅"), else the key itself. */
+function keyLabel(memory) {
+  if (memory.key_label && memory.key_label[state.lang]) return memory.key_label[state.lang];
+  return memory.key || '';
 }
 
 async function loadMemories() {

@@ -106,16 +106,16 @@ def import_user_data(uow: UnitOfWork, user_id: int, document: ImportDocument, *,
     importer.todos(document.sections["todos"])
     importer.profile(document.profile)
     if embeddings_wanted:
-        for memory_id in memory_ids:
-            uow.outbox.add("embed_memory", {"memory_id": memory_id, "user_id": user_id},
-                           dedup_key=f"embed:{memory_id}", user_id=user_id)
+        uow.outbox.add_each("embed_memory", {f"embed:{memory_id}": {"memory_id": memory_id, "user_id": user_id}
+                                             for memory_id in memory_ids}, user_id=user_id)
     return ImportReport(imported=importer.imported, refused=document.refused + tuple(importer.refused),
                         duplicates=importer.duplicates, missed=importer.missed)
 
 
 @dataclass
 class _Importer:
-    """Inserts checked entries in file order, skipping exact duplicates, mapping export-local ids."""
+    """Inserts checked entries in file order, skipping exact duplicates, mapping export-local ids; each
+    section goes in with a few multi-row statements, not row by row."""
 
     uow: UnitOfWork
     user_id: int
@@ -161,13 +161,14 @@ class _Importer:
             return built[e["id"]]
 
         mapping = self._insert("memories", entries, known, build)
-        added = [(built[e["id"]], e) for e in entries if e["id"] in built]
-        for memory, entry in added:
-            memory.superseded_by = mapping.get(entry.get("superseded_by"))
-        self.uow.flush()
-        for memory, _ in added:
-            self.uow.events.record(self.user_id, memory.id, "add", "user", after=snapshot(memory), reason="imported")
-        return [memory.id for memory, _ in added]
+        replaced_by = {e["id"]: mapping.get(e.get("superseded_by")) for e in entries if e["id"] in built}
+        for local, memory in built.items():
+            memory.superseded_by = replaced_by[local]
+        self.uow.memories.link_superseded(self.user_id, {memory.id: memory.superseded_by for memory in built.values()
+                                                         if memory.superseded_by is not None})
+        self.uow.events.record_each(self.user_id, "add", "user", {m.id: snapshot(m) for m in built.values()},
+                                    reason="imported")
+        return [memory.id for memory in built.values()]
 
     def todos(self, entries: list[dict[str, Any]]) -> None:
         """Past-due pending ones become missed (never sent late); pending ones beyond the user's room are refused."""
@@ -218,7 +219,7 @@ class _Importer:
             else:
                 mapping[entry["id"]] = found
                 self.duplicates += 1
-        self.uow.accounts.add_owned([row for _, row in fresh])
+        self.uow.accounts.add_owned(self.user_id, [row for _, row in fresh])
         mapping.update({local: row.id for local, row in fresh})
         self.imported[section] = len(fresh)
         return mapping

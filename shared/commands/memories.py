@@ -28,6 +28,8 @@ CONFIRMATION_LIFETIME = timedelta(minutes=5)
 MAX_FORGET_BY_SEARCH = 200
 """A search that matches more memories than this is refused: narrow it, or forget all."""
 PREVIEW_ITEMS = 5
+MAX_VERSIONS_FOLLOWED = 5
+"""/memories why follows a replaced memory's newer versions this far to name the one in use now."""
 PREVIEW_CHARS = 80
 FORGOTTEN = "forgotten by the user"
 FORGET_ALL = "all"
@@ -71,7 +73,8 @@ class MemoryPage:
 
 @dataclass(frozen=True)
 class MemoryOrigin:
-    """/memories why <id>: the message a memory came from, where the platform can link to it."""
+    """/memories why <id>: the message a memory came from, where the platform can link to it, and what
+    became of the memory if it is no longer used."""
 
     memory: MemoryItem
     message_text: str | None
@@ -79,6 +82,12 @@ class MemoryOrigin:
     platform: str | None
     platform_chat_id: str | None
     platform_message_id: str | None
+    replaced_by: MemoryItem | None = None
+    """The newer version that replaced this memory."""
+    current: MemoryItem | None = None
+    """The version in use now, when the chain of replacements reaches one in a few steps past ``replaced_by``."""
+    forgotten_at: datetime | None = None
+    """When this memory was set aside as wrong or outdated (still in the export, no longer used)."""
 
 
 @dataclass(frozen=True)
@@ -122,15 +131,36 @@ def list_page(uow: UnitOfWork, user_id: int, type_: str | None, search: str | No
 
 
 def origin(uow: UnitOfWork, user_id: int, memory_id: int) -> MemoryOrigin:
-    memory = uow.memories.get(user_id, memory_id)
+    """Where one of the user's memories came from, replaced and forgotten ones too (an export shows them)."""
+    memory = uow.memories.get(user_id, memory_id, include_inactive=True)
     if memory is None:
         raise NotFound("memory_not_found")
+    newer = _versions_after(uow, user_id, memory)
+    latest = newer[-1] if len(newer) > 1 else None
+    fate = {"replaced_by": memory_item(newer[0]) if newer else None, "forgotten_at": memory.deleted_at,
+            "current": memory_item(latest) if latest and latest.superseded_by is None and latest.deleted_at is None
+            else None}
     turn = uow.turns.get(user_id, memory.source_turn_id) if memory.source_turn_id else None
     if turn is None:
-        return MemoryOrigin(memory_item(memory), None, None, None, None, None)
+        return MemoryOrigin(memory_item(memory), None, None, None, None, None, **fate)
     chat = uow.chats.get(turn.chat_id)
     return MemoryOrigin(memory_item(memory), turn.text, turn.created_at, chat.platform if chat else None,
-                        chat.platform_chat_id if chat else None, turn.platform_message_id)
+                        chat.platform_chat_id if chat else None, turn.platform_message_id, **fate)
+
+
+def _versions_after(uow: UnitOfWork, user_id: int, memory: Memory) -> list[Memory]:
+    """The user's newer versions of a replaced memory, the next one first: at most
+    :data:`MAX_VERSIONS_FOLLOWED`, and never round a loop."""
+    versions: list[Memory] = []
+    seen, next_id = {memory.id}, memory.superseded_by
+    while next_id is not None and next_id not in seen and len(versions) < MAX_VERSIONS_FOLLOWED:
+        newer = uow.memories.get(user_id, next_id, include_inactive=True)
+        if newer is None:
+            break
+        versions.append(newer)
+        seen.add(newer.id)
+        next_id = newer.superseded_by
+    return versions
 
 
 def remember(uow: UnitOfWork, user_id: int, text: str, now: datetime, *, embeddings_wanted: bool) -> MemoryItem:

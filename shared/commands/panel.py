@@ -31,6 +31,7 @@ from shared.commands.service import (
 from shared.db.memory_models import Memory
 from shared.errors import InvalidCommand, NotFound
 from shared.repositories.uow import UnitOfWork
+from shared.speech.keys import key_texts
 
 MAX_PAGE_LIMIT = 100
 T = TypeVar("T")
@@ -38,7 +39,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class MemoryRecord:
-    """A memory as the API shows it; ``key`` is the memory's predicate (``likes_drink``)."""
+    """A memory as the API shows it; ``key`` is the memory's predicate (``likes_drink``), ``key_label`` how
+    it reads in each language (:func:`shared.speech.keys.key_texts`)."""
 
     id: int
     type: str
@@ -52,6 +54,7 @@ class MemoryRecord:
     created_at: datetime
     updated_at: datetime
     last_accessed: datetime | None
+    key_label: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -187,4 +190,5 @@ def record(memory: Memory) -> MemoryRecord:
     return MemoryRecord(id=memory.id, type=memory.type, key=memory.predicate, subject=memory.subject,
                         content=memory.content, value=memory.value, confidence=memory.confidence,
                         access_count=memory.access_count, source=memory.source, created_at=memory.created_at,
-                        updated_at=memory.updated_at, last_accessed=memory.last_accessed)
+                        updated_at=memory.updated_at, last_accessed=memory.last_accessed,
+                        key_label=key_texts(memory.predicate))

@@ -185,7 +185,26 @@ def origin_text(origin: Any, locale: str | None, link: str | None) -> str:
         lines.append(_pick(locale, "I no longer have the message this came from.", "原始消息已经不在了。"))
     if link:
         lines.append(link)
-    return "\n".join(lines)
+    return "\n".join(lines + _fate_lines(origin, locale))
+
+
+def _fate_lines(origin: Any, locale: str | None) -> list[str]:
+    """What became of a memory no longer in use: the version that replaced it (and the one in use now), or
+    when it was forgotten."""
+    lines = []
+    if origin.replaced_by is not None:
+        newer = origin.replaced_by
+        lines.append(_pick(locale, f"Replaced by #{newer.id}: “{_clip(newer.content, QUOTE_CHARS)}”",
+                           f"已被 #{newer.id} 取代：「{_clip(newer.content, QUOTE_CHARS)}」"))
+    if origin.current is not None:
+        now = origin.current
+        lines.append(_pick(locale, f"In use now: #{now.id}: “{_clip(now.content, QUOTE_CHARS)}”",
+                           f"现在用的是 #{now.id}：「{_clip(now.content, QUOTE_CHARS)}」"))
+    if origin.forgotten_at is not None:
+        day = f"{origin.forgotten_at.astimezone(UTC):%Y-%m-%d}"
+        lines.append(_pick(locale, f"Forgotten on {day} as wrong or outdated: I no longer use it.",
+                           f"已于 {day} 作为错误或过时的记忆被遗忘，不再使用。"))
+    return lines
 
 
 def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None, *, typed: bool = False) -> str:

@@ -2,7 +2,8 @@
 
 The tokens are computed in Python (jieba) and Postgres derives ``search_tsv`` from them, so the
 only way to get them out of step would be a bulk SQL update of the text, which the repositories
-never do.
+never do. A bulk insert (:mod:`shared.repositories.bulk_rows`) fills them with
+:func:`refresh_search_tokens` before its statement, as the hook would.
 """
 
 from __future__ import annotations
@@ -14,22 +15,25 @@ from shared.search.tokenizer import TOKENIZER_VERSION, search_text
 from shared.text import clean_text
 
 _WATCHED = {Memory: ("subject", "predicate", "content"), Episode: ("summary", "entities")}
+SEARCHABLE = tuple(_WATCHED)
+"""The models that keep search tokens."""
 
 
-def _refresh(target: Memory | Episode) -> None:
+def refresh_search_tokens(target: Memory | Episode) -> None:
+    """Tokenise the row's text into ``search_tokens`` with the current tokenizer."""
     target.search_tokens = search_text(clean_text(part) for part in target.searchable_parts() if part)
     target.tokenizer_version = TOKENIZER_VERSION
 
 
 def _before_insert(_mapper, _connection, target) -> None:
-    _refresh(target)
+    refresh_search_tokens(target)
 
 
 def _before_update(_mapper, _connection, target) -> None:
     state = inspect(target)
     stale = target.tokenizer_version != TOKENIZER_VERSION
     if stale or any(state.attrs[name].history.has_changes() for name in _WATCHED[type(target)]):
-        _refresh(target)
+        refresh_search_tokens(target)
 
 
 for _model in _WATCHED:

@@ -3,7 +3,8 @@
 Forgetting everything learnt from a user, merging two users when their identities are linked,
 handing pending reminders to a split-off user, and reading or adding every row for export and
 import. Bulk statements here do not update objects already loaded (``synchronize_session=False``):
-the caller reloads them with ``uow.forget_loaded()`` where it still reads them.
+the caller reloads them with ``uow.forget_loaded()`` where it still reads them. Imported rows go in
+with a few multi-row INSERTs (:mod:`shared.repositories.bulk_rows`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Profile, Todo
 from shared.db.models import Chat, ConversationSession, ConversationTurn, Identity, User
+from shared.repositories.bulk_rows import insert_rows
 
 LEARNT_FROM_THE_USER = (ConversationTurn, Episode, ConversationSession, Profile, OutboxJob)
 """Deleted by "forget everything" besides the memories; reminders and identities stay."""
@@ -86,7 +88,11 @@ class AccountDataRepository:
             raise ValueError(f"not a table of owned rows: {model.__name__}")
         return list(self.session.scalars(select(model).where(model.user_id == user_id).order_by(model.id)))
 
-    def add_owned(self, rows: Sequence[Memory | Episode | Todo | ConversationTurn]) -> None:
-        """Add imported rows; their ids are known on return."""
-        self.session.add_all(rows)
-        self.session.flush()
+    def add_owned(self, user_id: int, rows: Sequence[Owned]) -> None:
+        """Add new rows of one of :data:`OWNED_ROWS` for the user, a thousand to a statement; their ids and
+        server defaults are set on them on return. They stay out of the session (change them by statements)."""
+        if rows and type(rows[0]) not in OWNED_ROWS:
+            raise ValueError(f"not a table of owned rows: {type(rows[0]).__name__}")
+        for row in rows:
+            row.user_id = user_id
+        insert_rows(self.session, rows)

@@ -6,10 +6,24 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CTE, ColumnElement, Select, delete, func, literal_column, null, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import (
+    CTE,
+    BigInteger,
+    ColumnElement,
+    Select,
+    bindparam,
+    delete,
+    func,
+    literal_column,
+    null,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Session, aliased
 
 from shared.db.memory_models import Memory, MemoryEvent
+from shared.repositories.bulk_rows import insert_values
 from shared.repositories.ranked_search import MEMORY_BM25
 from shared.search.scoring import BM25_B, BM25_K1
 from shared.search.tsquery import MAX_QUERY_TERMS, like_pattern, prefix_tsquery, weighted_prefix_queries
@@ -161,6 +175,18 @@ class MemoryRepository:
         query = select(Memory).where(Memory.user_id == user_id, Memory.id.in_(memory_ids), active())
         return list(self.session.scalars(query))
 
+    def link_superseded(self, user_id: int, links: dict[int, int]) -> None:
+        """Mark each memory (key) superseded by another of the user's (value), in one statement."""
+        if not links:
+            return
+        pairs = select(func.unnest(bindparam("ids", list(links), type_=ARRAY(BigInteger))).label("id"),
+                       func.unnest(bindparam("targets", list(links.values()), type_=ARRAY(BigInteger)))
+                       .label("target")).subquery()
+        target = aliased(Memory)
+        mine = select(target.id).where(target.user_id == user_id, target.id == pairs.c.target).exists()
+        self.session.execute(update(Memory).where(Memory.user_id == user_id, Memory.id == pairs.c.id, mine)
+                             .values(superseded_by=pairs.c.target).execution_options(synchronize_session=False))
+
     def with_earlier_versions(self, user_id: int, memory_ids: Sequence[int]) -> list[int]:
         """The memories and every older version they superseded, however far back the chain goes."""
         if not memory_ids:
@@ -197,6 +223,13 @@ class MemoryEventRepository:
             statement = statement.where(MemoryEvent.memory_id.in_(memory_ids))
         self.session.execute(statement.values(before=null(), after=null(), reason=reason)  # SQL NULL, not JSON null
                              .execution_options(synchronize_session=False))
+
+    def record_each(self, user_id: int, action: str, actor: str, afters: dict[int, dict[str, Any]], *,
+                    reason: str | None = None) -> None:
+        """One event per memory (key) with its ``after`` picture (value) and no ``before``, in a few statements."""
+        insert_values(self.session, MemoryEvent, [
+            {"user_id": user_id, "memory_id": memory_id, "action": action, "actor": actor, "after": after,
+             "reason": reason} for memory_id, after in afters.items()])
 
     def record_forgotten(self, user_id: int, memory_ids: Sequence[int], actor: str, reason: str) -> None:
         """One ``forget`` event per memory, without content (SQL NULL before and after, unlike ``record``)."""

@@ -10,6 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from shared.db.memory_models import OutboxJob
+from shared.repositories.bulk_rows import insert_values
 
 
 class OutboxRepository:
@@ -29,6 +30,13 @@ class OutboxRepository:
             statement = statement.on_conflict_do_nothing(
                 index_elements=["dedup_key"], index_where=OutboxJob.dedup_key.is_not(None))
         return self.session.execute(statement).scalar_one_or_none()
+
+    def add_each(self, task: str, jobs: dict[str, dict[str, Any]], *, user_id: int | None = None) -> None:
+        """Record one job per dedup key (key) with its payload (value), in one statement; a key already
+        owed is skipped."""
+        insert_values(self.session, OutboxJob, [{"task": task, "payload": payload, "dedup_key": key,
+                                                 "user_id": user_id} for key, payload in jobs.items()],
+                      skip_conflicts=True)
 
     def owed(self, older_than: datetime, limit: int = 100) -> list[OutboxJob]:
         """Jobs not done whose last dispatch (or creation) is older than ``older_than``."""

@@ -75,6 +75,15 @@ CANONICAL_THINGS: dict[str, str] = {
     for word in words.split()
 }
 """Pets, people and categories in both languages, under one canonical name each."""
+_BOTH_IN_CHINESE = {"sister": "姐妹", "brother": "兄弟", "best_friend": "好朋友"}
+"""Canonical names whose first Chinese word says more than they do (姐姐 is only an older sister)."""
+CHINESE_NAMES: dict[str, str] = {
+    **{canonical: next(word for word in words.split() if re.search(r"[\u4e00-\u9fff]", word))
+       for canonical, words in re.findall(r"^(\w+):((?:.|\n\s)+)$", _CANONICAL_TABLE, re.MULTILINE)
+       if re.search(r"[\u4e00-\u9fff]", words)},
+    **_BOTH_IN_CHINESE,
+}
+"""What a canonical name is called in Chinese (cat → 猫), for showing a key to a Chinese reader."""
 PEOPLE = _words("girlfriend boyfriend wife husband mother father son daughter brother sister roommate colleague boss "
                 "best_friend baby child")
 

@@ -316,12 +316,16 @@ def test_export_then_clear_all_then_import_brings_the_memories_back(panel_server
 
 
 def test_the_panel_speaks_chinese_fits_a_phone_cancels_a_reminder_and_signs_out(panel_server):
-    panel_server.commands.remember(FANG, "I like hotpot")
+    keyed = {"format": "mnemo-export", "version": 1,
+             "memories": [{"id": 1, "type": "fact", "predicate": "likes_火锅", "content": "I like hotpot"}]}
+    panel_server.commands.import_data(FANG, json.dumps(keyed).encode())
     panel_server.commands.add_reminder(FANG, "tomorrow 9am call mom")
 
     with chromium() as driver:
         sign_in(driver, panel_server.sign_in_link(FANG))
         wait_for_cards(driver, ["I like hotpot"])
+        key = (By.CSS_SELECTOR, "[data-testid=memory-key-text]")
+        assert driver.find_element(*key).text == "likes · 火锅"
         reminder = wait(driver).until(lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=reminder-card]"))
         assert reminder.find_element(By.CSS_SELECTOR, "[data-testid=reminder-content]").text == "call mom"
 
@@ -331,6 +335,7 @@ def test_the_panel_speaks_chinese_fits_a_phone_cancels_a_reminder_and_signs_out(
         badge = (By.CSS_SELECTOR, "[data-testid=memory-type-badge]")  # the cards are drawn again, after the buttons
         wait(driver).until(seen.text_to_be_present_in_element(badge, "事实"), "the memory card was not redrawn in 中文")
         assert driver.find_element(*badge).text == "事实"
+        assert driver.find_element(*key).text == "喜欢：火锅"  # the key reads in the panel's language too
         driver.refresh()  # the choice is remembered
         wait(driver).until(lambda d: d.find_element(By.ID, "clear-all").text == "全部清除")
         shot(driver, "10-chinese")

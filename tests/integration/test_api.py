@@ -259,6 +259,21 @@ def test_a_memory_is_created_as_user_stated_and_read_back(api):
     assert [item.content for item in found.items] == ["I drink oolong tea"]
 
 
+def test_a_memory_keeps_its_raw_key_and_gives_how_it_reads_in_each_language_of_the_panel(api):
+    client = api.signed_in(BOB)
+    liked = add(client, "我爱吃麻辣烫", type="preference", key="likes_麻辣烫")
+    pet = add(client, "my tortoise is called Shelly", key="turtle_name")
+    plain = add(client, "nothing keyed")
+
+    listed = {item["id"]: item for item in client.get(MEMORIES).json()["items"]}
+
+    assert (liked["key"], liked["key_label"]) == ("likes_麻辣烫", {"en": "likes · 麻辣烫", "zh": "喜欢：麻辣烫"})
+    assert pet["key_label"] == {"en": "turtle · name", "zh": "乌龟的名字"}
+    assert (plain["key"], plain["key_label"]) == (None, None)
+    assert [listed[made["id"]]["key_label"] for made in (liked, pet, plain)] == [
+        liked["key_label"], pet["key_label"], None]
+
+
 @pytest.mark.parametrize("body", [
     {}, {"content": ""}, {"content": "   "}, {"content": "x" * (MAX_MEMORY_CHARS + 1)}, {"content": "nul \u0000 byte"},
     {"content": "ok", "confidence": 1.5}, {"content": "ok", "confidence": -0.1}, {"content": "ok", "type": "secret"},

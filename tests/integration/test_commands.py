@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import text
 
+from shared.commands.memories import MAX_VERSIONS_FOLLOWED
 from shared.commands.panel import PanelService
 from shared.commands.service import Account, Caller, MemoryCommands
 from shared.commands.texts import error_text
@@ -149,6 +150,57 @@ def test_why_shows_the_message_a_memory_came_from(commands, conversation):
     assert origin.memory.content == "我喜欢乌龙茶" and origin.message_text == "我喜欢乌龙茶"
     assert (origin.platform, origin.platform_chat_id, origin.platform_message_id) == ("telegram", "1001", "77")
     assert commands.why(ALICE, commands.remember(ALICE, "manual").id).message_text is None
+
+
+def memory_id_of(uow_factory, content: str) -> int:
+    return count(uow_factory, "SELECT id FROM memories WHERE content = :c", c=content)
+
+
+def test_why_on_a_replaced_memory_shows_its_message_and_the_versions_that_replaced_it(commands, conversation,
+                                                                                        uow_factory):
+    for n, city in enumerate(("广州", "深圳", "厦门")):
+        say(conversation, ALICE, f"我住在{city}", message_id=f"8{n}")
+    oldest, middle, newest = (memory_id_of(uow_factory, f"我住在{city}") for city in ("广州", "深圳", "厦门"))
+
+    origin = commands.why(ALICE, oldest)
+
+    assert (origin.memory.content, origin.message_text, origin.platform_message_id) == (
+        "我住在广州", "我住在广州", "80")
+    assert (origin.replaced_by.id, origin.replaced_by.content) == (middle, "我住在深圳")
+    assert (origin.current.id, origin.current.content, origin.forgotten_at) == (newest, "我住在厦门", None)
+    latest_but_one = commands.why(ALICE, middle)
+    assert (latest_but_one.replaced_by.id, latest_but_one.current) == (newest, None)
+    assert commands.why(ALICE, newest).replaced_by is None
+    with pytest.raises(NotFound):
+        commands.why(BOB, oldest)
+
+
+def test_why_follows_replacements_only_a_few_steps_and_never_round_a_loop(commands, uow_factory):
+    steps = MAX_VERSIONS_FOLLOWED + 2
+    chain = [{"id": n, "type": "fact", "content": f"version {n}", "superseded_by": n + 1 if n < steps else None}
+             for n in range(1, steps + 1)]
+    loop = [{"id": 90, "type": "fact", "content": "loop a", "superseded_by": 91},
+            {"id": 91, "type": "fact", "content": "loop b", "superseded_by": 90}]
+    commands.import_data(ALICE, json.dumps({"format": "mnemo-export", "version": 1,
+                                            "memories": chain + loop}).encode())
+
+    far = commands.why(ALICE, memory_id_of(uow_factory, "version 1"))
+    near = commands.why(ALICE, memory_id_of(uow_factory, f"version {steps - MAX_VERSIONS_FOLLOWED}"))
+    looped = commands.why(ALICE, memory_id_of(uow_factory, "loop a"))
+
+    assert (far.replaced_by.content, far.current) == ("version 2", None)
+    assert near.current.content == f"version {steps}"
+    assert (looped.replaced_by.content, looped.current) == ("loop b", None)
+
+
+def test_why_on_a_forgotten_memory_says_when_it_was_set_aside(commands, uow_factory):
+    document = {"format": "mnemo-export", "version": 1, "memories": [
+        {"id": 5, "type": "preference", "content": "likes durian", "deleted_at": "2026-10-03T08:00:00+00:00"}]}
+    commands.import_data(ALICE, json.dumps(document).encode())
+    origin = commands.why(ALICE, memory_id_of(uow_factory, "likes durian"))
+
+    assert origin.memory.content == "likes durian" and origin.forgotten_at == START.replace(month=10, day=3, hour=8)
+    assert origin.replaced_by is None and memories_of(commands, ALICE) == []
 
 
 # Remembering

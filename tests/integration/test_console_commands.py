@@ -8,12 +8,15 @@ import re
 from datetime import timedelta
 from types import SimpleNamespace
 
+from sqlalchemy import select
+
 from bot.console import chat_loop, console_locale
 from bot.console_commands import ConsoleCommands
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
+from shared.db.memory_models import Memory
 from shared.errors import ConfirmationInvalid
 
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
@@ -72,6 +75,19 @@ def test_hostile_arguments_get_a_clear_message_and_change_nothing(uow_factory, t
     *errors, listing = answers
     assert all(len(answer) < 300 for answer in errors), errors
     assert "x" * 600 not in listing
+
+
+def test_why_on_a_replaced_memory_shows_it_with_the_message_and_the_version_that_replaced_it(uow_factory, tmp_path):
+    run_console(uow_factory, tmp_path, ["I live in Lisbon", "I live in Porto"])
+    with uow_factory() as uow:
+        ids = {m.content: m.id for m in uow.session.scalars(select(Memory))}
+
+    [why] = run_console(uow_factory, tmp_path, [f"/memories why {ids['I live in Lisbon']}"])
+
+    lines = why.splitlines()
+    assert lines[0] == f"#{ids['I live in Lisbon']} · fact · I live in Lisbon"
+    assert lines[1].startswith("From your message") and lines[1].endswith("“I live in Lisbon”")
+    assert lines[2:] == [f"Replaced by #{ids['I live in Porto']}: “I live in Porto”"]
 
 
 def test_command_texts_follow_a_chinese_locale(uow_factory, tmp_path):

@@ -29,7 +29,7 @@ from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
-from shared.db.memory_models import Todo
+from shared.db.memory_models import Memory, Todo
 from shared.db.models import Chat, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
@@ -311,6 +311,32 @@ def test_domain_errors_and_hostile_arguments_get_the_users_words_and_change_noth
     assert all(followup["flags"] & EPHEMERAL for followup in fake_discord.followups)
     assert memory.list_memories(alice()).total == 0 and memory.list_reminders(alice()) == ()
     assert memory.list_memories(Caller(platform="discord", platform_user_id=BOB)).total == 1
+
+
+def test_why_on_a_replaced_memory_shows_it_and_the_versions_that_replaced_it_to_its_owner_only(
+        run, fake_discord, memory, uow_factory):
+    document = {"format": "mnemo-export", "version": 1, "memories": [
+        {"id": 21, "type": "fact", "content": "works at a bakery", "superseded_by": 22},
+        {"id": 22, "type": "fact", "content": "works at a florist", "superseded_by": 23},
+        {"id": 23, "type": "fact", "content": "works at a library"}]}
+    memory.import_data(alice(), json.dumps(document).encode())
+    with uow_factory() as uow:
+        ids = {m.content: m.id for m in uow.session.scalars(select(Memory))}
+    bakery = ids["works at a bakery"]
+
+    async def scenario(bot: Bot):
+        await bot.command("memories_why", {"memory_id": bakery})
+        await bot.command("memories_why", {"memory_id": bakery}, user=BOB)
+
+    run(scenario)
+
+    mine, theirs = fake_discord.followups
+    assert mine["flags"] & EPHEMERAL and theirs["flags"] & EPHEMERAL
+    assert mine["content"].splitlines() == [
+        f"#{bakery} · fact · works at a bakery", "You added this yourself (/remember or an import).",
+        f"Replaced by #{ids['works at a florist']}: “works at a florist”",
+        f"In use now: #{ids['works at a library']}: “works at a library”"]
+    assert theirs["content"] == texts.error_text(NotFound("memory_not_found"), EN)
 
 
 def test_remind_in_a_server_sets_a_reminder_that_pings_by_direct_message(run, fake_discord, memory, uow_factory):

@@ -25,7 +25,7 @@ from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
-from shared.db.memory_models import Todo
+from shared.db.memory_models import Memory, Todo
 from shared.db.models import ConversationTurn
 from shared.delivery.platform_api import TelegramSender
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
@@ -266,6 +266,34 @@ def test_another_users_memory_id_is_not_found_and_nothing_changes(telegram, sett
     assert {m["text"] for m in telegram.messages_to(1001)} == {texts.error_text(NotFound("memory_not_found"), "en")}
     assert "reply_markup" not in telegram.messages_to(1001)[0]
     assert commands.list_memories(Caller("telegram", "1002")).total == 1
+
+
+def test_why_on_a_replaced_or_forgotten_memory_shows_it_and_what_became_of_it_in_the_users_language(
+        telegram, settings, commands, uow_factory):
+    bob = Caller("telegram", "1002", "Bob", "zh-CN")
+    document = {"format": "mnemo-export", "version": 1, "memories": [
+        {"id": 7, "type": "fact", "content": "住在成都", "superseded_by": 8},
+        {"id": 8, "type": "fact", "content": "住在昆明"},
+        {"id": 9, "type": "preference", "content": "喜欢香菜", "deleted_at": "2026-09-14T03:00:00+00:00"}]}
+    commands.import_data(bob, json.dumps(document).encode())
+    with uow_factory() as uow:
+        ids = {m.content: m.id for m in uow.session.scalars(select(Memory))}
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1002, BOB, f"/memories why {ids['住在成都']}")
+        await until(lambda: len(telegram.messages_to(1002)) == 1)
+        telegram.push_message(1002, BOB, f"/memories why {ids['喜欢香菜']}")
+        telegram.push_message(1001, ALICE, f"/memories why {ids['住在成都']}")
+        await until(lambda: len(telegram.messages_to(1002)) == 2 and telegram.messages_to(1001))
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    replaced, forgotten = (m["text"].splitlines() for m in telegram.messages_to(1002))
+    assert replaced == [f"#{ids['住在成都']} · fact · 住在成都", "这是你自己添加的（/remember 或导入）。",
+                        f"已被 #{ids['住在昆明']} 取代：「住在昆明」"]
+    assert forgotten[0] == f"#{ids['喜欢香菜']} · preference · 喜欢香菜"
+    assert forgotten[-1] == "已于 2026-09-14 作为错误或过时的记忆被遗忘，不再使用。"
+    assert [m["text"] for m in telegram.messages_to(1001)] == [texts.error_text(NotFound("memory_not_found"), "en")]
 
 
 def test_export_sends_a_json_document_that_imports_back(telegram, settings, commands, uow_factory):
