@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -48,6 +50,7 @@ def run_checks(settings: Settings) -> list[Check]:
         checks.append(Check("database", "fail", str(exc)))
     checks.append(_guard("llm", lambda: _llm_check(settings)))
     checks.append(_guard("embeddings", lambda: _embedding_check(settings)))
+    checks.append(_panel_check(settings))
     return checks
 
 
@@ -197,6 +200,28 @@ def _list_models(base_url: str, api_key: str | None, variable: str) -> set[str] 
         return {str(model.get("id")) for model in response.json().get("data", [])}
     except (ValueError, AttributeError):
         return Check("llm", "fail", f"{variable}={base_url}/models did not answer like an OpenAI-compatible API")
+
+
+def _panel_check(settings: Settings) -> Check:
+    """The /panel links a bot sends must point where its users' browsers can go, not at this machine."""
+    host = urlsplit(settings.panel_public_url).hostname or ""
+    platforms = [name for name, token in (("Discord", settings.discord_token), ("Telegram", settings.telegram_token))
+                 if token is not None]
+    local = host == "localhost" or host.endswith(".localhost") or _is_loopback(host)
+    if platforms and local:
+        return Check("panel", "warn", f"PANEL_PUBLIC_URL={settings.panel_public_url} is this machine, but /panel links "
+                     f"go to {' and '.join(platforms)} users: set it to the HTTPS address of your reverse proxy")
+    if not settings.panel_public_url.startswith("https://") and not local:
+        return Check("panel", "warn", f"PANEL_PUBLIC_URL={settings.panel_public_url} is not https: sign-in links "
+                     "and the session cookie travel in the clear")
+    return Check("panel", "ok", f"/panel links point at {settings.panel_public_url}")
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _first_line(exc: BaseException) -> str:

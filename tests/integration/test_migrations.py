@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+import yaml
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect, pool, text
@@ -97,3 +100,15 @@ def test_the_models_match_the_migrations(fresh_system_db):
     with connected(fresh_system_db) as connection:
         differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert differences == []
+
+
+def test_the_postgresql_that_compose_ships_is_the_major_version_the_pgvector_tests_run_on(embedded_admin_url):
+    compose = yaml.safe_load((Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text())
+    shipped = int(re.search(r":pg(\d+)", compose["services"]["postgres"]["image"]).group(1))
+    engine = make_engine(embedded_admin_url, poolclass=pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            tested = int(connection.scalar(text("SHOW server_version_num"))) // 10000
+    finally:
+        engine.dispose()
+    assert shipped == tested, f"compose ships PostgreSQL {shipped}, the pgvector tests run on {tested}"

@@ -26,7 +26,8 @@ DOCKERIGNORE = ROOT / ".dockerignore"
 
 INFRASTRUCTURE = ("postgres", "redis")
 LONG_RUNNING = ("bot-discord", "bot-telegram", "api", "worker", "beat")
-APP_SERVICES = ("migrate", *LONG_RUNNING)
+APP_SERVICES = ("migrate", "discord-sync", *LONG_RUNNING)
+PLATFORM_PROFILES = {"bot-discord": "discord", "discord-sync": "discord", "bot-telegram": "telegram"}
 SINGLETONS = ("beat",)
 
 _VARIABLE = re.compile(r"\$\{(?P<name>\w+)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
@@ -111,6 +112,47 @@ def test_postgres_password_is_never_written_in_the_file(services: dict[str, dict
 def test_redis_has_a_healthcheck(services: dict[str, dict[str, Any]]) -> None:
     check = " ".join(services["redis"]["healthcheck"]["test"])
     assert "redis-cli" in check and "ping" in check, f"redis is not health-checked with redis-cli ping: {check!r}"
+
+
+@pytest.mark.parametrize("name", APP_SERVICES + INFRASTRUCTURE)
+def test_a_bot_runs_only_in_its_platforms_profile_and_everything_else_always(
+        services: dict[str, dict[str, Any]], name: str) -> None:
+    expected = [PLATFORM_PROFILES[name]] if name in PLATFORM_PROFILES else []
+    assert services[name].get("profiles", []) == expected, (
+        f"{name} runs in profiles {services[name].get('profiles')}: a deployment for one platform would start "
+        "(and crash-loop) the other platform's bot")
+
+
+def test_the_slash_commands_are_published_once_before_the_discord_bot_starts(
+        services: dict[str, dict[str, Any]]) -> None:
+    sync = services["discord-sync"]
+    assert command_of(sync) == ["mnemo", "discord", "--sync"] and str(sync.get("restart")) == "no"
+    assert services["bot-discord"]["depends_on"]["discord-sync"]["condition"] == "service_completed_successfully"
+
+
+def test_the_env_example_names_every_variable_the_compose_file_reads() -> None:
+    read = set(_VARIABLE.findall(COMPOSE_FILE.read_text(encoding="utf-8")))
+    example = (ROOT / ".env.example").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", example, re.MULTILINE))
+    missing = sorted({name for name, _op, _arg in read} - documented)
+    assert not missing, f".env.example does not mention {missing}"
+    assert "COMPOSE_PROFILES=" in example, "an operator is not told how to choose the bots"
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_each_process_keeps_its_data_directory_in_a_volume(compose: dict[str, Any], name: str) -> None:
+    service = compose["services"][name]
+    data_dir = environment_of(service)["MNEMO_DATA_DIR"]
+    mounts = {str(volume).split(":")[1]: str(volume).split(":")[0] for volume in service.get("volumes", [])}
+    assert mounts.get(data_dir) in compose["volumes"], f"{name}'s {data_dir} is lost with its container"
+
+
+def test_postgres_keeps_its_data_where_its_major_version_puts_it(services: dict[str, dict[str, Any]]) -> None:
+    postgres = services["postgres"]
+    major = int(re.search(r":pg(\d+)", postgres["image"]).group(1))
+    mount = "/var/lib/postgresql" if major >= 18 else "/var/lib/postgresql/data"
+    assert any(str(volume).endswith(f":{mount}") for volume in postgres["volumes"]), (
+        f"PostgreSQL {major}'s image needs its volume at {mount}")
 
 
 def test_migrate_runs_the_schema_upgrade_once(services: dict[str, dict[str, Any]]) -> None:
