@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
@@ -50,12 +51,19 @@ def broker_url(settings: Settings, database_url: str) -> str:
 @contextmanager
 def database_url(settings: Settings) -> Iterator[str]:
     """``DATABASE_URL``, or the embedded PostgreSQL's URL for as long as the block runs."""
+    with database_tools(settings) as (url, _bin_dir):
+        yield url
+
+
+@contextmanager
+def database_tools(settings: Settings) -> Iterator[tuple[str, Path | None]]:
+    """The database's URL and where its client programs are: the embedded server's own, or the PATH (None)."""
     if settings.database_url:
-        yield settings.database_url
+        yield settings.database_url, None
         return
     with EmbeddedPostgres(settings.data_dir) as embedded:
         migrate.upgrade(embedded.url, settings.embedding_dimensions)
-        yield embedded.url
+        yield embedded.url, embedded.bin_dir
 
 
 @contextmanager

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shared.app.backups import backup_arguments, restore_arguments, run_backup, run_restore
 from shared.errors import ConfigError, MnemoError
 from shared.settings import Settings, load_settings
 
@@ -177,6 +178,8 @@ def _run_bench(settings: Settings, args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Command] = {
     "api": Command("serve the memory API and the web panel", _api_arguments, _run_api),
+    "backup": Command("write the whole database to a file (pg_dump custom format)", backup_arguments, run_backup),
+    "restore": Command("replace the database with a backup file", restore_arguments, run_restore),
     "bench": Command("benchmarks run through the product's own code paths", _bench_arguments, _run_bench),
     "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
     "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),

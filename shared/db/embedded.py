@@ -53,6 +53,13 @@ class EmbeddedPostgres:
             raise DatabaseUnavailable("the embedded PostgreSQL has not been started")
         return self._url
 
+    @property
+    def bin_dir(self) -> Path:
+        """Where the server's own programs are (pg_dump and pg_restore of its major version)."""
+        if self._server is None:
+            raise DatabaseUnavailable("the embedded PostgreSQL has not been started")
+        return Path(self._server.bin_path)
+
     def start(self) -> str:
         """Start (or attach to) the server, make sure the database exists, return its URL."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
