@@ -59,6 +59,12 @@ def change_everything(url: str) -> None:
     engine.dispose()
 
 
+@pytest.fixture(autouse=True)
+def logging_left_as_it_is(monkeypatch):
+    """`main` configures logging for a process; in the test process it would stay for later tests."""
+    monkeypatch.setattr("shared.app.bootstrap.configure_logging", lambda _settings: None)
+
+
 def test_the_cli_round_trips_a_postgresql_15_database(fresh_system_db, tmp_path, monkeypatch, capsys):
     migrate.upgrade(fresh_system_db, DIMENSIONS)
     seed(fresh_system_db, vectors=False)
