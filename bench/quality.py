@@ -114,7 +114,7 @@ def run_locomo(new_uow: Callable, conversations: list[Conversation], config, hyb
     """Mnemo and BM25 rankings, and what the prompt holds, for every question, per conversation (one
     user each); with ``hybrid`` (see :mod:`bench.hybrid`) also Mnemo with the query's vector fused in
     ("mnemo_hybrid"). ``config`` is the hot path's (see :func:`bench.prompt_evidence.product_config`)."""
-    from shared.search.tokenizer import tokenize
+    from shared.search.tokenizer import search_tokens
 
     rows: dict[str, list] = {"mnemo": [], "bm25": [], "bm25_speaker": []} | ({"mnemo_hybrid": []} if hybrid else {})
     progress = Progress("LoCoMo questions", sum(len(c.questions) for c in conversations))
@@ -122,8 +122,8 @@ def run_locomo(new_uow: Callable, conversations: list[Conversation], config, hyb
         turns = conversation.turns
         now = max(turn.at for turn in turns) + QUERY_DAY_AFTER
         archive = {t.dia_id: ArchiveItem(t.dia_id, t.text, t.at) for t in turns}
-        baselines = {"bm25": BM25Ranking(list(archive), [tokenize(t.text) for t in turns]),
-                     "bm25_speaker": BM25Ranking(list(archive), [tokenize(f"{t.speaker or ''} {t.text}")
+        baselines = {"bm25": BM25Ranking(list(archive), [search_tokens(t.text) for t in turns]),
+                     "bm25_speaker": BM25Ranking(list(archive), [search_tokens(f"{t.speaker or ''} {t.text}")
                                                                  for t in turns])}
         user = f"locomo-{index}-{conversation.sample_id}"
         with new_uow() as uow:
@@ -136,7 +136,7 @@ def run_locomo(new_uow: Callable, conversations: list[Conversation], config, hyb
                 found = {"mnemo": (mnemo_rank(uow, user_id, asked, now, keys),
                                    mnemo_packed(new_uow, config, user, [asked], now, keys))}
                 for system, baseline in baselines.items():
-                    ranked = baseline.rank(tokenize(asked))
+                    ranked = baseline.rank(search_tokens(asked))
                     found[system] = ranked, baseline_packed(config, archive, ranked, asked, now)
                 if vector is not None:
                     found["mnemo_hybrid"] = (
