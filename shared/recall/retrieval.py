@@ -1,7 +1,7 @@
 """Recall for one turn (DESIGN.md §5): the speaker's memories, episodes and profile, scored.
 
 Stages: weighted terms of the message, the session's topic and the user's previous lines
-(:mod:`shared.search.recall_query`) → the 50 best prefix matches by BM25 over this user's own memories
+(:mod:`shared.search.recall_query`) → the 50 best matches by BM25 over this user's own memories
 (:mod:`shared.repositories.ranked_search`), topped up by the LIKE fallback → each candidate
 borrows a share of its best neighbour's match (memories noted in the same sitting) → optionally
 mixed with the cosine similarity of the vector nearest neighbours (the user filter sits inside
@@ -29,6 +29,7 @@ from shared.search.scoring import (
     with_neighbours,
 )
 from shared.search.scoring import term_coverage as coverage_of
+from shared.search.tokenizer import matches_by_prefix
 
 CANDIDATE_LIMIT = 50
 EPISODE_LIMIT = 2
@@ -73,11 +74,12 @@ def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, 
 
 
 def _lexical_candidates(uow: UnitOfWork, user_id: int, query: RecallQuery) -> list[tuple[Memory, float]]:
-    """BM25-ranked prefix matches, then LIKE for what the tokens missed (e.g. 猫 inside 猫咪)."""
+    """BM25-ranked matches, then LIKE for what the tokens missed (e.g. 猫 inside 猫咪; an English stem
+    matches whole, so it is not looked for inside other words)."""
     if not query.weighted_terms:
         return []
     return uow.memories.ranked_candidates(user_id, query.weighted_terms, CANDIDATE_LIMIT,
-                                          contains=query.message_terms)
+                                          contains=[term for term in query.message_terms if matches_by_prefix(term)])
 
 
 def _score(uow: UnitOfWork, user_id: int, lexical: list[tuple[Memory, float]], nearest: list[tuple[int, float]],

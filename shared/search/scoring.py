@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 
+from shared.search.tokenizer import matches_by_prefix
+
 WEIGHT_RELEVANCE = 0.40
 WEIGHT_CATEGORY = 0.20
 WEIGHT_RECENCY = 0.15
@@ -79,11 +81,13 @@ def frequency_score(access_count: int, max_access_count: int) -> float:
 
 
 def term_coverage(query_terms: Sequence[str], memory_tokens: Iterable[str]) -> float:
-    """Share of query terms that some memory token starts with (the prefix match of the tsquery)."""
+    """Share of query terms that some memory token matches as the tsquery does: whole for an English
+    stem, as a prefix for any other term (see :func:`shared.search.tokenizer.matches_by_prefix`)."""
     if not query_terms:
         return 0.0
     tokens = set(memory_tokens)
-    matched = sum(1 for term in query_terms if any(token.startswith(term) for token in tokens))
+    matched = sum(1 for term in query_terms if term in tokens or (
+        matches_by_prefix(term) and any(token.startswith(term) for token in tokens)))
     return matched / len(query_terms)
 
 

@@ -2,11 +2,14 @@
 
 Chinese runs are segmented with jieba (with part-of-speech tags, so meaningful one-character
 nouns such as 猫 or 书 survive while particles and pronouns do not); every other script is split
-into lower-cased words. Stop words of both languages and short numbers are dropped.
+into lower-cased words. Stop words of both languages and short numbers are dropped. ``keywords``
+are those words as written; search tokens also cut English words to their Snowball (Porter2) stem
+(dogs → dog, hiking → hike, studies → studi), so every form of a word meets the others.
 
-The same tokens are stored (space-separated) beside memories and episodes and used to build
-queries, so a change to the rules here must bump ``TOKENIZER_VERSION``: rows carry the version
-they were tokenised with and can be re-indexed when it changes.
+The same search tokens are stored (space-separated) beside memories and episodes and used to build
+queries, so a change to the rules here (or to the stemmer) must bump ``TOKENIZER_VERSION``: rows
+carry the version they were tokenised with and are re-indexed when it changes
+(:mod:`shared.recall.reindex`).
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ import logging
 import re
 import threading
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
-TOKENIZER_VERSION = 3
+TOKENIZER_VERSION = 4
 
 MAX_TOKEN_CHARS = 64
 """Longer runs are not words a person would search for (and Postgres caps lexemes at 2 KB)."""
@@ -42,9 +45,10 @@ SUBWORD_MIN_CHARS = 3
 (篮球比赛 → 篮球, 比赛; 元旦晚会 → 元旦, 晚会), so 比赛 finds 篮球比赛 though it is not a prefix."""
 SUBWORD_LENGTHS = (2, 3)
 
-STEM_SUFFIXES = ("ies", "ied", "ing", "ed", "es", "s")
-MIN_STEM_CHARS = 4
-"""A query word is cut to a stem only when this much is left (loved stays loved, not lov)."""
+STEMMER_ALGORITHM = "english"
+"""Snowball's English stemmer (Porter2), applied to words of ASCII letters at index and query time alike."""
+STEM_CACHE_WORDS = 100_000
+"""Distinct words whose stems are kept in memory (a stem costs tens of microseconds to compute)."""
 
 DROPPED_POS = frozenset({"m", "mq", "q", "x", "uj", "ul", "y"})
 """Numerals with classifiers (一只, 三个), particles and interjections never become tokens."""
@@ -54,6 +58,8 @@ _HAN_RUN = re.compile(f"[{_HAN}]+")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _HAN_CHAR = re.compile(f"[{_HAN}]")
 _JIEBA_LOCK = threading.Lock()
+_STEMMER_LOCK = threading.Lock()
+"""A Snowball stemmer object keeps the word it works on: one thread at a time."""
 
 logging.getLogger("jieba").setLevel(logging.WARNING)
 
@@ -84,12 +90,14 @@ def _posseg():
 
 
 def warm_up() -> None:
-    """Load jieba's dictionary and the stop words now (about 2 s of CPU), not on the first message."""
-    tokenize("记住我最喜欢的水果")
+    """Load jieba's dictionary, the stop words and the stemmer now (about 2 s of CPU), not on the first
+    message."""
+    search_tokens("记住我最喜欢的水果 remembering")
 
 
 def tokenize(text: str, *, expand: bool = True) -> list[str]:
-    """Search tokens of ``text`` in order, repeats kept (for storage and term frequency).
+    """The words of ``text`` in order, repeats kept (for term frequency), as written: lower-cased but
+    not stemmed (:func:`search_tokens` are what is stored and searched for).
 
     ``expand`` adds, after each Chinese compound, the dictionary words inside it (see
     ``SUBWORD_MIN_CHARS``) and its head noun (see ``HEAD_NOUN_POS``).
@@ -111,24 +119,47 @@ def keywords(text: str) -> list[str]:
 
 
 def query_terms(text: str) -> list[str]:
-    """The keywords plus the same expansions the stored tokens have: what a search looks for."""
-    return list(dict.fromkeys(search_stem(token) for token in tokenize(text)))
+    """The distinct search tokens of ``text``: what a search looks for."""
+    return list(dict.fromkeys(search_tokens(text)))
+
+
+def search_tokens(text: str) -> list[str]:
+    """The tokens stored for ``text`` and searched for: :func:`tokenize`'s, English words stemmed."""
+    return [search_stem(token) for token in tokenize(text)]
 
 
 def search_stem(word: str) -> str:
-    """An English word cut to a stem that is a prefix of it (painted → paint, activities → activit),
-    so the prefix query ``stem:*`` finds every form the word ``word:*`` found, and its other forms."""
+    """An English word's Snowball stem (dogs → dog, running → run, species → speci); a word of any
+    other script, or with digits, as it is."""
     if not (word.isascii() and word.isalpha()):
         return word
-    for suffix in STEM_SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
-            return word[: -len(suffix)]
-    return word
+    return _english_stem(word)
+
+
+def matches_by_prefix(term: str) -> bool:
+    """Whether a search token also finds the longer tokens that start with it. A Chinese word does (猫
+    finds 猫咪, 篮球 finds 篮球比赛), as do numbers and words of other scripts; an English stem matches
+    whole, since every form of its word has that very stem (dog finds dogs, not dogma; speci finds
+    species, not special)."""
+    return not (term.isascii() and term.isalpha())
 
 
 def search_text(parts: Iterable[str | None]) -> str:
     """The space-separated tokens stored in a row's search column."""
-    return " ".join(token for part in parts if part for token in tokenize(part))
+    return " ".join(token for part in parts if part for token in search_tokens(part))
+
+
+@lru_cache(maxsize=STEM_CACHE_WORDS)
+def _english_stem(word: str) -> str:
+    with _STEMMER_LOCK:
+        return _stemmer().stemWord(word)
+
+
+@cache
+def _stemmer():
+    import snowballstemmer  # 30 ms for all its languages: loaded on first use or by warm_up
+
+    return snowballstemmer.stemmer(STEMMER_ALGORITHM)
 
 
 def _words(chunk: str) -> Iterable[str]:

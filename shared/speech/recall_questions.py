@@ -12,13 +12,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shared.search.tokenizer import query_terms
+from shared.search.tokenizer import query_terms, search_stem
 from shared.speech.acts import sentences
 from shared.speech.lexicon import PEOPLE, canonical_thing
 
 Key = tuple[str, str]
 CUE_WORDS = frozenset({"记得", "知道", "告诉", "问", "remember", "know", "recall", "tell", "still"})
 """Words of a recall question that say nothing about what is asked."""
+CUE_TERMS = frozenset(search_stem(word) for word in CUE_WORDS)
+"""The same as search tokens (remember → rememb), as the question's terms are."""
 
 _SLOTS: tuple[tuple[re.Pattern[str], tuple[Key, ...]], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), keys) for pattern, keys in (
@@ -107,7 +109,7 @@ def recall_ask(text: str) -> RecallAsk | None:
             keys += found
             prefixes += open_keys
             about_user = about_user or about_me
-            words += [term for term in query_terms(body) if term not in CUE_WORDS]
+            words += [term for term in query_terms(body) if term not in CUE_TERMS]
     if not (keys or prefixes or about_user or words):
         return None
     return RecallAsk(tuple(dict.fromkeys(keys)), tuple(dict.fromkeys(prefixes)), tuple(dict.fromkeys(words)),

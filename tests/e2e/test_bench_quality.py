@@ -60,12 +60,26 @@ def test_a_quick_run_finds_the_planted_evidence_and_writes_the_figures(tmp_path,
     assert locomo["bm25_speaker"]["overall"]["recall_any@1"] == 1.0
     assert locomo["mnemo"]["overall"]["recall_any@1"] == 1.0
     assert locomo["mnemo"]["overall"]["session_recall@1"] == 1.0
-    assert madial["mnemo"]["recall@1"] == 1.0 and set(madial["bm25"]) == {"recall@1", "recall@3", "recall@5",
+    assert madial["mnemo"]["recall@1"] == 1.0 and set(madial["bm25"]) >= {"recall@1", "recall@3", "recall@5",
                                                                           "recall@10"}
-    assert set(written["headline"]) == {"locomo_recall_any@10", "madial_recall@5"}
+    assert set(written["headline"]) == {"locomo_evidence_in_prompt", "madial_evidence_in_prompt",
+                                        "locomo_recall_any@10", "madial_recall@5"}
     assert "locomo_recall_any@10: Mnemo 1.000" in quality.report(figures)
+    assert "locomo_evidence_in_prompt: Mnemo 1.000 vs BM25" in quality.report(figures)
     assert written["hybrid"] == {"skipped": "not asked for"} and "mnemo_hybrid" not in locomo
     assert "locomo_recall_any@10: Mnemo 1.000" in (tmp_path / "out" / "quality.md").read_text()
+    assert_the_evidence_is_counted_in_the_products_own_prompt(written)
+
+
+def assert_the_evidence_is_counted_in_the_products_own_prompt(figures: dict) -> None:
+    """At the product's defaults, the planted evidence reaches the prompt, within the memory budget."""
+    assert figures["prompt"] == {"retrieval_limit": 5, "memory_budget_tokens": 700}
+    locomo, madial = figures["locomo"]["mnemo"]["overall"], figures["madial"]["mnemo"]
+    assert locomo["evidence_in_prompt"] == 1.0 and madial["evidence_in_prompt"] == 1.0
+    assert locomo["memories_in_prompt"] == 5, "the product's retrieval limit, of six memories"
+    assert 0 < locomo["context_tokens_mean"] <= locomo["context_tokens_p95"] <= 700
+    assert figures["madial"]["bm25"]["evidence_in_prompt"] == figures["madial"]["bm25"]["recall@5"]
+    assert figures["headline"]["madial_evidence_in_prompt"]["mnemo"] == 1.0
 
 
 def test_the_hybrid_pass_embeds_through_the_products_job_and_ranks_through_pgvector(tmp_path, embedded_admin_url):
@@ -77,7 +91,9 @@ def test_the_hybrid_pass_embeds_through_the_products_job_and_ranks_through_pgvec
                               quick=True, hybrid=True, embedder=embedder)
     assert figures["hybrid"] == {"model": embedder.name}
     assert figures["locomo"]["mnemo_hybrid"]["overall"]["recall_any@1"] == 1.0
-    assert set(figures["madial"]["mnemo_hybrid"]) == {"recall@1", "recall@3", "recall@5", "recall@10"}
+    assert figures["locomo"]["mnemo_hybrid"]["overall"]["evidence_in_prompt"] == 1.0
+    assert set(figures["madial"]["mnemo_hybrid"]) >= {"recall@1", "recall@3", "recall@5", "recall@10",
+                                                      "evidence_in_prompt"}
     assert f"hybrid (lexical + {embedder.name} vectors)" in quality.report(figures)
 
 

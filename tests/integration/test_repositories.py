@@ -39,8 +39,8 @@ def test_identify_returns_the_same_user_every_time_and_updates_the_display_name(
 
 @pytest.mark.parametrize("content, query, expected_tokens", [
     ("我喜欢喝乌龙茶，不喜欢咖啡", ["乌龙茶"], "喜欢 喝 乌龙茶 喜欢 咖啡"),
-    ("My sister Anna lives in Berlin", ["berlin"], "sister anna lives berlin"),
-    ("我在 Google 做 SRE，养了一只猫", ["猫", "google"], "google sre 养 猫"),
+    ("My sister Anna lives in Berlin", ["berlin"], "sister anna live berlin"),
+    ("我在 Google 做 SRE，养了一只猫", ["猫", "googl"], "googl sre 养 猫"),
 ])
 def test_memories_round_trip_chinese_english_and_mixed_text(uow_factory, content, query, expected_tokens):
     with uow_factory() as uow:

@@ -109,10 +109,23 @@ def test_vector_neighbours_are_fused_with_lexical_results_and_stay_within_the_us
     assert found[lexical.id].keyword > 0 and math.isclose(found[lexical.id].vector_similarity, 0.0, abs_tol=1e-6)
 
 
-def test_a_prefix_of_a_word_finds_it_like_the_seeds_pyth_star(uow_factory, alice):
+def test_a_chinese_word_finds_the_longer_words_it_begins_like_the_seeds_prefix_star(uow_factory, alice):
     with uow_factory() as uow:
-        memory = remember(uow, alice, "我喜欢用 Python 写代码", type_="preference")
+        memory = remember(uow, alice, "我有一只猫咪", type_="fact")
         uow.commit()
-        recall = recall_for_turn(uow, alice, "pyth", now=NOW, limit=5)
+        recall = recall_for_turn(uow, alice, "猫", now=NOW, limit=5)
     assert [item.memory.id for item in recall.memories] == [memory.id]
     assert recall.memories[0].score.keyword > 0.5
+
+
+def test_an_english_word_finds_every_form_of_itself_and_no_word_that_merely_starts_like_it(uow_factory, alice):
+    with uow_factory() as uow:
+        walk = remember(uow, alice, "I went hiking with my dogs", type_="event")
+        remember(uow, alice, "A special offer on dogma books", type_="event")
+        uow.commit()
+        hike = recall_for_turn(uow, alice, "shall we hike with the dog?", now=NOW, limit=5)
+        species = recall_for_turn(uow, alice, "which species?", now=NOW, limit=5)
+    assert [item.memory.id for item in hike.memories] == [walk.id]
+    assert species.memories == ()
+
+

@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from bench.datasets import clean_dialogue_line, load_locomo, load_madial, parse_session_date, split_evidence
-from bench.quality import (
-    BM25Ranking,
+from bench.prompt_evidence import Packed
+from bench.quality import BM25Ranking, madial_turn
+from bench.quality_metrics import (
+    in_prompt_figures,
     locomo_figures,
     madial_figures,
-    madial_turn,
     recall_all,
     recall_any,
     recall_share,
@@ -77,13 +78,30 @@ def test_recall_any_all_and_share_count_relevant_items_in_the_top_k():
 
 
 def test_locomo_figures_split_by_category_and_count_sessions():
-    rows = [(1, ["D1:1", "D2:5"], ("D2:1", "D3:1")), (4, ["D1:1"], ("D1:1",))]
+    nothing = Packed((), 0)
+    rows = [(1, ["D1:1", "D2:5"], ("D2:1", "D3:1"), nothing), (4, ["D1:1"], ("D1:1",), nothing)]
     figures = locomo_figures(rows)
     assert set(figures) == {"overall", "1 multi-hop", "4 single-hop"}
     assert figures["overall"]["recall_any@1"] == 0.5
     assert figures["1 multi-hop"]["session_recall@5"] == 0.5 and figures["1 multi-hop"]["recall_all@20"] == 0.0
-    assert madial_figures([(["1", "2"], ("2", "3"))])["recall@1"] == 0.0
-    assert madial_figures([(["1", "2"], ("2", "3"))])["recall@3"] == pytest.approx(0.5)
+    assert madial_figures([(["1", "2"], ("2", "3"), nothing)])["recall@1"] == 0.0
+    assert madial_figures([(["1", "2"], ("2", "3"), nothing)])["recall@3"] == pytest.approx(0.5)
+
+
+def test_evidence_counts_as_in_the_prompt_only_when_the_prompt_holds_it_whatever_the_ranking_found():
+    found_but_cut = (4, ["D1:1", "D1:2"], ("D1:2",), Packed(("D1:1",), 120))
+    packed = (4, ["D1:2"], ("D1:2", "D1:3"), Packed(("D1:2",), 80))
+    overall = locomo_figures([found_but_cut, packed])["overall"]
+    assert overall["recall_any@5"] == 1.0
+    assert overall["evidence_in_prompt"] == 0.5 and overall["all_evidence_in_prompt"] == 0.0
+    assert overall["memories_in_prompt"] == 1.0 and overall["context_tokens_mean"] == 100
+    assert overall["context_tokens_p95"] == 120
+
+
+def test_a_madial_dialogue_counts_the_share_of_its_relevant_memories_in_the_prompt():
+    figures = madial_figures([(["1", "2", "3"], ("2", "3"), Packed(("1", "2"), 90))])
+    assert figures["recall@3"] == 1.0 and figures["evidence_in_prompt"] == 0.5
+    assert in_prompt_figures([])["evidence_in_prompt"] == 0.0
 
 
 def test_the_bm25_baseline_ranks_only_documents_that_share_a_term():

@@ -12,8 +12,19 @@ from shared.search.recall_query import (
 
 def test_a_message_alone_gives_its_terms_at_full_weight():
     query = build_recall_query("I adopted a puppy")
-    assert query.weighted_terms == (("adopt", MESSAGE_WEIGHT), ("puppy", MESSAGE_WEIGHT))
-    assert query.message_terms == ("adopt", "puppy") and query.topic_terms == ()
+    assert query.weighted_terms == (("adopt", MESSAGE_WEIGHT), ("puppi", MESSAGE_WEIGHT))
+    assert query.message_terms == ("adopt", "puppi") and query.topic_terms == ()
+
+
+def test_english_words_are_searched_by_their_snowball_stems():
+    query = build_recall_query("Are the dogs still running?", context=["I love hiking"])
+    assert query.message_terms == ("dog", "run")
+    assert query.terms == ("dog", "run", "love", "hike")
+
+
+def test_the_earlier_suffix_cut_errors_are_gone():
+    """``studies`` was ``stud`` (matching student), ``species`` was ``spec`` (matching special)."""
+    assert build_recall_query("my studies on species").message_terms == ("studi", "speci")
 
 
 def test_earlier_lines_count_less_the_further_back_they_are():
@@ -32,7 +43,7 @@ def test_a_term_of_the_message_keeps_full_weight_when_the_context_repeats_it():
 
 def test_the_message_terms_come_first_so_a_term_cap_drops_context_not_the_message():
     query = build_recall_query("puppy", context=["sushi tonight"])
-    assert query.terms == ("puppy", "sushi", "tonight")
+    assert query.terms == ("puppi", "sushi", "tonight")
 
 
 def test_only_the_latest_context_lines_are_used():

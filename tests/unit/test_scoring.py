@@ -42,8 +42,9 @@ def test_category_boosts_follow_the_seed():
     assert (CATEGORY_BOOST["preference"], CATEGORY_BOOST["fact"], CATEGORY_BOOST["pattern"]) == (1.5, 1.2, 1.0)
 
 
-def test_term_coverage_counts_prefix_matches():
-    assert term_coverage(["pyth", "代码"], ["python", "代码", "喜欢"]) == 1.0
+def test_term_coverage_counts_matches_as_the_tsquery_does_english_stems_whole_chinese_words_as_prefixes():
+    assert term_coverage(["python", "代码"], ["python", "代码写作", "喜欢"]) == 1.0
+    assert term_coverage(["pyth", "代码"], ["python", "代码", "喜欢"]) == 0.5
     assert term_coverage(["java", "代码"], ["python", "代码"]) == 0.5
     assert term_coverage([], ["python"]) == 0.0
 

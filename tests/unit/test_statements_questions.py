@@ -74,6 +74,7 @@ def test_open_recall_questions_ask_for_a_prefix_and_general_ones_for_anything_kn
     assert ("preference", "likes_") in recall_ask("What do I like?").prefixes
     assert recall_ask("你还记得我吗").about_user and recall_ask("do you remember me?").about_user
     assert "sister" in recall_ask("do you remember what I told you about my sister?").terms
+    assert recall_ask("do you still remember and recall my sister?").terms == ("sister",)
 
 
 @pytest.mark.parametrize("text", ["今天天气怎么样？", "我该怎么办？", "你叫什么名字？",

@@ -4,29 +4,34 @@ import hashlib
 import json
 import subprocess
 import sys
+from importlib import metadata
 
 import jieba
+import pytest
 
 from shared.search import tokenizer
 from shared.search.tokenizer import (
     MAX_TOKEN_CHARS,
     TOKENIZER_VERSION,
     keywords,
+    matches_by_prefix,
     query_terms,
     search_stem,
     search_text,
+    search_tokens,
     stop_words,
     tokenize,
 )
 
-RECORDED_INPUTS = {3: "78bdd568b2ccc57c819cb0224064bfeb61789097260a9baddec4cd286d4904fe"}
+RECORDED_INPUTS = {4: "7ab01fed694fed4178e46bc1fa22ded753d70dff0ed73e31b91acf96e3975075"}
 """``TOKENIZER_VERSION`` -> the fingerprint of what decided the stored tokens under it. When a stop-word
-list, jieba (its version or dictionary) or a rule below changes, bump ``TOKENIZER_VERSION``, so that rows
-tokenised the old way are re-indexed, and record the new fingerprint here."""
+list, jieba (its version or dictionary), the Snowball stemmer or a rule below changes, bump
+``TOKENIZER_VERSION``, so that rows tokenised the old way are re-indexed, and record the new
+fingerprint here."""
 STORED_TOKEN_RULES = ("MAX_TOKEN_CHARS", "MIN_NUMBER_DIGITS", "SINGLE_CHAR_POS", "HEAD_NOUN_POS",
                       "HEAD_NOUN_SKIPPED_WORD_POS", "GENERIC_HEADS", "SUBWORD_MIN_CHARS", "SUBWORD_LENGTHS",
-                      "DROPPED_POS")
-"""The tokenizer's constants that shape stored tokens (stemming only shapes queries)."""
+                      "DROPPED_POS", "STEMMER_ALGORITHM")
+"""The tokenizer's constants that shape stored tokens."""
 
 
 def tokenizer_inputs_fingerprint() -> str:
@@ -34,6 +39,7 @@ def tokenizer_inputs_fingerprint() -> str:
         jieba_dictionary = hashlib.sha256(dictionary.read()).hexdigest()
     rules = {name: getattr(tokenizer, name) for name in STORED_TOKEN_RULES}
     inputs = {"stop_words": sorted(stop_words()), "jieba": jieba.__version__, "jieba_dictionary": jieba_dictionary,
+              "snowballstemmer": metadata.version("snowballstemmer"),
               "rules": {name: sorted(rule) if isinstance(rule, frozenset) else rule for name, rule in rules.items()}}
     return hashlib.sha256(json.dumps(inputs, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
 
@@ -90,7 +96,7 @@ def test_overlong_runs_are_not_tokens():
 
 
 def test_search_text_joins_the_tokens_of_every_part_and_skips_empty_parts():
-    assert search_text(["用户", None, "likes green tea"]) == "用户 likes green tea"
+    assert search_text(["用户", None, "likes green tea"]) == "用户 like green tea"
 
 
 def test_stop_word_lists_cover_both_languages():
@@ -135,25 +141,47 @@ def test_search_mode_pieces_skip_stop_words():
     assert tokenize("有没有") == ["有没有"]
 
 
-def test_query_words_are_cut_to_a_stem_so_other_forms_of_the_word_match():
-    assert query_terms("She painted sunsets while camping") == ["paint", "sunset", "camp"]
-    assert search_stem("activities") == "activit" and search_stem("studied") == "stud"
+@pytest.mark.parametrize("word, stem", [
+    ("dogs", "dog"), ("hiking", "hike"), ("hiked", "hike"), ("running", "run"), ("studies", "studi"),
+    ("species", "speci"), ("painted", "paint"), ("classes", "class"), ("loved", "love"), ("uses", "use"),
+])
+def test_english_words_are_cut_to_their_snowball_stem(word, stem):
+    assert search_stem(word) == stem
 
 
-def test_a_stem_is_always_a_prefix_of_the_word_so_it_finds_everything_the_word_found():
-    for word in ("painting", "classes", "loved", "runs", "dress", "analysis", "python", "2023", "咖啡"):
-        assert word.startswith(search_stem(word))
+@pytest.mark.parametrize("one, other", [("dogs", "dog"), ("hiking", "hike"), ("running", "runs"),
+                                        ("studies", "studying"), ("painted", "painting")])
+def test_forms_of_one_word_meet_on_one_stem(one, other):
+    assert search_stem(one) == search_stem(other)
 
 
-def test_short_words_and_other_scripts_are_not_stemmed_and_stored_tokens_never_are():
-    assert search_stem("loved") == "loved" and search_stem("uses") == "uses"
-    assert search_stem("привет") == "привет"
-    assert tokenize("She painted sunsets") == ["painted", "sunsets"]
+@pytest.mark.parametrize("asked, stored", [("studies", "student"), ("species", "special"), ("dogs", "dogma")])
+def test_an_english_stem_matches_whole_so_a_word_never_finds_another_that_merely_starts_like_it(asked, stored):
+    [term] = query_terms(asked)
+    assert not matches_by_prefix(term)
+    assert term not in search_tokens(stored)
 
 
-def test_warm_up_loads_the_chinese_dictionary_before_any_message():
+def test_chinese_words_numbers_and_other_scripts_still_match_as_prefixes():
+    assert all(matches_by_prefix(term) for term in ("猫", "篮球", "2023", "привет", "mp3"))
+
+
+def test_stored_and_searched_tokens_are_stems_while_keywords_stay_words_as_written():
+    assert search_tokens("She painted sunsets while camping") == ["paint", "sunset", "camp"]
+    assert search_text(["Dogs love hiking", None]) == "dog love hike"
+    assert query_terms("dogs and more dogs") == ["dog"]
+    assert keywords("She painted sunsets") == ["painted", "sunsets"] == tokenize("She painted sunsets")
+
+
+def test_other_scripts_numbers_and_words_with_digits_are_not_stemmed():
+    assert search_stem("привет") == "привет" and search_stem("2023") == "2023" and search_stem("mp3s") == "mp3s"
+    assert search_stem("咖啡") == "咖啡" and search_tokens("篮球比赛 games") == ["篮球比赛", "篮球", "比赛", "game"]
+
+
+def test_warm_up_loads_the_chinese_dictionary_and_the_stemmer_before_any_message():
     """Front-ends call it in a thread at start; in a fresh process nothing is loaded until it runs."""
     script = ("import jieba; from shared.search import tokenizer; before = jieba.dt.initialized; "
-              "tokenizer.warm_up(); print(before, jieba.dt.initialized, tokenizer.stop_words.cache_info().currsize)")
+              "tokenizer.warm_up(); print(before, jieba.dt.initialized, tokenizer.stop_words.cache_info().currsize, "
+              "tokenizer._stemmer.cache_info().currsize)")
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert loaded.stdout.split() == ["False", "True", "1"], loaded.stderr
+    assert loaded.stdout.split() == ["False", "True", "1", "1"], loaded.stderr
