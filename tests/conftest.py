@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from sqlalchemy.orm import sessionmaker
 
 from bench.databases import create_database, drop_database
 from shared.db import migrate
-from shared.db.embedded import EmbeddedPostgres
+from shared.db.embedded import PGDATA_DIR, EmbeddedPostgres
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import MemoryEvent
 from shared.repositories.uow import UnitOfWork
@@ -54,6 +55,27 @@ def embedded_pg() -> Iterator[EmbeddedPostgres]:
     """The embedded PostgreSQL 18 with pgvector, in a temporary data directory."""
     with server_data_dir() as data_dir, EmbeddedPostgres(data_dir) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def initialised_pgdata() -> Iterator[Path]:
+    """The ``pgdata`` an embedded server's first start leaves behind (initdb run, the ``mnemo`` database
+    made, the server stopped), once per test process."""
+    with server_data_dir() as data_dir:
+        with EmbeddedPostgres(data_dir):
+            pass
+        yield data_dir / PGDATA_DIR
+
+
+@pytest.fixture
+def data_dir(initialised_pgdata: Path) -> Iterator[Path]:
+    """A data directory (``MNEMO_DATA_DIR``) whose embedded server an earlier run set up and stopped: a
+    start skips initdb (about 2 s of CPU). Tests of the very first start take an empty one instead
+    (test_embedded.py's ``empty_data_dir``)."""
+    with server_data_dir() as data_dir:
+        # cp -a: the files keep their owner, the user the server runs as when the tests run as root
+        subprocess.run(["cp", "-a", str(initialised_pgdata), str(data_dir / PGDATA_DIR)], check=True)
+        yield data_dir
 
 
 @pytest.fixture(scope="session")
