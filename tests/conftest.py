@@ -51,31 +51,37 @@ def server_data_dir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def embedded_pg() -> Iterator[EmbeddedPostgres]:
-    """The embedded PostgreSQL 18 with pgvector, in a temporary data directory."""
-    with server_data_dir() as data_dir, EmbeddedPostgres(data_dir) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
 def initialised_pgdata() -> Iterator[Path]:
     """The ``pgdata`` an embedded server's first start leaves behind (initdb run, the ``mnemo`` database
-    made, the server stopped), once per test process."""
+    made, the server stopped), made once per test process."""
     with server_data_dir() as data_dir:
         with EmbeddedPostgres(data_dir):
             pass
         yield data_dir / PGDATA_DIR
 
 
-@pytest.fixture
-def data_dir(initialised_pgdata: Path) -> Iterator[Path]:
-    """A data directory (``MNEMO_DATA_DIR``) whose embedded server an earlier run set up and stopped: a
-    start skips initdb (about 2 s of CPU). Tests of the very first start take an empty one instead
-    (test_embedded.py's ``empty_data_dir``)."""
+@contextmanager
+def used_data_dir(pgdata: Path) -> Iterator[Path]:
+    """A data directory holding a copy of ``pgdata``: its server starts without initdb (about 2 s of CPU)."""
     with server_data_dir() as data_dir:
         # cp -a: the files keep their owner, the user the server runs as when the tests run as root
-        subprocess.run(["cp", "-a", str(initialised_pgdata), str(data_dir / PGDATA_DIR)], check=True)
+        subprocess.run(["cp", "-a", str(pgdata), str(data_dir / PGDATA_DIR)], check=True)
         yield data_dir
+
+
+@pytest.fixture(scope="session")
+def embedded_pg(initialised_pgdata: Path) -> Iterator[EmbeddedPostgres]:
+    """The embedded PostgreSQL 18 with pgvector, running for the whole session in a temporary data directory."""
+    with used_data_dir(initialised_pgdata) as data_dir, EmbeddedPostgres(data_dir) as server:
+        yield server
+
+
+@pytest.fixture
+def data_dir(initialised_pgdata: Path) -> Iterator[Path]:
+    """A data directory (``MNEMO_DATA_DIR``) whose embedded server an earlier run set up and stopped, for a
+    test about anything but the very first start (test_embedded.py's ``empty_data_dir`` is for that one)."""
+    with used_data_dir(initialised_pgdata) as path:
+        yield path
 
 
 @pytest.fixture(scope="session")
