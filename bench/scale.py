@@ -276,12 +276,14 @@ def measure(url: str, engine, sessions, service, users: int, queries: int, size:
 
 
 def run(database_url: str | None, sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), users: int = 10_000,
-        out_dir: Path = Path("bench/results"), queries: int = 1000) -> dict:
+        out_dir: Path = Path("bench/results"), queries: int = 1000, pool: int = POOL_SENTENCES) -> dict:
+    """Grows one scratch database through ``sizes`` memories of ``users`` users, built from ``pool``
+    distinct sentences, and times ``queries`` recalls and hot-path turns at each size."""
     from shared.db.engine import session_factory
 
     rng = random.Random(SEED)
     progress("tokenising the sentence pool…")
-    rows = memory_rows(sentence_pool(rng), users, rng, datetime.now(UTC) - timedelta(minutes=1))
+    rows = memory_rows(sentence_pool(rng, pool), users, rng, datetime.now(UTC) - timedelta(minutes=1))
     targets = {"retrieval_p99_ms": RETRIEVAL_P99_TARGET_MS, "hot_path_p99_ms": HOT_PATH_P99_TARGET_MS}
     figures: dict = {"machine": machine(), "users": users, "queries": queries, "sizes": [], "targets": targets}
     with FakeOpenAI(models=("fake-chat",)) as llm, scratch_database(database_url) as url:

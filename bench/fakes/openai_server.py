@@ -30,6 +30,8 @@ import json
 import logging
 import math
 import re
+import select
+import socket
 import struct
 import threading
 import time
@@ -48,6 +50,8 @@ Responder = Callable[[dict[str, Any]], Content]
 
 _log = logging.getLogger(__name__)
 STREAM_PIECE_CHARS = 16
+STOP_CHECK_SECONDS = 0.05
+"""How often a trickle between two bytes looks whether the fake is stopping."""
 CHARS_PER_TOKEN = 4
 _WORD = re.compile(r"\w+")
 _ERROR_KINDS: dict[int, tuple[str, str | None, str]] = {
@@ -266,12 +270,26 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(bytes((byte,)))
                     self.wfile.flush()
                     fake._note_trickled()
-                    if fake._stopping.wait(response.trickle):
+                    if self._pause_between_bytes(response.trickle):
                         return
         except (BrokenPipeError, ConnectionResetError):
             fake._note_abandoned(trickle=True)
         finally:
             fake._streams.discard(response.interrupted)
+
+    def _pause_between_bytes(self, seconds: float) -> bool:
+        """Wait ``seconds`` before the next trickled byte; True when the fake is stopping. A client that
+        closes its end meanwhile is noticed at once (``BrokenPipeError``), not at the next failed write."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self.server.fake._stopping.is_set():
+                return True
+            readable, _, _ = select.select([self.connection], [], [], min(left, STOP_CHECK_SECONDS))
+            if readable:
+                if not self.connection.recv(1, socket.MSG_PEEK):  # end of file: the client left
+                    raise BrokenPipeError("the client closed the connection")
+                return self.server.fake._stopping.wait(left)  # it sent more: only the next write can tell
+        return self.server.fake._stopping.is_set()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Route access logs to ``logging`` instead of stderr."""

@@ -10,7 +10,7 @@ from bench import scale
 
 def test_scale_bench_writes_latencies_for_every_size_and_explains_the_slowest_query(
         system_pg_admin_url: str, tmp_path: Path) -> None:
-    figures = scale.run(system_pg_admin_url, sizes=(200, 1000), users=20, out_dir=tmp_path, queries=20)
+    figures = scale.run(system_pg_admin_url, sizes=(200, 1000), users=20, out_dir=tmp_path, queries=20, pool=300)
 
     written = json.loads((tmp_path / "scale.json").read_text())
     assert written == figures

@@ -35,8 +35,8 @@ HOLDER = textwrap.dedent("""
 
 
 @pytest.fixture
-def tmp_path() -> Iterator[Path]:
-    """Each test's data directory, outside pytest's private temp root (see ``server_data_dir``)."""
+def empty_data_dir() -> Iterator[Path]:
+    """A data directory nothing has used yet, outside pytest's private temp root (see ``server_data_dir``)."""
     with server_data_dir() as path:
         yield path
 
@@ -57,21 +57,21 @@ def postgres_processes_for(data_dir: Path) -> list[psutil.Process]:
     return found
 
 
-def test_the_starting_process_owns_the_server_and_an_attached_one_leaves_it_running(tmp_path):
-    owner = EmbeddedPostgres(tmp_path)
+def test_the_starting_process_owns_the_server_and_an_attached_one_leaves_it_running(data_dir):
+    owner = EmbeddedPostgres(data_dir)
     owner.start()
-    attached = EmbeddedPostgres(tmp_path)
+    attached = EmbeddedPostgres(data_dir)
     try:
         assert attached.start() == owner.url
         assert owner.owner and not attached.owner
         attached.stop()
-        assert server_pid(tmp_path) is not None
+        assert server_pid(data_dir) is not None
     finally:
         owner.stop()
-    assert server_pid(tmp_path) is None
+    assert server_pid(data_dir) is None
     owner.start()  # and it starts again in the same process
     owner.stop()
-    assert server_pid(tmp_path) is None
+    assert server_pid(data_dir) is None
 
 
 def ignoring_ctrl_c() -> None:
@@ -82,46 +82,46 @@ def ignoring_ctrl_c() -> None:
 @pytest.mark.parametrize("signum, preexec", [(signal.SIGINT, None), (signal.SIGINT, ignoring_ctrl_c),
                                              (signal.SIGTERM, None)], ids=["ctrl-c", "ctrl-c-inherited-ignore",
                                                                            "sigterm"])
-def test_no_server_is_left_behind_when_the_owner_is_interrupted(tmp_path, signum, preexec):
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                              env=embedded_env(tmp_path), cwd=tmp_path, preexec_fn=preexec)
+def test_no_server_is_left_behind_when_the_owner_is_interrupted(data_dir, signum, preexec):
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(data_dir)], stdout=subprocess.PIPE, text=True,
+                              env=embedded_env(data_dir), cwd=data_dir, preexec_fn=preexec)
     try:
         assert holder.stdout.readline().strip() == "ready"
-        assert server_pid(tmp_path) is not None
+        assert server_pid(data_dir) is not None
         holder.send_signal(signum)
         holder.wait(timeout=30)
     finally:
         holder.kill()
-    assert server_pid(tmp_path) is None
-    psutil.wait_procs(postgres_processes_for(tmp_path), timeout=10)
-    assert postgres_processes_for(tmp_path) == []
+    assert server_pid(data_dir) is None
+    psutil.wait_procs(postgres_processes_for(data_dir), timeout=10)
+    assert postgres_processes_for(data_dir) == []
 
 
-def test_db_upgrade_and_doctor_work_on_the_embedded_default(tmp_path):
-    env = embedded_env(tmp_path)
-    upgrade = subprocess.run([sys.executable, "-m", "shared.app.cli", "db", "upgrade"], env=env, cwd=tmp_path,
+def test_db_upgrade_and_doctor_work_on_the_embedded_default(empty_data_dir):
+    env = embedded_env(empty_data_dir)
+    upgrade = subprocess.run([sys.executable, "-m", "shared.app.cli", "db", "upgrade"], env=env, cwd=empty_data_dir,
                              capture_output=True, text=True, timeout=120)
     assert upgrade.returncode == 0, upgrade.stderr
     assert f"Schema at {migrate.head_revision()}; vectors on." in upgrade.stdout
-    doctor = subprocess.run([sys.executable, "-m", "shared.app.cli", "doctor"], env=env, cwd=tmp_path,
+    doctor = subprocess.run([sys.executable, "-m", "shared.app.cli", "doctor"], env=env, cwd=empty_data_dir,
                             capture_output=True, text=True, timeout=120)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert "[OK  ] database: embedded PostgreSQL, PostgreSQL 18" in doctor.stdout
     assert "[OK  ] pgvector: enabled, 384 dimensions" in doctor.stdout
     assert "Verdict: ready" in doctor.stdout
-    assert server_pid(tmp_path) is None
+    assert server_pid(empty_data_dir) is None
 
 
-def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(tmp_path):
+def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(data_dir):
     script = "我住在北京\n不对，我现在住在上海\n我在上海过得还行\n/why\n/quit\n"
     chat = subprocess.run([sys.executable, "-m", "shared.app.cli", "chat", "--user", "tester"], input=script,
-                          env=embedded_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                          env=embedded_env(data_dir), cwd=data_dir, capture_output=True, text=True, timeout=120)
     assert chat.returncode == 0, chat.stderr
     assert "offline mode" in chat.stdout
     assert "Mnemo (offline)> 好的，我更新了：你现在住在上海（之前记的是：你住在北京）。" in chat.stdout
     assert "我现在住在上海\n      score" in chat.stdout and "strategy:" in chat.stdout
     assert "我住在北京\n      score" not in chat.stdout  # the superseded value is not used
-    assert server_pid(tmp_path) is None
+    assert server_pid(data_dir) is None
 
 
 COMPANION_ENV = {"API_PORT": "0", "LOG_LEVEL": "INFO"}
@@ -145,12 +145,12 @@ def api_beside(data_dir: Path) -> bool:
     return api_answers(bound_port(data_dir / "logs" / "api.log"))
 
 
-def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_path, fresh_system_db):
+def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(empty_data_dir, fresh_system_db):
     """With --workers (the default on the embedded database) the console starts all three and stops them."""
     migrate.upgrade(fresh_system_db)
-    env = embedded_env(tmp_path) | COMPANION_ENV | {"DATABASE_URL": fresh_system_db, "REMINDER_SCAN_SECONDS": "2"}
+    env = embedded_env(empty_data_dir) | COMPANION_ENV | {"DATABASE_URL": fresh_system_db, "REMINDER_SCAN_SECONDS": "2"}
     chat = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "chat", "--user", "tester", "--workers"], env=env,
-                            cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            cwd=empty_data_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     helpers: list[psutil.Process] = []
     try:
@@ -159,7 +159,7 @@ def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_p
         helpers = wait_for(lambda: all_companions(chat), 90, "the worker, beat and API beside the console")
         wait_for(lambda: owed_jobs_done(fresh_system_db), 90,
                  lambda: f"the worker beside the console to do the owed jobs ({job_statuses(fresh_system_db)})")
-        wait_for(lambda: api_beside(tmp_path), 90, "the web panel's API beside the console to answer")
+        wait_for(lambda: api_beside(empty_data_dir), 90, "the web panel's API beside the console to answer")
         chat.stdin.write("/quit\n")
         chat.stdin.flush()
         chat.wait(timeout=60)
@@ -169,25 +169,26 @@ def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(tmp_p
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helpers)
 
 
-def test_mnemo_telegram_on_the_embedded_default_runs_worker_beat_and_api_beside_it(tmp_path):
-    """A bot on a fresh install does its background work and serves /panel links without other commands."""
+def test_mnemo_telegram_on_the_embedded_default_runs_worker_beat_and_api_beside_it(data_dir):
+    """A bot with nothing configured but its token does its background work and serves /panel links without
+    other commands."""
     with FakeTelegram() as telegram:
-        env = embedded_env(tmp_path) | COMPANION_ENV | {"TELEGRAM_TOKEN": telegram.token,
+        env = embedded_env(data_dir) | COMPANION_ENV | {"TELEGRAM_TOKEN": telegram.token,
                                                         "TELEGRAM_API_BASE_URL": telegram.base_url}
-        bot = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "telegram"], env=env, cwd=tmp_path,
+        bot = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "telegram"], env=env, cwd=data_dir,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         helpers: list[psutil.Process] = []
         try:
             helpers = wait_for(lambda: all_companions(bot), 90, "the worker, beat and API beside the bot")
             wait_for(lambda: telegram.calls_to("getUpdates"), 90, "the bot to poll Telegram")
-            wait_for(lambda: api_beside(tmp_path), 90, "the web panel's API beside the bot to answer")
+            wait_for(lambda: api_beside(data_dir), 90, "the web panel's API beside the bot to answer")
             bot.send_signal(signal.SIGTERM)
             bot.wait(timeout=60)
         finally:
             bot.kill()
     assert bot.returncode == 0, bot.stdout.read()
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helpers)
-    assert server_pid(tmp_path) is None
+    assert server_pid(data_dir) is None
 
 
 def job_statuses(database_url: str) -> list[str]:

@@ -9,20 +9,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import server_data_dir
-
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def data_dir() -> Iterator[Path]:
-    with server_data_dir() as path:
-        yield path
 
 
 def chat(data_dir: Path, user: str, *lines: str) -> list[str]:

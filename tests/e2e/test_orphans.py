@@ -10,25 +10,16 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
-import pytest
 
 from shared.db.embedded import server_pid
-from tests.conftest import server_data_dir
 from tests.e2e.test_embedded import COMPANION_ENV, all_companions, embedded_env, postgres_processes_for
 from tests.waiting import wait_for
 
 START_SECONDS = 90
 STOP_SECONDS = 60
-
-
-@pytest.fixture
-def tmp_path() -> Iterator[Path]:
-    with server_data_dir() as path:
-        yield path
 
 
 def start_chat(data_dir: Path) -> subprocess.Popen:
@@ -42,8 +33,8 @@ def running(processes: list[psutil.Process]) -> list[psutil.Process]:
     return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
-def test_ctrl_c_at_the_prompt_ends_the_console_at_once_and_stops_everything(tmp_path):
-    chat = start_chat(tmp_path)
+def test_ctrl_c_at_the_prompt_ends_the_console_at_once_and_stops_everything(data_dir):
+    chat = start_chat(data_dir)
     try:
         helpers = wait_for(lambda: all_companions(chat), START_SECONDS, "the worker, beat and API beside the console")
         chat.send_signal(signal.SIGINT)
@@ -52,11 +43,11 @@ def test_ctrl_c_at_the_prompt_ends_the_console_at_once_and_stops_everything(tmp_
         chat.kill()
     assert chat.returncode == 128 + signal.SIGINT, chat.stdout.read()
     assert running(helpers) == []
-    assert server_pid(tmp_path) is None
+    assert server_pid(data_dir) is None
 
 
-def test_after_kill_9_the_companions_stop_by_themselves_and_the_next_console_owns_the_database(tmp_path):
-    first = start_chat(tmp_path)
+def test_after_kill_9_the_companions_stop_by_themselves_and_the_next_console_owns_the_database(data_dir):
+    first = start_chat(data_dir)
     try:
         orphans = wait_for(lambda: all_companions(first), START_SECONDS, "the first console's companions")
         first.kill()
@@ -65,10 +56,10 @@ def test_after_kill_9_the_companions_stop_by_themselves_and_the_next_console_own
         first.kill()
     psutil.wait_procs(orphans, timeout=STOP_SECONDS)
     assert running(orphans) == [], "companions outlived their front-end"
-    left_running = server_pid(tmp_path)
+    left_running = server_pid(data_dir)
     assert left_running is not None  # nobody could stop it: the next console takes it over
 
-    second = start_chat(tmp_path)
+    second = start_chat(data_dir)
     try:
         helpers = wait_for(lambda: all_companions(second), START_SECONDS, "the second console's companions")
         second.communicate("/quit\n", timeout=STOP_SECONDS)
@@ -76,6 +67,6 @@ def test_after_kill_9_the_companions_stop_by_themselves_and_the_next_console_own
         second.kill()
     assert second.returncode == 0
     assert running(helpers) == []
-    assert server_pid(tmp_path) is None
-    psutil.wait_procs(postgres_processes_for(tmp_path), timeout=10)
-    assert postgres_processes_for(tmp_path) == []
+    assert server_pid(data_dir) is None
+    psutil.wait_procs(postgres_processes_for(data_dir), timeout=10)
+    assert postgres_processes_for(data_dir) == []

@@ -37,7 +37,7 @@ from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.repositories.uow import UnitOfWork
 from tests.e2e.api_process import api_answers, bound_port
-from tests.waiting import wait_for
+from tests.waiting import POLL_SECONDS, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -148,8 +148,10 @@ def shot(driver: WebDriver, name: str) -> None:
 
 
 def wait(driver: WebDriver) -> WebDriverWait:
-    """Waits that look again when the panel redrew what they were reading (the list is replaced whole)."""
-    return WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,))
+    """Waits that look again when the panel redrew what they were reading (the list is replaced whole), as
+    often as the other waits in the tests (Selenium's own default looks only every half second)."""
+    return WebDriverWait(driver, WAIT_SECONDS, poll_frequency=POLL_SECONDS,
+                         ignored_exceptions=(StaleElementReferenceException,))
 
 
 def by_id(driver: WebDriver, element_id: str) -> WebElement:

@@ -29,6 +29,12 @@ def llm():
         yield server
 
 
+@pytest.fixture
+def embedded_set_up(monkeypatch, data_dir):
+    """No DATABASE_URL: the doctor checks the embedded server, one an earlier run set up (no initdb here)."""
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(data_dir))
+
+
 def run_doctor(capsys) -> tuple[int, str]:
     code = main(["doctor"])
     captured = capsys.readouterr()
@@ -93,7 +99,8 @@ def test_an_unmigrated_database_fails_with_the_command_that_fixes_it(monkeypatch
 
 @pytest.mark.parametrize(("personality", "mode"), [("openai", "json_schema"), ("llama.cpp", "json_object+schema"),
                                                    ("qwen-thinking", "text")])
-def test_the_llm_check_probes_one_turn_and_names_the_output_mode_that_works(monkeypatch, capsys, personality, mode):
+def test_the_llm_check_probes_one_turn_and_names_the_output_mode_that_works(monkeypatch, capsys, embedded_set_up,
+                                                                          personality, mode):
     with FakeOpenAI(personality=personality, models=("mnemo-chat",)) as server:
         server.set_responder(lambda _request: {"response": "Lisbon by the ocean sounds wonderful!"})
         monkeypatch.setenv("LLM_BASE_URL", server.base_url)
@@ -104,7 +111,7 @@ def test_the_llm_check_probes_one_turn_and_names_the_output_mode_that_works(monk
     assert "Lisbon by the ocean" in line
 
 
-def test_a_model_that_answers_nothing_usable_is_a_warning_that_says_so(monkeypatch, capsys):
+def test_a_model_that_answers_nothing_usable_is_a_warning_that_says_so(monkeypatch, capsys, embedded_set_up):
     with FakeOpenAI(personality="empty-object", models=("mnemo-chat",)) as server:
         monkeypatch.setenv("LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("LLM_MODEL", "mnemo-chat")
