@@ -106,6 +106,11 @@ def test_statements_joined_by_and_about_the_speaker_are_each_kept_but_a_joined_o
     assert contents("I like bread and butter") == ["I like bread and butter"]
 
 
+def test_a_name_with_accented_letters_is_a_name():
+    assert [(entry.predicate, entry.value) for entry in read_statements("Hi, I'm Joël and I live in Évora")] == [
+        ("name", "Joël"), ("lives_in", "Évora")]
+
+
 def test_remember_this_wrappers_keep_the_statement_inside():
     assert contents("记住：我不吃香菜") == ["我不吃香菜"]
     assert contents("Remember that I'm allergic to peanuts.") == ["I'm allergic to peanuts"]
