@@ -62,8 +62,8 @@ RULES: tuple[StatementRule, ...] = (
     _rule(rf"^(?:please\s+)?call me\s+{_ENAME}{_EE}", "fact", "name", "name"),
     _rule(rf"{_ES}I(?:'m| am)\s+(?:called|named)\s+{_ENAME}{_EE}", "fact", "name", "name"),
     _rule(rf"{_ES}I\s+go\s+by\s+{_ENAME}{_EE}", "fact", "name", "name"),
-    StatementRule(re.compile(r"^I(?:'m| am)\s+(?P<object>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]{1,15})(?=$|[,;]|\s+and\b)"), "fact", "name",
-                  "introduced"),
+    StatementRule(re.compile(r"^I(?:'m| am)\s+(?P<object>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]{1,15})(?=$|[,;]|\s+and\b)"),
+                  "fact", "name", "introduced"),
     # favourites, pets and people with names (before the plainer likes and possessions)
     _rule(rf"{_ZS}{_ZINT}(?:喜欢|爱)的(?P<thing>[^，,的是]{{1,8}})(?:是|就是){_ZO}{_ZE}", "preference",
           "favourite_{thing}"),
