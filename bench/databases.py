@@ -8,17 +8,22 @@ import uuid
 import psycopg
 
 
-def create_database(admin_url: str) -> str:
-    """A new empty database next to ``admin_url``'s; returns its URL."""
+def create_database(admin_url: str, template: str | None = None) -> str:
+    """A new database next to ``admin_url``'s, empty or a copy of the database at URL ``template`` (which
+    nobody may be connected to); returns its URL."""
     name = f"mnemo_test_{uuid.uuid4().hex[:10]}"
+    copy_of = f' TEMPLATE "{database_name(template)}"' if template else ""
     with psycopg.connect(admin_url, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"{copy_of}')
     base, _, query = admin_url.partition("?")
     url = base.rsplit("/", 1)[0] + "/" + name
     return f"{url}?{query}" if query else url
 
 
 def drop_database(admin_url: str, url: str) -> None:
-    name = url.partition("?")[0].rsplit("/", 1)[1]
     with psycopg.connect(admin_url, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f'DROP DATABASE IF EXISTS "{database_name(url)}" WITH (FORCE)')
+
+
+def database_name(url: str) -> str:
+    return url.partition("?")[0].rsplit("/", 1)[1]

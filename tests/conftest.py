@@ -104,6 +104,24 @@ def fresh_system_db(system_pg_admin_url: str) -> Iterator[str]:
     drop_database(system_pg_admin_url, url)
 
 
+@pytest.fixture(scope="session")
+def migrated_system_template(system_pg_admin_url: str) -> Iterator[str]:
+    """A migrated database on the system PostgreSQL 15 that the tests' migrated databases are copied from
+    (a copy takes about 0.15 s, migrating an empty one about 0.5 s). Nothing connects to it."""
+    url = create_database(system_pg_admin_url)
+    migrate.upgrade(url)
+    yield url
+    drop_database(system_pg_admin_url, url)
+
+
+@pytest.fixture
+def migrated_system_db(system_pg_admin_url: str, migrated_system_template: str) -> Iterator[str]:
+    """A migrated database of its own on the system PostgreSQL 15, dropped afterwards."""
+    url = create_database(system_pg_admin_url, template=migrated_system_template)
+    yield url
+    drop_database(system_pg_admin_url, url)
+
+
 @pytest.fixture
 def fresh_embedded_db(embedded_admin_url: str) -> Iterator[str]:
     """An empty database on the embedded PostgreSQL 18 with pgvector, dropped afterwards."""
@@ -154,9 +172,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="session")
 def migrated_url(request: pytest.FixtureRequest, system_pg_admin_url: str) -> Iterator[str]:
     """A migrated database: without pgvector (system) or with it (embedded)."""
-    admin = system_pg_admin_url if request.param == "system" else request.getfixturevalue("embedded_admin_url")
-    url = create_database(admin)
-    migrate.upgrade(url)
+    if request.param == "system":
+        admin = system_pg_admin_url
+        url = create_database(admin, template=request.getfixturevalue("migrated_system_template"))
+    else:
+        admin = request.getfixturevalue("embedded_admin_url")
+        url = create_database(admin)
+        migrate.upgrade(url)
     yield url
     drop_database(admin, url)
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from celery.schedules import crontab
 
-from shared.db import migrate
 from tests.waiting import wait_for
 from worker.schedule import beat_schedule
 
@@ -49,12 +48,11 @@ def stop_beat(process: subprocess.Popen) -> None:
     process.wait(timeout=30)
 
 
-def test_a_second_beat_for_the_same_database_refuses_to_run(fresh_system_db, tmp_path):
-    migrate.upgrade(fresh_system_db)
-    first = beat(fresh_system_db, tmp_path / "one")
+def test_a_second_beat_for_the_same_database_refuses_to_run(migrated_system_db, tmp_path):
+    first = beat(migrated_system_db, tmp_path / "one")
     try:
         wait_until_beating(first, tmp_path / "one")
-        second = beat(fresh_system_db, tmp_path / "two")
+        second = beat(migrated_system_db, tmp_path / "two")
         assert second.wait(timeout=60) == 3
         assert "another beat is already running" in log_of(tmp_path / "two")
         assert first.poll() is None, log_of(tmp_path / "one")

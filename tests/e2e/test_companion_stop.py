@@ -74,8 +74,11 @@ def slow_llm() -> Iterator[SlowLLM]:
 @pytest.fixture(params=["embedded", "redis"])
 def database_url(request, monkeypatch, tmp_path, slow_llm) -> str:
     """A migrated database, its broker (itself, or Redis) and the companions' environment."""
-    url = request.getfixturevalue("fresh_embedded_db" if request.param == "embedded" else "fresh_system_db")
-    migrate.upgrade(url)
+    if request.param == "embedded":
+        url = request.getfixturevalue("fresh_embedded_db")
+        migrate.upgrade(url)
+    else:
+        url = request.getfixturevalue("migrated_system_db")
     if request.param == "redis":
         redis.Redis.from_url(REDIS_URL).flushdb()
         monkeypatch.setenv("REDIS_URL", REDIS_URL)

@@ -145,10 +145,10 @@ def api_beside(data_dir: Path) -> bool:
     return api_answers(bound_port(data_dir / "logs" / "api.log"))
 
 
-def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(empty_data_dir, fresh_system_db):
+def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(empty_data_dir, migrated_system_db):
     """With --workers (the default on the embedded database) the console starts all three and stops them."""
-    migrate.upgrade(fresh_system_db)
-    env = embedded_env(empty_data_dir) | COMPANION_ENV | {"DATABASE_URL": fresh_system_db, "REMINDER_SCAN_SECONDS": "2"}
+    env = embedded_env(empty_data_dir) | COMPANION_ENV | {"DATABASE_URL": migrated_system_db,
+                                                          "REMINDER_SCAN_SECONDS": "2"}
     chat = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "chat", "--user", "tester", "--workers"], env=env,
                             cwd=empty_data_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -157,8 +157,8 @@ def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(empty
         chat.stdin.write("我住在杭州\n")
         chat.stdin.flush()
         helpers = wait_for(lambda: all_companions(chat), 90, "the worker, beat and API beside the console")
-        wait_for(lambda: owed_jobs_done(fresh_system_db), 90,
-                 lambda: f"the worker beside the console to do the owed jobs ({job_statuses(fresh_system_db)})")
+        wait_for(lambda: owed_jobs_done(migrated_system_db), 90,
+                 lambda: f"the worker beside the console to do the owed jobs ({job_statuses(migrated_system_db)})")
         wait_for(lambda: api_beside(empty_data_dir), 90, "the web panel's API beside the console to answer")
         chat.stdin.write("/quit\n")
         chat.stdin.flush()

@@ -33,7 +33,6 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from bench.databases import create_database, drop_database
 from shared.commands.service import Caller, MemoryCommands
-from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.repositories.uow import UnitOfWork
 from tests.e2e.api_process import api_answers, bound_port
@@ -81,15 +80,14 @@ def wait_until_up(process: subprocess.Popen, log: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def panel_server(system_pg_admin_url: str) -> Iterator[PanelServer]:
+def panel_server(system_pg_admin_url: str, migrated_system_template: str) -> Iterator[PanelServer]:
     """``mnemo api`` on a fresh migrated database, and the memory-command service on the same one."""
-    database_url = create_database(system_pg_admin_url)
+    database_url = create_database(system_pg_admin_url, template=migrated_system_template)
     engine = make_engine(database_url)
     workdir = Path(tempfile.mkdtemp(prefix="mnemo-panel-"))
     process = None
     assert MNEMO.exists(), f"{MNEMO} is missing: pip install -e . in this virtualenv"
     try:
-        migrate.upgrade(database_url)
         # Port 0: the server binds a free port itself and logs it (at INFO); the panel accepts sign-ins
         # from its own origin, so PANEL_PUBLIC_URL need not name the port beforehand. PYTHONPATH makes the
         # console script run this tree's code.

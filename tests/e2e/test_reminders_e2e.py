@@ -38,12 +38,9 @@ def discord():
 
 
 @pytest.fixture
-def database(fresh_system_db):
-    from shared.db import migrate
-
-    migrate.upgrade(fresh_system_db)
+def database(migrated_system_db):
     redis.Redis.from_url(REDIS_URL).flushdb()
-    return fresh_system_db
+    return migrated_system_db
 
 
 def due_reminders(uow_factory, count: int) -> None:

@@ -68,9 +68,13 @@ def llm() -> Iterator[FakeOpenAI]:
 @pytest.fixture(params=["redis", "postgres"])
 def broker(request, system_pg_admin_url, tmp_path) -> Iterator[tuple[str, str | None]]:
     """(database URL, REDIS_URL or None): Redis with PostgreSQL 15, or the embedded PostgreSQL as broker."""
-    admin = system_pg_admin_url if request.param == "redis" else request.getfixturevalue("embedded_admin_url")
-    url = create_database(admin)
-    migrate.upgrade(url)
+    if request.param == "redis":
+        admin, url = system_pg_admin_url, create_database(system_pg_admin_url,
+                                                          template=request.getfixturevalue("migrated_system_template"))
+    else:
+        admin = request.getfixturevalue("embedded_admin_url")
+        url = create_database(admin)
+        migrate.upgrade(url)
     if request.param == "redis":
         redis.Redis.from_url(REDIS_URL).flushdb()
     yield url, REDIS_URL if request.param == "redis" else None

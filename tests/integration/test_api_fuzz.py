@@ -20,7 +20,6 @@ from bot.api.app import create_app
 from bot.api.auth import USER_HEADER, SignInLimiter
 from shared.commands.panel import PanelService
 from shared.commands.service import Caller, MemoryCommands
-from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.repositories.uow import UnitOfWork
 
@@ -39,10 +38,9 @@ schema = schemathesis.openapi.from_asgi("/api/openapi.json", APP)
 
 
 @pytest.fixture(scope="module")
-def owner_id(system_pg_admin_url):
+def owner_id(system_pg_admin_url, migrated_system_template):
     """A migrated database behind ``APP`` holding one user with memories and a reminder; that user's id."""
-    url = create_database(system_pg_admin_url)
-    migrate.upgrade(url)
+    url = create_database(system_pg_admin_url, template=migrated_system_template)
     engine = make_engine(url)
     factory = session_factory(engine)
 

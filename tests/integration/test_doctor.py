@@ -41,9 +41,8 @@ def run_doctor(capsys) -> tuple[int, str]:
     return code, captured.out + captured.err
 
 
-def test_a_healthy_setup_is_ready_and_masks_every_secret(monkeypatch, capsys, fresh_system_db, llm):
-    migrate.upgrade(fresh_system_db)
-    monkeypatch.setenv("DATABASE_URL", fresh_system_db)
+def test_a_healthy_setup_is_ready_and_masks_every_secret(monkeypatch, capsys, migrated_system_db, llm):
+    monkeypatch.setenv("DATABASE_URL", migrated_system_db)
     monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
     monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
     monkeypatch.setenv("LLM_API_KEY", API_KEY)

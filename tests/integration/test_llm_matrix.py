@@ -25,7 +25,6 @@ from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
-from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
@@ -68,9 +67,8 @@ def ideal_answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def matrix_engine(system_pg_admin_url: str) -> Iterator[Any]:
-    url = create_database(system_pg_admin_url)
-    migrate.upgrade(url)
+def matrix_engine(system_pg_admin_url: str, migrated_system_template: str) -> Iterator[Any]:
+    url = create_database(system_pg_admin_url, template=migrated_system_template)
     engine = make_engine(url)
     yield engine
     engine.dispose()

@@ -11,7 +11,6 @@ from sqlalchemy import func, select, update
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
-from shared.db import migrate
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Todo
 from shared.reminders import service as reminders
@@ -34,18 +33,17 @@ def telegram():
 
 
 @pytest.fixture
-def uow_factory(fresh_system_db, monkeypatch, telegram, tmp_path):
+def uow_factory(migrated_system_db, monkeypatch, telegram, tmp_path):
     """Units of work, and the environment a worker process would see for the same database."""
-    migrate.upgrade(fresh_system_db)
     for name in Settings.model_fields:
         monkeypatch.delenv(name.upper(), raising=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DATABASE_URL", fresh_system_db)
+    monkeypatch.setenv("DATABASE_URL", migrated_system_db)
     monkeypatch.setenv("TELEGRAM_TOKEN", telegram.token)
     monkeypatch.setenv("TELEGRAM_API_BASE_URL", telegram.base_url)
     monkeypatch.setattr(worker_context, "_context", None)
     monkeypatch.setattr(tasks, "_senders", None)
-    engine = make_engine(fresh_system_db)
+    engine = make_engine(migrated_system_db)
     sessions = session_factory(engine)
     yield lambda: UnitOfWork(sessions)
     if worker_context._context is not None:
