@@ -5,9 +5,14 @@ from __future__ import annotations
 from sqlalchemy import pool
 
 from alembic import context
+from shared.db.access_models import AccessEntryRow  # noqa: F401  (puts access_entries in the metadata)
 from shared.db.engine import make_engine, sqlalchemy_url
+from shared.db.lease_models import LeaseRow  # noqa: F401  (puts process_leases in the metadata)
+from shared.db.limit_models import RateLimitCounter  # noqa: F401  (puts rate_limit_counters in the metadata)
 from shared.db.memory_models import Base
 from shared.db.token_models import OneTimeToken  # noqa: F401  (puts one_time_tokens in the metadata)
+from shared.db.update_models import PlatformUpdate  # noqa: F401  (puts platform_updates in the metadata)
+from shared.db.usage_models import UsageCall  # noqa: F401  (puts the usage tables in the metadata)
 from shared.db.web_session_models import WebSession  # noqa: F401  (puts web_sessions in the metadata)
 from shared.settings import load_settings
 

@@ -16,6 +16,8 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     hot.add_argument("--conversations", type=int, default=200)
     hot.add_argument("--llm-seconds", type=float, default=2.0)
     hot.add_argument("--messages", type=int, default=200)
+    hot.add_argument("--usage-ab", action="store_true",
+                     help="also the same messages alternately with and without usage recording (its cost)")
     hot.add_argument("--out", default="bench/results", help="where the JSON figures go")
     quality = suites.add_parser("quality", help="retrieval quality on LoCoMo (en) and MADial-Bench (zh) vs BM25")
     quality.add_argument("--locomo", default="../shared/data/locomo/locomo-dev.json", help="LoCoMo JSON file")
@@ -46,6 +48,13 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     imports.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     imports.add_argument("--entries", type=int, default=None, help="entries in the file (default: the most allowed)")
     imports.add_argument("--out", default="bench/results")
+    usage = suites.add_parser("usage", help="reading usage at a million recorded requests; recording a turn's")
+    usage.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    usage.add_argument("--rows", type=int, default=1_000_000)
+    usage.add_argument("--users", type=int, default=10_000)
+    usage.add_argument("--reads", type=int, default=300)
+    usage.add_argument("--per-user-day", type=int, default=50, help="requests of one active user on one day")
+    usage.add_argument("--out", default="bench/results")
     worker = suites.add_parser("worker", help="extraction jobs/s of one worker; background LLM calls per message")
     prompt = suites.add_parser("prompt", help="memory-context tokens per turn (LoCoMo replayed), LLM calls per message")
     every = suites.add_parser("all", help="every suite; one latest.json, report.md and plots")
@@ -104,6 +113,12 @@ def run_suite(_settings: Settings, args: argparse.Namespace) -> int:
         sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
         print(dedup.report(dedup.run(args.database_url, sizes, Path(args.out))))
         return 0
+    if args.suite == "usage":
+        from bench import usage
+
+        print(usage.report(usage.run(args.database_url, Path(args.out), rows=args.rows, users=args.users,
+                                     reads=args.reads, per_user_day=args.per_user_day)))
+        return 0
     if args.suite == "import":
         from bench import imports
 
@@ -113,6 +128,6 @@ def run_suite(_settings: Settings, args: argparse.Namespace) -> int:
     from bench import hot_path
 
     figures = hot_path.run(args.database_url, Path(args.out), conversations=args.conversations,
-                           llm_seconds=args.llm_seconds, messages=args.messages)
+                           llm_seconds=args.llm_seconds, messages=args.messages, compare_usage=args.usage_ab)
     print(hot_path.report(figures))
     return 0

@@ -2,7 +2,10 @@
 
 Runs the product's ``ConversationService`` against a fake OpenAI-compatible server on loopback and
 a fresh database (an embedded PostgreSQL in a temporary directory unless ``--database-url`` names
-a server to create a scratch database on). Prints the figures and writes them as JSON.
+a server to create a scratch database on). Prints the figures and writes them as JSON. With
+``usage_ab`` it also sends messages alternately through the service as shipped and through one whose
+usage recording is a no-op, in the same run, so a busy machine slows both alike: the difference is
+what recording usage costs the hot path.
 """
 
 from __future__ import annotations
@@ -52,8 +55,10 @@ def scratch_database(database_url: str | None):
         yield pg.url
 
 
-def build_service(url: str, llm: FakeOpenAI, pool_size: int, *, clock=None, dispatch=None):
-    """The product's conversation service on ``url`` with the fake LLM (and its request log line muted)."""
+def build_service(url: str, llm: FakeOpenAI, pool_size: int, *, clock=None, dispatch=None, engine=None,
+                  record_usage: bool = True):
+    """The product's conversation service on ``url`` (or ``engine``) with the fake LLM (and its request log line
+    muted); without ``record_usage``, one whose usage recording is a no-op (:func:`without_usage_recording`)."""
     from shared.conversation.config import ConversationConfig
     from shared.conversation.service import ConversationService
     from shared.db.engine import make_engine, session_factory
@@ -61,13 +66,13 @@ def build_service(url: str, llm: FakeOpenAI, pool_size: int, *, clock=None, disp
     from shared.repositories.uow import UnitOfWork
     from shared.settings import load_settings
 
-    engine = make_engine(url, pool_size=pool_size, max_overflow=pool_size)
+    engine = engine or make_engine(url, pool_size=pool_size, max_overflow=pool_size)
     sessions = session_factory(engine)
     model = ChatModel(base_url=llm.base_url, api_key="bench", model="fake-chat", timeout_seconds=60)
     config = ConversationConfig.from_settings(load_settings(database_url=url))
     logging.getLogger(HTTP_CLIENT_LOGGER).setLevel(logging.WARNING)
-    service = ConversationService(lambda: UnitOfWork(sessions), config, chat_model=model, clock=clock,
-                                  dispatch=dispatch)
+    uow_factory = (lambda: UnitOfWork(sessions)) if record_usage else without_usage_recording(sessions)
+    service = ConversationService(uow_factory, config, chat_model=model, clock=clock, dispatch=dispatch)
     return service, engine
 
 
@@ -96,6 +101,41 @@ async def overhead(service, messages: int) -> dict[str, float]:
             "p99_ms": percentile(own, 0.99), "max_ms": max(own)}
 
 
+def without_usage_recording(sessions):
+    """Units of work whose usage recording does nothing (the "before" of the usage A/B)."""
+    from shared.repositories.uow import UnitOfWork
+
+    class NoUsage:
+        def record(self, *_args, **_kwargs) -> None:
+            """Recording skipped."""
+
+    class UnrecordedUnitOfWork(UnitOfWork):
+        def __enter__(self):
+            super().__enter__()
+            self.usage = NoUsage()
+            return self
+
+    return lambda: UnrecordedUnitOfWork(sessions)
+
+
+async def usage_ab(recording, unrecorded, messages: int) -> dict:
+    """Messages alternately through ``recording`` and ``unrecorded`` (which goes first alternates too):
+    each side's own milliseconds, and the difference recording makes."""
+    own: dict[str, list[float]] = {"with_usage": [], "without_usage": []}
+    sides = [("with_usage", recording, 2000), ("without_usage", unrecorded, 2500)]  # users of their own
+    for index in range(messages):
+        for name, service, users in (sides if index % 2 == 0 else sides[::-1]):
+            reply = await service.handle_message(
+                message(users + index % 20, index, f"I like green tea and hiking {index}"))
+            own[name].append(reply.timings_ms["prepare"] + reply.timings_ms["apply"])
+    figures = {name: {"p50_ms": statistics.median(spent), "p95_ms": percentile(spent, 0.95),
+                      "p99_ms": percentile(spent, 0.99)} for name, spent in own.items()}
+    figures["messages"] = messages
+    figures["p50_added_ms"] = figures["with_usage"]["p50_ms"] - figures["without_usage"]["p50_ms"]
+    figures["p99_added_ms"] = figures["with_usage"]["p99_ms"] - figures["without_usage"]["p99_ms"]
+    return figures
+
+
 async def in_flight(service, conversations: int) -> dict[str, float]:
     """``conversations`` users writing at once while the LLM takes its time."""
     started = time.perf_counter()
@@ -107,12 +147,15 @@ async def in_flight(service, conversations: int) -> dict[str, float]:
 
 
 def run(database_url: str | None, out_dir: Path, conversations: int = 200, llm_seconds: float = 2.0,
-        messages: int = 200) -> dict:
+        messages: int = 200, *, compare_usage: bool = False) -> dict:
     with FakeOpenAI(models=("fake-chat",)) as llm, scratch_database(database_url) as url:
         llm.set_responder(lambda _request: REPLY)
         service, engine = build_service(url, llm, pool_size=10)
         try:
             figures = {"overhead": asyncio.run(overhead(service, messages))}
+            if compare_usage:
+                unrecorded, _same_engine = build_service(url, llm, pool_size=2, engine=engine, record_usage=False)
+                figures["usage_ab"] = asyncio.run(usage_ab(service, unrecorded, messages))
             llm.latency = llm_seconds
             figures["in_flight"] = asyncio.run(in_flight(service, conversations)) | {"llm_seconds": llm_seconds}
         finally:
@@ -124,7 +167,14 @@ def run(database_url: str | None, out_dir: Path, conversations: int = 200, llm_s
 
 def report(figures: dict) -> str:
     o, f = figures["overhead"], figures["in_flight"]
-    return (f"hot-path overhead ({o['messages']} messages, LLM excluded): p50 {o['p50_ms']:.1f} ms, "
-            f"p95 {o['p95_ms']:.1f} ms, p99 {o['p99_ms']:.1f} ms\n"
-            f"{f['conversations']} conversations in flight, LLM {f['llm_seconds']:.1f} s: all answered in "
-            f"{f['wall_s']:.2f} s ({f['throughput_msg_s']:.0f} messages/s, {f['answered']} answered)")
+    lines = [f"hot-path overhead ({o['messages']} messages, LLM excluded): p50 {o['p50_ms']:.1f} ms, "
+             f"p95 {o['p95_ms']:.1f} ms, p99 {o['p99_ms']:.1f} ms",
+             f"{f['conversations']} conversations in flight, LLM {f['llm_seconds']:.1f} s: all answered in "
+             f"{f['wall_s']:.2f} s ({f['throughput_msg_s']:.0f} messages/s, {f['answered']} answered)"]
+    if "usage_ab" in figures:
+        ab = figures["usage_ab"]
+        on, off = ab["with_usage"], ab["without_usage"]
+        lines.append(f"usage recording, {ab['messages']} messages each, alternated: with p50 {on['p50_ms']:.2f} / "
+                     f"p99 {on['p99_ms']:.2f} ms, without p50 {off['p50_ms']:.2f} / p99 {off['p99_ms']:.2f} ms; "
+                     f"added p50 {ab['p50_added_ms']:+.2f} ms, p99 {ab['p99_added_ms']:+.2f} ms")
+    return "\n".join(lines)

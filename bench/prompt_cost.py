@@ -18,14 +18,17 @@ import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 from bench.fakes.openai_server import FakeOpenAI
 from bench.hot_path import build_service, message_at, scratch_database
-from bench.llm_calls import TURN, count_kinds, per_message, request_kind, system_prompt
+from bench.llm_calls import TURN, count_kinds, per_message, request_kind
+from bench.prefix_cache import reusable_shares, reusable_tokens
 from bench.stats import distribution
 
 MEMORY_TOKENS_TARGET = 700
+REUSABLE_PREFIX_TARGET = 0.75
 REFERENCE_TOKENS = {"mem0": 1_800, "full_context_mem0_paper": 26_000}
 """Per-turn context the mem0 paper reports on LoCoMo: mem0's memories, and the whole conversation."""
 MEMORY_SECTION_OPENING = "What you know about the user"
@@ -99,9 +102,12 @@ def _speaker_runs(turns: list[dict]) -> list[tuple[str, list[str]]]:
     return runs
 
 
-def memory_section(system: str) -> str:
-    """The memory-context block of a turn's system prompt ("" when nothing was remembered)."""
-    return next((part for part in system.split("\n\n") if part.startswith(MEMORY_SECTION_OPENING)), "")
+def memory_section(messages: list[dict]) -> str:
+    """The memory-context block of a turn prompt's app note ("" when nothing was remembered)."""
+    from shared.conversation.prompt import app_note
+
+    note = app_note(messages[-1]["content"]) if messages else ""
+    return next((part for part in note.split("\n\n") if part.startswith(MEMORY_SECTION_OPENING)), "")
 
 
 def prompt_tokens(body: dict) -> int:
@@ -158,20 +164,24 @@ def run(locomo_path: Path, database_url: str | None, out_dir: Path, quick: bool 
     with FakeOpenAI(models=("fake-chat",)) as llm, scratch_database(database_url) as url:
         service, engine = build_service(url, llm, pool_size=2, clock=clock)
         try:
-            done = [0]
+            done, starts = [0], []
             for index, conversation in enumerate(replays):
+                starts.append(len(llm.chat_requests()))
                 asyncio.run(replay(service, llm, clock, conversation, f"locomo-{index}", done, total))
             memories = _count_memories(engine)
         finally:
             engine.dispose()
         bodies = llm.chat_requests()
     turns = [body for body in bodies if request_kind(body) == TURN]
+    conversations = [[body["messages"] for body in bodies[start:end] if request_kind(body) == TURN]
+                     for start, end in zip(starts, [*starts[1:], len(bodies)], strict=True)]
     figures = {
         "quick": quick, "conversations": len(replays), "user_messages": total, "stored_memories": memories,
         "memory_budget_tokens": service.config.memory_budget_tokens,
         "retrieval_limit": service.config.retrieval_limit,
-        "memory_context_tokens": distribution([estimate_tokens(memory_section(system_prompt(b))) for b in turns]),
+        "memory_context_tokens": distribution([estimate_tokens(memory_section(b["messages"])) for b in turns]),
         "whole_prompt_tokens": distribution([prompt_tokens(b) for b in turns]),
+        "reusable_prefix": reusable_prefix(conversations),
         "full_conversation_tokens": distribution([estimate_tokens(r.transcript) for r in replays]),
         "llm_calls": count_kinds(bodies), "llm_calls_per_message": per_message(count_kinds(bodies), total),
         "target_tokens": MEMORY_TOKENS_TARGET, "reference_tokens": REFERENCE_TOKENS,
@@ -183,6 +193,16 @@ def run(locomo_path: Path, database_url: str | None, out_dir: Path, quick: bool 
     return figures
 
 
+def reusable_prefix(conversations: list[list[list[dict]]]) -> dict:
+    """The share of each turn's prompt that repeats the start of the same conversation's previous prompt
+    (its distribution, and the share of all prompt tokens, weighted by tokens)."""
+    shares = [share for requests in conversations for share in reusable_shares(requests)]
+    counted = [reusable_tokens(previous, current) for requests in conversations
+               for previous, current in pairwise(requests)]
+    weighted = sum(reused for reused, _ in counted) / max(1, sum(total for _, total in counted))
+    return {"per_turn": distribution(shares), "token_weighted": weighted, "target": REUSABLE_PREFIX_TARGET}
+
+
 def _count_memories(engine) -> int:
     with engine.connect() as connection:
         return connection.exec_driver_sql("SELECT count(*) FROM memories WHERE deleted_at IS NULL").scalar_one()
@@ -190,6 +210,7 @@ def _count_memories(engine) -> int:
 
 def report(figures: dict) -> str:
     m, w, f = figures["memory_context_tokens"], figures["whole_prompt_tokens"], figures["full_conversation_tokens"]
+    r = figures["reusable_prefix"]
     calls = figures["llm_calls_per_message"]
     verdict = "met" if m["max"] <= figures["target_tokens"] else "MISSED"
     references = ", ".join(f"{name} {tokens:,}" for name, tokens in figures["reference_tokens"].items())
@@ -202,5 +223,8 @@ def report(figures: dict) -> str:
         f"whole prompt per turn (persona, rules, memories, last turns): mean {w['mean']:.0f}, p95 {w['p95']:.0f}, "
         f"max {w['max']:.0f} tokens",
         f"full conversation for the same data: mean {f['mean']:,.0f}, max {f['max']:,.0f} tokens",
+        f"reusable prefix per turn (repeats the previous turn's prompt): mean {r['per_turn']['mean']:.1%}, p50 "
+        f"{r['per_turn']['p50']:.1%}; of all prompt tokens {r['token_weighted']:.1%} (target >= {r['target']:.0%}: "
+        f"{'met' if r['per_turn']['mean'] >= r['target'] else 'MISSED'})",
         "LLM calls per user message on the hot path: " + ", ".join(f"{k} {v:.2f}" for k, v in calls.items()),
     ])

@@ -54,7 +54,7 @@ def context_tokens(prompt) -> int:
     """The memory-context tokens of a built prompt (0 when nothing was remembered)."""
     from shared.text import estimate_tokens
 
-    return estimate_tokens(memory_section(prompt.messages[0]["content"]))
+    return estimate_tokens(memory_section(prompt.messages))
 
 
 def mnemo_packed(new_uow: Callable, config, platform_user_id: str, lines: Sequence[str], now: datetime,
@@ -75,18 +75,23 @@ def mnemo_packed(new_uow: Callable, config, platform_user_id: str, lines: Sequen
     return Packed(tuple(keys[memory_id] for memory_id in prepared.prompt.memory_ids), context_tokens(prepared.prompt))
 
 
-def baseline_packed(config, archive: dict[str, ArchiveItem], ranked: Sequence[str], question: str,
+def baseline_packed(config, archive: dict[str, ArchiveItem], scored: Sequence[tuple[str, float]], question: str,
                     now: datetime) -> Packed:
-    """A baseline's best ``retrieval_limit`` memories packed by the product's prompt builder."""
+    """A baseline's best memories (as many as the product's recall offers, each with its score relative to
+    the best) packed by the product's prompt builder under the same rules."""
+    from shared.conversation.packing import candidate_count
     from shared.conversation.prompt import MemoryLine, PromptInputs, build_turn_prompt
     from shared.emotion import PLAIN_STRATEGY
     from shared.text import clean_text
 
-    chosen = list(ranked[: config.retrieval_limit])
-    lines = [MemoryLine(id=index, type="event", content=clean_text(archive[key].text), noted_on=archive[key].at)
-             for index, key in enumerate(chosen)]
+    offered = list(scored[: candidate_count(config.retrieval_limit)])
+    best = max((score for _, score in offered), default=0.0) or 1.0
+    chosen = [key for key, _ in offered]
+    lines = [MemoryLine(id=index, type="event", content=clean_text(archive[key].text), noted_on=archive[key].at,
+                        relevance=score / best) for index, (key, score) in enumerate(offered)]
     prompt = build_turn_prompt(PromptInputs(
         bot_name=config.bot_name, personality=config.personality, strategy=PLAIN_STRATEGY, user_name=None,
         user_message=question, local_now=now, timezone="UTC", is_group=False, profile=None, memories=lines,
-        episodes=(), history=(), memory_budget_tokens=config.memory_budget_tokens))
+        episodes=(), history=(), memory_budget_tokens=config.memory_budget_tokens,
+        memory_base_count=config.retrieval_limit))
     return Packed(tuple(chosen[index] for index in prompt.memory_ids), context_tokens(prompt))

@@ -64,9 +64,13 @@ class BM25Ranking:
         self._bm25 = BM25Okapi([tokens or [""] for tokens in documents])
 
     def rank(self, query: list[str]) -> Ranked:
+        return [key for key, _ in self.scored(query)]
+
+    def scored(self, query: list[str]) -> list[tuple[str, float]]:
+        """The best ``TOP_N`` ids with their BM25 scores, best first."""
         scores = self._bm25.get_scores(query) if query else [0.0] * len(self._keys)
         order = sorted(range(len(self._keys)), key=lambda i: -scores[i])
-        return [self._keys[i] for i in order[:TOP_N] if scores[i] > 0]
+        return [(self._keys[i], float(scores[i])) for i in order[:TOP_N] if scores[i] > 0]
 
 
 def jieba_tokens(text: str) -> list[str]:
@@ -136,8 +140,8 @@ def run_locomo(new_uow: Callable, conversations: list[Conversation], config, hyb
                 found = {"mnemo": (mnemo_rank(uow, user_id, asked, now, keys),
                                    mnemo_packed(new_uow, config, user, [asked], now, keys))}
                 for system, baseline in baselines.items():
-                    ranked = baseline.rank(search_tokens(asked))
-                    found[system] = ranked, baseline_packed(config, archive, ranked, asked, now)
+                    scored = baseline.scored(search_tokens(asked))
+                    found[system] = [key for key, _ in scored], baseline_packed(config, archive, scored, asked, now)
                 if vector is not None:
                     found["mnemo_hybrid"] = (
                         mnemo_rank(uow, user_id, asked, now, keys, vector=vector, hybrid=hybrid),
@@ -164,10 +168,10 @@ def run_madial(new_uow: Callable, archive: list, dialogues: list, config, hybrid
     with new_uow() as uow:
         for dialogue, vector in zip(dialogues, query_vectors, strict=True):
             latest, earlier = madial_turn(dialogue.user_lines)
-            ranked = bm25.rank(jieba_tokens(" ".join(dialogue.user_lines)))
+            scored = bm25.scored(jieba_tokens(" ".join(dialogue.user_lines)))
             found = {"mnemo": (mnemo_rank(uow, user_id, latest, now, keys, earlier),
                                mnemo_packed(new_uow, config, user, dialogue.user_lines, now, keys)),
-                     "bm25": (ranked, baseline_packed(config, items, ranked, latest, now))}
+                     "bm25": ([key for key, _ in scored], baseline_packed(config, items, scored, latest, now))}
             if vector is not None:
                 found["mnemo_hybrid"] = (
                     mnemo_rank(uow, user_id, latest, now, keys, earlier, vector=vector, hybrid=hybrid),

@@ -74,6 +74,10 @@ def worker_rows(figures: dict) -> list[Row]:
     background = {kind: value for kind, value in per.items() if kind != "turn"}
     rows.append(Row("background LLM calls per user message", ", ".join(f"{k} {v:.3f}" for k, v in background.items())
                     + f" (total {sum(background.values()):.3f})"))
+    tokens = figures["calls_per_message"].get("prompt_tokens_per_message", {})
+    if tokens:
+        rows.append(Row("prompt tokens per user message, hot path / background",
+                        f"{tokens.get('turn', 0):.0f} / {sum(v for k, v in tokens.items() if k != 'turn'):.0f}"))
     return rows
 
 
@@ -86,8 +90,17 @@ def prompt_cost_rows(figures: dict) -> list[Row]:
                 f"≤ {figures['target_tokens']}", verdict(m["max"] <= figures["target_tokens"]),
                 f"references: {references}"),
             Row("full conversation, same data (tokens)", f"{full['mean']:,.0f}"),
+            _reusable_row(figures),
             Row("LLM calls per user message on the hot path", f"{sum(calls.values()):.2f}", "= 1",
                 verdict(set(calls) == {"turn"} and abs(calls["turn"] - 1) < 1e-9))]
+
+
+def _reusable_row(figures: dict) -> Row:
+    reusable = figures["reusable_prefix"]
+    share = reusable["per_turn"]["mean"]
+    return Row("reusable prefix per turn (hot path, what a prefix cache reuses)",
+               f"{share:.1%} (of all prompt tokens {reusable['token_weighted']:.1%})", f"≥ {reusable['target']:.0%}",
+               verdict(share >= reusable["target"]))
 
 
 def memories_rows(figures: dict) -> list[Row]:

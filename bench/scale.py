@@ -190,6 +190,30 @@ def heaviest_user(url: str) -> tuple[int, int]:
         return row.fetchone()
 
 
+def storage(url: str) -> dict:
+    """What the memories take on disk at this size, and how they spread over users (docs/scaling.md)."""
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        table, indexes, total = connection.execute(
+            "SELECT pg_relation_size('memories'), pg_indexes_size('memories'), "
+            "pg_total_relation_size('memories')").fetchone()
+        by_index = dict(connection.execute(
+            "SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
+            "WHERE relname = 'memories' ORDER BY 2 DESC").fetchall())
+        mean, p50, p99, most = connection.execute(
+            "SELECT avg(n), percentile_cont(0.5) WITHIN GROUP (ORDER BY n), "
+            "percentile_cont(0.99) WITHIN GROUP (ORDER BY n), max(n) "
+            "FROM (SELECT count(*) AS n FROM memories GROUP BY user_id) AS per_user").fetchone()
+        database = connection.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    mib = 1024 * 1024
+    return {"table_mib": round(table / mib, 1), "indexes_mib": round(indexes / mib, 1),
+            "total_mib": round(total / mib, 1), "database_mib": round(database / mib, 1),
+            "index_mib": {name: round(size / mib, 1) for name, size in by_index.items()},
+            "memories_per_user": {"mean": round(float(mean), 1), "p50": float(p50), "p99": float(p99),
+                                  "max": int(most)}}
+
+
 def time_recall(sessions, asks: list[tuple[int, str]], now: datetime) -> list[float]:
     """Milliseconds per ``recall_for_turn``, the transaction already open as it is in a turn."""
     from shared.recall.retrieval import recall_for_turn
@@ -272,7 +296,8 @@ def measure(url: str, engine, sessions, service, users: int, queries: int, size:
     slowest = max(range(len(retrieval)), key=retrieval.__getitem__)
     return {"memories": size, "retrieval": summary(retrieval), "hot_path": summary(hot),
             "heaviest_user": {"memories": heavy_count} | summary(heavy),
-            "explain_slowest": explain_recall(engine, sessions, *asks[WARM_UP + slowest], now)}
+            "explain_slowest": explain_recall(engine, sessions, *asks[WARM_UP + slowest], now),
+            "storage": storage(url)}
 
 
 def run(database_url: str | None, sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), users: int = 10_000,
@@ -323,7 +348,16 @@ def report_size(step: dict) -> str:
     return (f"{step['memories']:>9,} memories (loaded in {step['load_s']:.0f} s): retrieval p50 {r['p50_ms']:.2f} / "
             f"p95 {r['p95_ms']:.2f} / p99 {r['p99_ms']:.2f} ms; hot path p50 {h['p50_ms']:.1f} / p95 "
             f"{h['p95_ms']:.1f} / p99 {h['p99_ms']:.1f} ms; heaviest user ({u['memories']:,} memories) "
-            f"retrieval p99 {u['p99_ms']:.2f} ms")
+            f"retrieval p99 {u['p99_ms']:.2f} ms" + _storage_line(step.get("storage")))
+
+
+def _storage_line(storage: dict | None) -> str:
+    if not storage:
+        return ""
+    per_user = storage["memories_per_user"]
+    return (f"; on disk {storage['total_mib']:,.0f} MiB (table {storage['table_mib']:,.0f}, indexes "
+            f"{storage['indexes_mib']:,.0f}); memories per user mean {per_user['mean']:,.0f}, p99 "
+            f"{per_user['p99']:,.0f}, max {per_user['max']:,}")
 
 
 def report(figures: dict) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.fakes.openai_server import FakeOpenAI
 from bench.hot_path import REPLY, build_service, message_at, scratch_database
 from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, TURN, count_kinds, per_message, request_kind
-from bench.prompt_cost import load_replays
+from bench.prompt_cost import load_replays, prompt_tokens
 from bench.worker_process import WORKER_START_SECONDS, running_worker, wait_for
 
 CONCURRENCIES = (1, 2)
@@ -154,9 +154,11 @@ def calls_per_message(bench: Bench, conversations: list[list[str]]) -> dict:
         send_task("close_idle_sessions", {})
         wait_for(lambda: _unsummarised(bench.engine) == 0 and owed_jobs(bench.engine) == 0, WORKER_START_SECONDS,
                  "the idle sessions' summaries")
-    calls = count_kinds(bench.llm.chat_requests()[before:])
+    bodies = bench.llm.chat_requests()[before:]
+    calls = count_kinds(bodies)
+    tokens = {kind: sum(prompt_tokens(body) for body in bodies if request_kind(body) == kind) for kind in calls}
     return {"users": len(conversations), "user_messages": messages, "llm_calls": calls,
-            "per_message": per_message(calls, messages)}
+            "per_message": per_message(calls, messages), "prompt_tokens_per_message": per_message(tokens, messages)}
 
 
 def _unsummarised(engine) -> int:
@@ -225,4 +227,8 @@ def report(figures: dict) -> str:
     per = ", ".join(f"{kind} {value:.3f}" for kind, value in c["per_message"].items())
     out.append(f"  LLM calls per user message ({c['user_messages']} messages, {c['users']} users, {c['broker']} "
                f"broker): {per}")
+    tokens = c["prompt_tokens_per_message"]
+    background = sum(value for kind, value in tokens.items() if kind != TURN)
+    out.append(f"  prompt tokens per user message: hot path {tokens.get(TURN, 0):.0f}, background {background:.0f} ("
+               + ", ".join(f"{kind} {value:.0f}" for kind, value in tokens.items() if kind != TURN) + ")")
     return "\n".join(out)

@@ -52,7 +52,7 @@ def render_why(reply: Reply | None) -> str:
 def render_reply(reply: Reply, bot_name: str) -> str:
     """The reply as the console shows it: the text, then warnings and the offline label dimmed."""
     label = f"{bot_name} (offline)" if reply.offline else bot_name
-    lines = [f"{label}> {reply.text}"]
+    lines = [f"{label}> {reply.text}"] + ([f"  · {reply.notice}"] if reply.notice else [])
     lines += [f"  · {warning}" for warning in reply.warnings if warning != "offline mode"]
     return "\n".join(lines)
 
@@ -121,8 +121,11 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
         async def tell_waiting(locale: str | None = locale) -> None:
             write(texts.waiting_for_database_text(locale))
 
+        async def tell_busy(locale: str | None = locale) -> None:
+            write(texts.busy_text(locale))
+
         try:
-            reply = await service.handle_message(message, on_delay=tell_waiting)
+            reply = await service.handle_message(message, on_delay=tell_waiting, on_busy=tell_busy)
         except DatabaseUnavailable as exc:  # kept for DATABASE_PATIENCE_SECONDS; the user may type it again
             write(texts.error_text(exc, locale))
             continue
@@ -185,7 +188,7 @@ def console_locale(rt: Runtime | None = None, user: str | None = None) -> str:
 def run_chat(settings: Settings, *, user: str | None = None, workers: bool | None = None) -> int:
     """`mnemo chat`: the console on the configured (or embedded) database, with a worker, beat and the
     web panel's API beside it on the embedded default (or when ``workers`` is True)."""
-    from shared.app.bootstrap import conversation_service, memory_commands, runtime
+    from shared.app.bootstrap import access_service, conversation_service, memory_commands, runtime
     from shared.app.processes import companions
 
     user = user or console_user()
@@ -197,10 +200,11 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
                         platform_chat_id=CONSOLE_CHAT_ID)
         terminal = Terminal(interactive=sys.stdin.isatty() and sys.stdout.isatty())
         commands = ConsoleCommands(memory_commands(rt, embeddings_wanted=service.embedder is not None), caller,
-                                   ask=terminal.ask, export_dir=settings.data_dir / "exports")
+                                   ask=terminal.ask, export_dir=settings.data_dir / "exports",
+                                   access=access_service(rt))
         start_workers = settings.uses_embedded_database if workers is None else workers
         helpers = companions(rt.database_url, settings.data_dir / "logs", embedded=settings.uses_embedded_database,
-                             wanted=workers)
+                             wanted=workers, metrics_port=settings.metrics_port)
         if start_workers:
             print(f"Web panel: {settings.panel_public_url}/panel/ (type /panel for a sign-in link).")
         with helpers:

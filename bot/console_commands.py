@@ -3,7 +3,8 @@
 ``/memories [type] [search]`` (then ``/more``), ``/memories why <id>``, ``/forget <id|search|all>``
 (asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>`` (or ``cancel|done|snooze <id>``),
 ``/cancel|/done <id>``, ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
-``/link [code]``, ``/link confirm <code>``, ``/unlink``, ``/panel``, ``/help``.
+``/link [code]``, ``/link confirm <code>``, ``/unlink``, ``/panel``, ``/usage``, ``/help``; and ``/access`` (the
+console is the local operator: it may read and change who the bots answer).
 
 Their texts follow the user's language as on the bots: the language of what the user last wrote (a
 message, or a command's words), at the start the one stored for them, and only before that the terminal's.
@@ -17,10 +18,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from shared.access.rule import CONSOLE, Facts, Policy
+from shared.access.service import AccessListing, AccessService
+from shared.access.texts import change_text, listing_text
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands, confirmation_code
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
+from shared.usage import texts as usage_texts
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 YES = {"y", "yes", "是", "好", "确认"}
@@ -43,9 +48,10 @@ class ConsoleCommands:
     """Runs one console command line and returns what to print."""
 
     def __init__(self, commands: MemoryCommands, caller: Caller, *, ask: Callable[[str], str],
-                 export_dir: Path) -> None:
+                 export_dir: Path, access: AccessService | None = None) -> None:
         self.commands = commands
         self.caller = caller
+        self.access = access or AccessService(commands.uow_factory, Policy())
         self.ask = ask
         self.export_dir = export_dir
         self._listing: tuple[str | None, str | None, int] | None = None
@@ -91,7 +97,15 @@ class ConsoleCommands:
             "/link": self._link,
             "/unlink": lambda _arg: (c.unlink(caller), texts.unlinked_text(locale))[1],
             "/panel": lambda _arg: texts.panel_link_text(c.panel_link(caller), locale),
+            "/usage": lambda _arg: usage_texts.user_usage_text(c.usage(caller), locale),
+            "/access": self._access,
         }
+
+    def _access(self, argument: str) -> str:
+        result = self.access.run(Facts(CONSOLE, self.caller.platform_user_id), argument)
+        if isinstance(result, AccessListing):
+            return listing_text(result, self.locale)
+        return change_text(result, self.locale)
 
     def _memories(self, argument: str) -> str:
         words = argument.split()

@@ -15,18 +15,26 @@ import contextlib
 import logging
 import re
 import signal
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+import aiohttp
 import discord
+import yarl
 from discord import app_commands
 
+from bot.discord_access import AccessTree, admit_message, blocked_since
 from bot.discord_commands import ForgetAnswer, install_commands
 from bot.discord_render import CommandTranslator, plain_text, reply_messages
+from shared.access.rule import Policy
+from shared.access.service import AccessService
 from shared.commands import texts
 from shared.commands.service import MemoryCommands
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
 from shared.errors import ConfigError
+from shared.metrics import record
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -51,17 +59,56 @@ def use_api(base_url: str) -> None:
     discord.http.Route.BASE = base_url.rstrip("/")
 
 
-class MnemoBot(discord.Client):
-    """The bot process's client: the conversation service for chat, the command service for /commands."""
+def counting_api_errors() -> aiohttp.TraceConfig:
+    """discord.py's documented hook on its HTTP session: every failed REST call is counted in the metrics, the
+    429s it waits out by itself included."""
+    trace = aiohttp.TraceConfig()
+
+    async def answered(_session: object, _context: object, params: aiohttp.TraceRequestEndParams) -> None:
+        if params.response.status >= 400:
+            record.platform_api_error("discord", params.response.status)
+
+    async def unanswered(_session: object, _context: object, _params: object) -> None:
+        record.platform_api_error("discord", None)
+
+    trace.on_request_end.append(answered)
+    trace.on_request_exception.append(unanswered)
+    return trace
+
+
+class MnemoBot(discord.AutoShardedClient):
+    """The bot process's client: the conversation service for chat, the command service for /commands, the
+    access lists in front of both (without ``access``: no settings' lists, only the operators' table).
+
+    Sharded as discord.py's ``AutoShardedClient``: by default all the shards Discord recommends, in this
+    process; with ``shards`` (and ``shard_count``), only those, so processes can split them."""
 
     def __init__(self, conversation: ConversationService, memory: MemoryCommands, *,
-                 intents: discord.Intents | None = None) -> None:
-        super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS)
+                 access: AccessService | None = None, intents: discord.Intents | None = None,
+                 shards: Shards | None = None) -> None:
+        placement = {"shard_count": shards.count, "shard_ids": list(shards.ids)} if shards else {}
+        super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS,
+                         http_trace=counting_api_errors(), **placement)
         self.conversation = conversation
         self.memory = memory
-        self.tree = app_commands.CommandTree(self)
+        self.access = access or AccessService(memory.uow_factory, Policy())
+        self.tree = AccessTree(self, self.access)
         install_commands(self.tree)
         self.answering: asyncio.Task[None] | None = None
+
+    async def launch_shards(self) -> None:
+        """discord.py 2.x's ``AutoShardedClient.launch_shards``, except that the gateway's address always
+        comes from ``GET /gateway/bot``, as Discord advises: with an explicit shard count discord.py would dial
+        its built-in public gateway, whatever API (self-hosted proxy, test fake) the bot was pointed at."""
+        if self.is_closed():
+            return
+        recommended, url, _session_start_limit = await self.http.get_bot_gateway()
+        self.shard_count = self.shard_count or recommended
+        self._connection.shard_count = self.shard_count
+        shard_ids = self.shard_ids or range(self.shard_count)
+        self._connection.shard_ids = shard_ids
+        for shard_id in shard_ids:
+            await self.launch_shard(yarl.URL(url), shard_id, initial=shard_id == shard_ids[0])
 
     async def setup_hook(self) -> None:
         await self.tree.set_translator(CommandTranslator())
@@ -75,7 +122,8 @@ class MnemoBot(discord.Client):
     async def answer_unanswered(self) -> None:
         """Answer what was recorded but never answered before the bot stopped, each as a reply to its message."""
         try:
-            async for incoming, reply in self.conversation.unanswered_replies("discord"):
+            skip = partial(blocked_since, self.access, self)
+            async for incoming, reply in self.conversation.unanswered_replies("discord", skip=skip):
                 await self._send_late_reply(incoming, reply)
         except Exception:  # the bot runs on; these messages are tried again on the next start
             log.exception("answering the messages left unanswered failed")
@@ -95,14 +143,17 @@ class MnemoBot(discord.Client):
         if self.user is None or message.author.bot or not self.is_addressed(message):
             return
         incoming = self.incoming(message)
-        if not incoming.text:
+        if not incoming.text or not await admit_message(self.access, message, _locale(incoming)):
             return
         async def tell_waiting() -> None:
             await message.reply(texts.waiting_for_database_text(_locale(incoming)))
 
+        async def tell_busy() -> None:
+            await message.reply(texts.busy_text(_locale(incoming)))
+
         try:
             async with message.channel.typing():
-                reply = await self.conversation.handle_message(incoming, on_delay=tell_waiting)
+                reply = await self.conversation.handle_message(incoming, on_delay=tell_waiting, on_busy=tell_busy)
         except Exception as exc:  # the one chat handler: logged with the traceback, the user told (as on Telegram)
             log.exception("Discord message %s failed", message.id)
             await self._apologise(message, exc, incoming)
@@ -169,8 +220,34 @@ async def sync_commands(settings: Settings, guild_id: int | None = None) -> list
     return [command.name for command in synced]
 
 
+@dataclass(frozen=True)
+class Shards:
+    """The shards one process runs: ``ids`` of ``count`` (Discord routes a server to shard
+    ``(server id >> 22) % count``; direct messages go to shard 0)."""
+
+    count: int
+    ids: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, count: int | None, ids: str | None) -> Shards | None:
+        """From ``--shard-count N --shards 0,1``; None without either (automatic). Raises ConfigError."""
+        if count is None and ids is None:
+            return None
+        if count is None or count < 1:
+            raise ConfigError("--shards needs --shard-count N (N ≥ 1: the shards of the whole bot, in all processes)")
+        if ids is None:
+            return cls(count, tuple(range(count)))
+        try:
+            chosen = tuple(sorted({int(part) for part in ids.split(",") if part.strip()}))
+        except ValueError:
+            raise ConfigError(f"--shards {ids!r}: give shard numbers separated by commas, e.g. 0,1") from None
+        if not chosen or any(not 0 <= shard < count for shard in chosen):
+            raise ConfigError(f"--shards {ids!r}: each shard must be between 0 and {count - 1} (--shard-count {count})")
+        return cls(count, chosen)
+
+
 def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None = None,
-                workers: bool | None = None) -> int:
+                workers: bool | None = None, shards: Shards | None = None) -> int:
     """``mnemo discord``: run the bot until SIGTERM or Ctrl-C; with ``sync``, publish the commands and exit.
     On the embedded database (or with ``workers``) a worker, beat and the panel's API run beside it."""
     token = _token(settings)
@@ -179,14 +256,18 @@ def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None 
         where = f"guild {guild_id}" if guild_id is not None else "all guilds (global; may take up to an hour)"
         print(f"Synced {len(names)} commands to {where}: {', '.join('/' + name for name in names)}")
         return 0
-    from shared.app.bootstrap import conversation_service, memory_commands, runtime
+    from shared.app.bootstrap import access_service, conversation_service, memory_commands, runtime
+    from shared.app.ops_server import serve_operations
     from shared.app.processes import companions
 
     use_api(settings.discord_api_base_url)
     with runtime(settings) as rt, companions(rt.database_url, settings.data_dir / "logs",
-                                             embedded=settings.uses_embedded_database, wanted=workers):
+                                             embedded=settings.uses_embedded_database, wanted=workers,
+                                             metrics_port=settings.metrics_port), \
+            serve_operations(settings, rt.database_url, "discord"):
         service = conversation_service(rt)
-        client = MnemoBot(service, memory_commands(rt, embeddings_wanted=service.embedder is not None))
+        client = MnemoBot(service, memory_commands(rt, embeddings_wanted=service.embedder is not None),
+                          access=access_service(rt), shards=shards)
         asyncio.run(_serve(client, token))
     return 0
 

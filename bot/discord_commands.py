@@ -19,18 +19,25 @@ from typing import Any, Protocol, TypeVar
 import discord
 from discord import app_commands
 
+from bot.discord_access import interaction_facts
 from bot.discord_render import command_text, fit, jump_url, split_message
+from shared.access.requests import ACTIONS
+from shared.access.rule import KINDS
+from shared.access.service import AccessListing, AccessService
+from shared.access.texts import change_text, listing_text
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands, MemoryPage, confirmation_code
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.usage import texts as usage_texts
 
 
 class CommandHost(Protocol):
     """What the commands need of the bot (``MnemoBot``), named here so the two modules need not import each other."""
 
     memory: MemoryCommands
+    access: AccessService
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +88,7 @@ async def report_error(interaction: discord.Interaction, error: Exception) -> No
     """The one error handler: domain errors in the user's words, anything else logged and apologised for."""
     original = error.original if isinstance(error, app_commands.CommandInvokeError) else error
     if not isinstance(original, DOMAIN_ERRORS):
-        name = interaction.command.qualified_name if interaction.command else interaction.data
+        name = interaction.command.qualified_name if interaction.command else interaction.type.name  # data: input
         log.error("interaction %s failed", name, exc_info=original)
     text = texts.error_text(original, interaction.locale.value)
     try:
@@ -339,14 +346,37 @@ async def panel(interaction: discord.Interaction) -> None:
     await send_private(interaction, texts.panel_link_text(made, interaction.locale.value))
 
 
+@app_commands.command(name="usage", description=describe("usage"))
+async def usage(interaction: discord.Interaction) -> None:
+    """What the asker used today, in 7 and in 30 days, and what is left of today's allowance."""
+    report = await deferred(interaction, memory_commands(interaction).usage, caller_of(interaction))
+    await send_private(interaction, usage_texts.user_usage_text(report, interaction.locale.value))
+
+
 @app_commands.command(name="help", description=describe("help"))
 async def help_(interaction: discord.Interaction) -> None:
     """What I can do (answered at once: no database)."""
     await send_private(interaction, texts.help_text(interaction.locale.value))
 
 
+@app_commands.command(name="access", description=describe("access"))
+@app_commands.describe(action=command_text("access.action"), kind=command_text("access.kind"),
+                       target=command_text("access.target"))
+@app_commands.choices(action=[app_commands.Choice(name=word, value=word) for word in ACTIONS],
+                      kind=[app_commands.Choice(name=kind, value=kind) for kind in KINDS])
+async def access(interaction: discord.Interaction, action: str = "list", kind: str | None = None,
+                 target: str | None = None) -> None:
+    """Operators only: who may talk to the bot (``list``, or ``allow``/``block``/``remove`` a target)."""
+    client: CommandHost = interaction.client  # type: ignore[assignment]
+    words = " ".join(word for word in (action, kind, target) if word)
+    result = await deferred(interaction, client.access.run, interaction_facts(interaction), words)
+    locale = interaction.locale.value
+    await send_private(interaction, listing_text(result, locale) if isinstance(result, AccessListing) else
+                       change_text(result, locale))
+
+
 COMMANDS = (memories, memories_why, forget, remember, reminders, remind, cancel, done, snooze, export, import_, pause,
-            resume, link, unlink, panel, help_)
+            resume, link, unlink, panel, usage, help_, access)
 
 
 def install_commands(tree: app_commands.CommandTree) -> None:

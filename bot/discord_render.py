@@ -45,6 +45,10 @@ _MENU_TEXTS = {
     "type.preference": ("preference", "偏好"), "type.fact": ("fact", "事实"), "type.event": ("event", "事件"),
     "type.person": ("person", "人物"), "type.todo": ("to-do", "待办"), "type.pattern": ("pattern", "习惯"),
     "type.rule": ("rule", "规则"),
+    "access.description": ("Operators only: who may talk to me", "仅限运营者：谁可以和我聊天"),
+    "access.action": ("list, or allow / block / remove a target", "list 查看，或 allow / block / remove 一个对象"),
+    "access.kind": ("What the target is", "对象的类型"),
+    "access.target": ("Its id (a user: platform:id, or a mention)", "它的编号（用户：平台:编号，或直接 @ 提及）"),
 }
 # Where a long text may be cut, best first; a cut is only taken in the second half of the window.
 _BREAKS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ")
@@ -90,12 +94,15 @@ def warning_line(warnings: Iterable[str]) -> str | None:
 
 
 def reply_messages(reply: Reply, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str]:
-    """The messages to post for a reply: none for a duplicate, else the text (split) and its warnings."""
+    """The messages to post for a reply: none for a duplicate, else the text (split), its notice and warnings."""
     if reply.duplicate or not reply.text.strip():
         return []
-    warnings = warning_line(reply.warnings)
-    text = reply.text.strip() if warnings is None else f"{reply.text.strip()}\n{warnings}"
-    return split_message(text, limit)
+    lines = [reply.text.strip()]
+    if reply.notice:
+        lines.append(f"*{escape_markdown(reply.notice)}*")
+    if (warnings := warning_line(reply.warnings)) is not None:
+        lines.append(warnings)
+    return split_message("\n".join(lines), limit)
 
 
 def plain_text(content: str, bot_id: int, names: Mapping[int, str]) -> str:

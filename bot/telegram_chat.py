@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 
 from telegram import Bot, Message, MessageEntity, ReplyParameters, Update, User
@@ -91,8 +91,11 @@ class ChatHandler:
         async def tell_waiting() -> None:
             await message.reply_text(texts.waiting_for_database_text(incoming.locale), do_quote=not private)
 
+        async def tell_busy() -> None:
+            await message.reply_text(texts.busy_text(incoming.locale), do_quote=not private)
+
         async with typing(context.bot, message):
-            reply = await self.service.handle_message(incoming, on_delay=tell_waiting)
+            reply = await self.service.handle_message(incoming, on_delay=tell_waiting, on_busy=tell_busy)
         if reply.duplicate or not reply.text.strip():
             return
         for index, part in enumerate(render.reply_messages(reply, language_of(user))):
@@ -100,10 +103,12 @@ class ChatHandler:
                                      do_quote=index == 0 and not private)
 
 
-async def answer_unanswered(bot: Bot, service: ConversationService) -> None:
-    """Each owed answer as a reply to the message it answers (a message the user deleted: as a plain message)."""
+async def answer_unanswered(bot: Bot, service: ConversationService,
+                            skip: Callable[[IncomingMessage], Awaitable[bool]] | None = None) -> None:
+    """Each owed answer as a reply to the message it answers (a message the user deleted: as a plain message),
+    but those ``skip`` says no to."""
     try:
-        async for incoming, reply in service.unanswered_replies("telegram"):
+        async for incoming, reply in service.unanswered_replies("telegram", skip=skip):
             if reply.text.strip():
                 await _send_late_reply(bot, incoming, reply)
     except Exception:  # the bot runs on; these messages are tried again on the next start

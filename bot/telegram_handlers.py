@@ -22,6 +22,7 @@ from shared.commands.memories import memory_type
 from shared.commands.service import Caller, ExportFile, MemoryCommands, confirmation_code
 from shared.errors import InvalidCommand
 from shared.reminders.chat_moves import record_chat_move
+from shared.usage import texts as usage_texts
 
 IMPORT_CAPTION = r"^/import(@\w+)?(\s|$)"
 PAGE_SIZE = 10
@@ -268,6 +269,12 @@ class CommandHandlers:
         caller = caller_of(update)
         link = await self._call(self.commands.panel_link, caller)
         await answer_privately(update, context, texts.panel_link_text(link, caller.locale), no_preview=True)
+
+    async def usage(self, update: Update, context: Context) -> None:
+        """``/usage``: today, 7 and 30 days, and what is left of today's allowance, in private."""
+        caller = caller_of(update)
+        report = await self._call(self.commands.usage, caller)
+        await answer_privately(update, context, usage_texts.user_usage_text(report, caller.locale))
 
     async def chat_migrated(self, update: Update, _context: Context) -> None:
         """A group became a supergroup: record its new id, so its reminders still reach it."""

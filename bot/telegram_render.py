@@ -96,8 +96,8 @@ class OutgoingText:
 
 
 def reply_note(reply: Reply, locale: str | None) -> str | None:
-    """The one short line under a reply: offline mode and/or context that was cut."""
-    notes = []
+    """The one short line under a reply: today's allowance spent, offline mode and/or context that was cut."""
+    notes = [reply.notice] if reply.notice else []
     if reply.offline:
         notes.append(text("note_offline", locale))
     if any(marker in warning for warning in reply.warnings for marker in CONTEXT_CUT_MARKERS):

@@ -6,7 +6,9 @@ reads bodies up to tornado's 100 MB. Here a request without the secret token is 
 body over :data:`MAX_UPDATE_BYTES` is refused with 400 by tornado before it is read; a body that is
 not an update (not UTF-8, not JSON, nested deeper than 32, not an object, or one PTB cannot read)
 is answered 200, so that Telegram does not send it again, logged as one line without its content,
-and dropped. Every update read goes to the application's queue, as PTB's handler does.
+and dropped. Every update read goes to the application's queue, as PTB's handler does; with an
+:class:`~shared.db.update_log.UpdateInbox` (replicas), only once it is recorded there, and only by the
+replica that received it first (answered 503 when the database cannot record it: Telegram sends it again).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from telegram.ext import Application
 from tornado.httpserver import HTTPServer
 
 from bot.api.json_body import parse_json_body
+from bot.telegram_once import reclaim_forever
+from shared.db.availability import database_unreachable
+from shared.db.update_log import UpdateInbox
 
 log = logging.getLogger(__name__)
 
@@ -42,19 +47,38 @@ class UpdateReceiver(tornado.web.RequestHandler):
 
     SUPPORTED_METHODS = ("POST",)  # type: ignore[assignment]
 
-    def initialize(self, bot_application: Application, secret_token: str) -> None:
-        self.bot_application, self.secret_token = bot_application, secret_token
+    def initialize(self, bot_application: Application, secret_token: str, inbox: UpdateInbox | None) -> None:
+        self.bot_application, self.secret_token, self.inbox = bot_application, secret_token, inbox
 
     async def post(self) -> None:
-        """403 without the secret token; otherwise 200, whether the update was read or dropped."""
+        """403 without the secret token; 503 when the update cannot be recorded; otherwise 200, whether the
+        update was read or dropped."""
         given = self.request.headers.get(SECRET_HEADER, "")
         if not hmac.compare_digest(given.encode(), self.secret_token.encode()):
             log.info("webhook: a request from %s without the right secret token", self.request.remote_ip)
             self.set_status(403)
             return
         update = self._update()
-        if update is not None:
+        if update is not None and await self._first_delivery(update):
             await self.bot_application.update_queue.put(update)
+
+    async def _first_delivery(self, update: Update) -> bool:
+        """Whether this update is new to every replica (recorded now); 503 when it cannot be recorded."""
+        if self.inbox is None:
+            return True
+        try:
+            first = await asyncio.to_thread(self.inbox.receive, update.update_id, self.request.body.decode())
+        except Exception as exc:
+            if not database_unreachable(exc):
+                raise
+            log.warning("webhook: update %s not recorded (the database is away): Telegram will send it again",
+                        update.update_id)
+            self.set_status(503)
+            return False
+        if not first:
+            log.info("webhook: update %s was received before (delivered again, or to another replica): dropped",
+                     update.update_id)
+        return first
 
     def _update(self) -> Update | None:
         body = self.request.body
@@ -86,11 +110,11 @@ def _no_access_log(handler: tornado.web.RequestHandler) -> None:
 
 @asynccontextmanager
 async def webhook_server(application: Application, *, listen: str, port: int, path: str,
-                         secret_token: str) -> AsyncIterator[int]:
-    """Updates POSTed to ``/path`` on ``listen:port`` go to ``application`` while the block runs;
-    yields the port (``port=0`` binds a free one)."""
+                         secret_token: str, inbox: UpdateInbox | None = None) -> AsyncIterator[int]:
+    """Updates POSTed to ``/path`` on ``listen:port`` go to ``application`` while the block runs (those
+    ``inbox`` records first); yields the port (``port=0`` binds a free one)."""
     routes = [(rf"/{re.escape(path.strip('/'))}/?", UpdateReceiver,
-               {"bot_application": application, "secret_token": secret_token})]
+               {"bot_application": application, "secret_token": secret_token, "inbox": inbox})]
     server = HTTPServer(tornado.web.Application(routes, log_function=_no_access_log),
                         max_body_size=MAX_UPDATE_BYTES)
     sockets = tornado.netutil.bind_sockets(port, address=listen)
@@ -104,20 +128,25 @@ async def webhook_server(application: Application, *, listen: str, port: int, pa
 
 @asynccontextmanager
 async def webhook_running(application: Application, *, url: str, listen: str, port: int, path: str,
-                          secret_token: str, allowed_updates: list[str]) -> AsyncIterator[int]:
+                          secret_token: str, allowed_updates: list[str],
+                          inbox: UpdateInbox | None = None) -> AsyncIterator[int]:
     """The bot started, serving its webhook and registered with Telegram while the block runs; yields
-    the port. On leaving, the server stops first, then the application handles what it was given."""
+    the port. With ``inbox`` (replicas), it also takes over what a stopped replica left unhandled.
+    On leaving, the server stops first, then the application handles what it was given."""
     async with application:
         if application.post_init is not None:
             await application.post_init(application)
         await application.start()
+        reclaiming = asyncio.create_task(reclaim_forever(application, inbox)) if inbox is not None else None
         try:
             async with webhook_server(application, listen=listen, port=port, path=path,
-                                      secret_token=secret_token) as bound:
+                                      secret_token=secret_token, inbox=inbox) as bound:
                 await application.bot.set_webhook(url, secret_token=secret_token, allowed_updates=allowed_updates,
                                                   drop_pending_updates=False)
                 yield bound
         finally:
+            if reclaiming is not None:
+                reclaiming.cancel()
             await application.stop()
 
 

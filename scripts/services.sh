@@ -45,4 +45,24 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     || ! fc-list 2>/dev/null | grep -qi "wqy\|noto sans cjk"; then
   install_packages chromium chromium-driver fonts-wqy-microhei
 fi
+# promtool checks the /metrics output, the alert rules and the Prometheus configuration in the tests
+# (tests/unit/test_monitoring.py, tests/e2e/test_operations.py; skipped without it). Only the one program
+# is taken from Debian's prometheus package: installing the package would start a Prometheus server.
+# MNEMO_PROMTOOL=0 skips it (the monitoring tests then fail); an install that fails stops here.
+install_promtool() {
+  local tmp
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"  # apt's download user must be able to write there
+  (cd "$tmp" && { apt-get download -qq prometheus 2>/dev/null \
+                  || { apt-get update -qq && apt-get download -qq prometheus; }; }) \
+    && dpkg-deb --fsys-tarfile "$tmp"/prometheus_*.deb | tar -x -C "$tmp" ./usr/bin/promtool \
+    && install -m 0755 "$tmp/usr/bin/promtool" /usr/local/bin/promtool
+  local status=$?
+  rm -rf "$tmp"
+  return $status
+}
+if [ "${MNEMO_PROMTOOL:-1}" != 0 ] && ! command -v promtool >/dev/null 2>&1; then
+  echo "services: installing promtool (from Debian's prometheus package)"
+  install_promtool || { echo "services: promtool could not be installed; the tests need it" >&2; exit 1; }
+fi
 echo "services: PostgreSQL and Redis are up; Chromium $(chromium --version 2>/dev/null | awk '{print $2}')"

@@ -13,25 +13,28 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from shared.access.config import AccessSettings
 from shared.errors import ConfigError
 from shared.redaction import mask_secret, mask_url, url_secrets
 
 PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xxx", "todo"})
 SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
-                 "redis_url", "admin_token")
+                 "redis_url", "admin_token", "log_hash_key")
 MIN_ADMIN_TOKEN_CHARS = 24
 MIN_WEBHOOK_SECRET_CHARS = 16
+MIN_LOG_HASH_KEY_CHARS = 16
 WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 """What Telegram accepts as a webhook's secret_token (setWebhook)."""
 DEFAULT_API_MAX_BODY_BYTES = 6 * 1024 * 1024
 """Above the largest import file (5 MiB) with room for its multipart wrapping."""
 
 
-class Settings(BaseSettings):
-    """Everything a Mnemo process needs to know, with the defaults of the embedded setup."""
+class Settings(AccessSettings, BaseSettings):
+    """Everything a Mnemo process needs to know, with the defaults of the embedded setup (the access lists
+    and operators in :class:`~shared.access.config.AccessSettings`)."""
 
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
@@ -45,6 +48,14 @@ class Settings(BaseSettings):
     llm_max_output_tokens: Annotated[int, Field(ge=64, le=32768)] = 1024
     llm_extra_body: Annotated[dict[str, Any], NoDecode] = Field(
         default_factory=dict, description="JSON object added to every LLM request, e.g. {\"enable_thinking\": false}")
+    llm_daily_tokens_per_user: Annotated[int | None, Field(ge=1)] = Field(
+        None, description="tokens a user may spend a UTC day; past it, offline replies and background work waits")
+    llm_daily_tokens_per_chat: Annotated[int | None, Field(ge=1)] = Field(
+        None, description="tokens a group chat may spend a UTC day, every member together")
+    llm_price_input_per_mtok: Annotated[float | None, Field(ge=0)] = None
+    llm_price_cached_input_per_mtok: Annotated[float | None, Field(ge=0)] = None
+    llm_price_output_per_mtok: Annotated[float | None, Field(ge=0)] = None
+    llm_price_currency: Annotated[str, Field(min_length=1, max_length=8)] = "USD"
     embedding_base_url: str | None = None
     embedding_model: str | None = None
     embedding_dimensions: Annotated[int, Field(ge=1, le=16000)] = 384
@@ -65,12 +76,26 @@ class Settings(BaseSettings):
     session_idle_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 30
     database_patience_seconds: Annotated[float, Field(ge=0, le=24 * 3600)] = 600.0
     """How long a message is kept and retried while the database cannot be reached."""
+    message_rate_per_user: str | None = "20/minute"
+    """Messages one user may have answered by the model (``limits`` notation, e.g. "20/minute"; "off": none);
+    past it the offline responder answers with a notice. Shared by every bot replica (Redis or PostgreSQL)."""
+    turn_llm_concurrency: Annotated[int, Field(ge=1, le=4096)] = 64
+    """Turns of one bot process in the LLM call at once; the next ones queue (back-pressure)."""
+    turn_queue_limit: Annotated[int, Field(ge=0, le=100_000)] = 256
+    """Turns waiting for the model at most; past it a turn is answered offline at once."""
+    turn_busy_notice_seconds: Annotated[float, Field(ge=0, le=600)] = 8.0
+    """A turn waiting this long for the model tells its user "busy, one moment" (once)."""
+    turn_queue_seconds: Annotated[float, Field(ge=0, le=3600)] = 30.0
+    """A turn waiting this long for the model is answered offline (its message is kept)."""
     default_timezone: str = "UTC"
     daily_maintenance_hour_utc: Annotated[int, Field(ge=0, le=23)] = 3
     reminder_scan_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
     reminder_lease_seconds: Annotated[float, Field(ge=5, le=86400)] = 300.0
     outbox_redispatch_seconds: Annotated[float, Field(ge=0, le=86400)] = 120.0
     worker_concurrency: Annotated[int, Field(ge=1, le=64)] = 2
+    metrics_host: str = "127.0.0.1"
+    metrics_port: Annotated[int | None, Field(ge=0, le=65535)] = Field(
+        None, description="each process's /metrics, /livez and /readyz; unset = none, 0 = any free port (logged)")
     api_host: str = "127.0.0.1"
     api_port: Annotated[int, Field(ge=0, le=65535)] = 8080  # 0: a free port, logged when uvicorn listens
     api_max_body_bytes: Annotated[int, Field(ge=64 * 1024, le=1024**3)] = DEFAULT_API_MAX_BODY_BYTES
@@ -82,8 +107,12 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = Field(None, description="operators' bearer token for the API; unset = none")
     mnemo_data_dir: Path = Path("~/.local/share/mnemo")
     log_level: str = "INFO"
+    log_format: Literal["text", "json"] = Field("text", description="text: lines for people; json: one object a line")
+    log_hash_key: SecretStr | None = Field(None, description="key of the user hash in logs; unset = derived from "
+                                                             "the other secrets")
 
-    @field_validator("memory_eviction_threshold", mode="before")
+    @field_validator("memory_eviction_threshold", "llm_daily_tokens_per_user", "llm_daily_tokens_per_chat",
+                     "message_rate_per_user", mode="before")
     @classmethod
     def _off_means_none(cls, value: object) -> object:
         if isinstance(value, str) and value.strip().lower() in {"", "off", "none", "0"}:
@@ -91,12 +120,25 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
-        "database_url", "redis_url", "llm_base_url", "embedding_base_url", "embedding_model",
+        "database_url", "redis_url", "llm_base_url", "embedding_base_url", "embedding_model", "metrics_port",
+        "llm_price_input_per_mtok", "llm_price_cached_input_per_mtok", "llm_price_output_per_mtok",
         mode="before",
     )
     @classmethod
     def _blank_means_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("message_rate_per_user")
+    @classmethod
+    def _a_rate(cls, value: str | None) -> str | None:
+        if value is not None:
+            from limits import parse
+
+            try:
+                parse(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a rate such as 20/minute or 5 per 10 seconds (or off)") from None
+        return value
 
     @field_validator("llm_extra_body", mode="before")
     @classmethod
@@ -134,7 +176,8 @@ class Settings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/") if value else value
 
-    @field_validator("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "admin_token")
+    @field_validator("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "admin_token",
+                     "log_hash_key")
     @classmethod
     def _no_placeholder(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value().strip():
@@ -143,11 +186,12 @@ class Settings(BaseSettings):
             raise ValueError("is still the placeholder from .env.example; set the real secret or leave it empty")
         return value
 
-    @field_validator("admin_token")
+    @field_validator("admin_token", "log_hash_key")
     @classmethod
-    def _long_admin_token(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and len(value.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
-            raise ValueError(f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters (try: openssl rand -hex 32)")
+    def _long_secret(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        shortest = MIN_ADMIN_TOKEN_CHARS if info.field_name == "admin_token" else MIN_LOG_HASH_KEY_CHARS
+        if value is not None and len(value.get_secret_value().strip()) < shortest:
+            raise ValueError(f"must be at least {shortest} characters (try: openssl rand -hex 32)")
         return value
 
     @field_validator("telegram_webhook_secret")
@@ -185,6 +229,11 @@ class Settings(BaseSettings):
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Asia/Shanghai)") from exc
         return value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _log_format_any_case(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("log_level")
     @classmethod

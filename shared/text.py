@@ -58,3 +58,8 @@ def estimate_tokens(text: str) -> int:
     cjk = len(_CJK.findall(text))
     other = len(_WORD.findall(_CJK.sub(" ", text)))
     return cjk + (other * 4 + 2) // 3
+
+
+def is_chinese(locale: str | None) -> bool:
+    """Whether a platform locale (Telegram's language code, Discord's locale) asks for Chinese."""
+    return isinstance(locale, str) and locale.lower().startswith("zh")

@@ -28,8 +28,12 @@ from shared.db.memory_models import MemoryEvent
 from shared.repositories.uow import UnitOfWork
 
 SYSTEM_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-APP_TABLES = ("web_sessions", "one_time_tokens", "memory_events", "jobs_outbox", "profiles", "todos", "memories",
+APP_TABLES = ("llm_usage_daily", "llm_usage", "web_sessions", "one_time_tokens", "memory_events", "jobs_outbox",
+              "profiles", "todos", "memories",
               "conversation_turns", "episodes", "sessions", "chats", "identities", "users")
+DEPLOYMENT_TABLES = ("access_entries", "platform_updates")
+"""Tables of the deployment rather than of a user (the operators' access lists, the updates received): emptied
+after a test too."""
 
 
 @pytest.fixture(scope="session")
@@ -198,7 +202,7 @@ def uow_factory(request: pytest.FixtureRequest, engine: Engine) -> Iterator[call
         factory = session_factory(engine)
         yield lambda: UnitOfWork(factory)
         with engine.begin() as connection:
-            connection.execute(text(f"TRUNCATE {', '.join(APP_TABLES)} RESTART IDENTITY CASCADE"))
+            connection.execute(text(f"TRUNCATE {', '.join(APP_TABLES + DEPLOYMENT_TABLES)} RESTART IDENTITY CASCADE"))
         return
     with engine.connect() as connection:
         outer = connection.begin()

@@ -16,6 +16,7 @@ from shared.recall.embeddings import Embedder, make_embedder
 from shared.repositories.uow import UnitOfWork
 from shared.repositories.vectors import VectorIndex
 from shared.settings import Settings, load_settings
+from shared.usage.policy import QuotaPolicy
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ class WorkerContext:
     embedder: Embedder | None
     vectors: VectorIndex
     sessions: sessionmaker[Session]
+    quota: QuotaPolicy
 
     def uow(self) -> UnitOfWork:
         return UnitOfWork(self.sessions)
@@ -50,7 +52,8 @@ def context() -> WorkerContext:
         engine = make_engine(settings.database_url, pool_size=2)
         _context = WorkerContext(settings=settings, engine=engine, chat_model=ChatModel.from_settings(settings),
                                  embedder=make_embedder(settings), vectors=VectorIndex(),
-                                 sessions=session_factory(engine))
+                                 sessions=session_factory(engine),
+                                 quota=QuotaPolicy.from_settings(settings))
     return _context
 
 

@@ -1,7 +1,8 @@
 """Thin Celery tasks: ids in, one service call, idempotent, retried only on transient errors.
 
 Outbox-backed tasks receive ``job_id``: they return at once when the job is already done (it was
-sent twice) and mark it done after the service succeeded. Exceptions listed in ``TRANSIENT`` are
+sent twice), or put it off to the next UTC day when its user has spent today's token allowance, and
+mark it done after the service succeeded. Exceptions listed in ``TRANSIENT`` are
 retried with exponential backoff and jitter; anything else is logged with its traceback.
 """
 
@@ -16,8 +17,12 @@ from shared.errors import BrokerUnavailable, DatabaseUnavailable
 from shared.lifecycle import decay, dedup, embedding, episodes, reviews
 from shared.lifecycle import extraction as knowledge
 from shared.lifecycle import outbox as jobs
+from shared.metrics import record
 from shared.recall import reindex as search_reindex
 from shared.reminders import service as reminders
+from shared.usage import quota
+from worker import correlation  # noqa: F401  (the log context travels in the tasks' headers)
+from worker import metrics as task_metrics  # noqa: F401  (each task's outcome and time are counted)
 from worker.celery_app import app
 from worker.context import context
 
@@ -39,8 +44,11 @@ def send_task(task: str, payload: dict) -> None:
 
 
 def _outbox_job(job_id: int | None) -> bool:
-    """True when the job still has to be done."""
-    return not jobs.job_is_done(context().uow, job_id)
+    """True when the job still has to be done, now (its user's allowance is not spent today)."""
+    ctx = context()
+    if jobs.job_is_done(ctx.uow, job_id):
+        return False
+    return not quota.put_off_if_over(ctx.uow, ctx.quota, job_id, ctx.now())
 
 
 def _done(job_id: int | None) -> None:
@@ -62,7 +70,7 @@ def embed_memory(job_id: int | None = None, memory_id: int = 0, user_id: int = 0
     ctx = context()
     if _outbox_job(job_id):
         if ctx.embedder is not None:
-            embedding.embed_memories(ctx.uow, ctx.embedder, ctx.vectors, user_id, [memory_id])
+            embedding.embed_memories(ctx.uow, ctx.embedder, ctx.vectors, user_id, [memory_id], now=ctx.now())
         _done(job_id)
 
 
@@ -90,7 +98,9 @@ def close_idle_sessions() -> None:
     idle = timedelta(minutes=ctx.settings.session_idle_minutes)
     for session_id in episodes.close_idle_sessions(ctx.uow, ctx.now(), idle):
         with ctx.uow() as uow:
-            job = uow.outbox.add("close_session", {"session_id": session_id}, dedup_key=f"close:{session_id}")
+            session = uow.sessions.to_summarise(session_id)  # the job is its user's (a quota may hold it)
+            job = uow.outbox.add("close_session", {"session_id": session_id}, dedup_key=f"close:{session_id}",
+                                 user_id=session.user_id if session is not None else None)
             uow.commit()
         if job is not None:
             jobs.dispatch_jobs(ctx.uow, send_task, [job], ctx.now())
@@ -114,6 +124,7 @@ def scan_reminders() -> None:
 def deliver_reminder(self, todo_id: int, attempt: int) -> str:
     ctx = context()
     outcome = reminders.deliver_reminder(ctx.uow, senders(), todo_id, attempt, ctx.now())
+    record.reminder_delivery(outcome.platform, outcome.kind, outcome.lateness_seconds)
     if outcome.retry_after is not None:
         raise self.retry(countdown=outcome.retry_after, max_retries=8)
     return outcome.kind
@@ -128,13 +139,13 @@ def run_decay() -> None:
 @app.task(name="mnemo.run_reviews", **RETRY)
 def run_reviews() -> None:
     ctx = context()
-    reviews.run_reviews(ctx.uow, ctx.chat_model, ctx.now())
+    reviews.run_reviews(ctx.uow, ctx.chat_model, ctx.now(), quota=ctx.quota)
 
 
 @app.task(name="mnemo.run_dedup", **RETRY)
 def run_dedup() -> None:
     ctx = context()
-    dedup.run_dedup(ctx.uow, ctx.now(), chat_model=ctx.chat_model)
+    dedup.run_dedup(ctx.uow, ctx.now(), chat_model=ctx.chat_model, quota=ctx.quota)
 
 
 @app.task(name="mnemo.retokenize_search", **RETRY)
@@ -151,6 +162,8 @@ def senders() -> dict:
     global _senders
     if _senders is None:
         from shared.delivery.platform_api import senders_from_settings
+        from shared.limits import shared_storage
 
-        _senders = senders_from_settings(context().settings)
+        ctx = context()
+        _senders = senders_from_settings(ctx.settings, shared_storage(ctx.settings.redis_url, ctx.engine))
     return _senders

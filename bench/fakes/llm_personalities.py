@@ -38,6 +38,25 @@ class Personality:
     empty_object: bool = False  # answers "{}"
     ramble: bool = False  # never closes the reply string; only max_tokens stops it
     interrupts_streams: bool = False  # a new request cuts a running stream short (no finish reason)
+    usage: str = "plain"
+    """How the server reports usage: "openai" (``prompt_tokens_details.cached_tokens`` from its prompt cache),
+    "deepseek" (``prompt_cache_hit_tokens`` / ``prompt_cache_miss_tokens``), "plain" (the three counts) or
+    "none" (no usage at all, not even when a stream asks for it)."""
+
+    def usage_body(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> dict[str, Any] | None:
+        """The ``usage`` object this server sends (None: it sends none)."""
+        if self.usage == "none":
+            return None
+        counts: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                  "total_tokens": prompt_tokens + completion_tokens}
+        if self.usage == "openai":
+            counts["prompt_tokens_details"] = {"cached_tokens": cached_tokens, "audio_tokens": 0}
+            counts["completion_tokens_details"] = {"reasoning_tokens": 0, "audio_tokens": 0,
+                                                   "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+        elif self.usage == "deepseek":
+            counts["prompt_cache_hit_tokens"] = cached_tokens
+            counts["prompt_cache_miss_tokens"] = prompt_tokens - cached_tokens
+        return counts
 
     def refusal(self, body: dict[str, Any], prompt: str) -> Refusal | None:
         """Why this server refuses ``body`` (None: it accepts it)."""
@@ -108,9 +127,11 @@ _LLAMA_CPP_PYTHON_500 = Refusal(
          "'json_object' [type=literal_error, input_value='json_schema', input_type=str]")
 
 PERSONALITIES: dict[str, Personality] = {p.name: p for p in (
-    Personality("openai"),
+    Personality("openai", usage="openai"),
     Personality("deepseek", json_schema=Refusal(400, "This response_format type is unavailable now"),
-                needs_json_word=True, blank_first=True),
+                needs_json_word=True, blank_first=True, usage="deepseek"),
+    Personality("deepseek-cache", usage="deepseek"),  # DeepSeek's usage fields on a plain JSON answer
+    Personality("no-usage", usage="none"),  # a proxy or an old server that never reports usage
     Personality("qwen-thinking", thinking="reasoning_content", thinking_refuses_json_mode=True,
                 needs_json_word=True, wrap="fence"),
     Personality("qwen", needs_json_word=True,

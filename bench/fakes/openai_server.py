@@ -53,6 +53,9 @@ STREAM_PIECE_CHARS = 16
 STOP_CHECK_SECONDS = 0.05
 """How often a trickle between two bytes looks whether the fake is stopping."""
 CHARS_PER_TOKEN = 4
+PROMPT_CACHE_ENTRIES = 64
+PROMPT_CACHE_BLOCK_TOKENS = 16
+"""The fake's prompt cache serves prefixes in blocks of this many tokens (OpenAI's: 128, from 1,024 on)."""
 _WORD = re.compile(r"\w+")
 _ERROR_KINDS: dict[int, tuple[str, str | None, str]] = {
     400: ("invalid_request_error", None, "Bad request."),
@@ -152,32 +155,32 @@ def fake_embedding(text: str, dim: int) -> list[float]:
     return [v / norm for v in vector] if norm else [1.0] + [0.0] * (dim - 1)
 
 
+def _common_prefix(text: str, other: str) -> int:
+    """How many characters the two begin with alike."""
+    shortest = min(len(text), len(other))
+    return next((index for index in range(shortest) if text[index] != other[index]), shortest)
+
+
 def _encode_vector(vector: list[float], encoding_format: str) -> list[float] | str:
     if encoding_format == "base64":
         return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
     return vector
 
 
-def _usage(request: dict[str, Any], content: str) -> dict[str, int]:
-    prompt = max(1, estimate_tokens(_messages_text(request["messages"])))
-    completion = estimate_tokens(content)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-
-
 def _completion(request: dict[str, Any], content: str, finish_reason: str = "stop",
-                reasoning: str | None = None) -> dict[str, Any]:
+                reasoning: str | None = None, usage: dict[str, Any] | None = None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if reasoning is not None:
         message["reasoning_content"] = reasoning
-    return {
+    answer = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request["model"],
         "system_fingerprint": "fp_fake",
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
-        "usage": _usage(request, content),
     }
+    return answer if usage is None else {**answer, "usage": usage}
 
 
 def _chunk(request: dict[str, Any], delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -186,7 +189,7 @@ def _chunk(request: dict[str, Any], delta: dict[str, Any], finish_reason: str | 
 
 
 def _events(request: dict[str, Any], content: str, finish_reason: str, reasoning: str | None,
-            reasoning_field: str, endless: bool) -> Iterator[dict[str, Any]]:
+            reasoning_field: str, endless: bool, usage: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
     """The answer as streamed chunks: reasoning first, the content in small pieces, the finish reason,
     then the usage when the client asked for it (``stream_options.include_usage``)."""
     if reasoning:
@@ -197,9 +200,9 @@ def _events(request: dict[str, Any], content: str, finish_reason: str, reasoning
         yield _chunk(request, {"content": " and so on"})
     yield _chunk(request, {}, finish_reason)
     options = request.get("stream_options")
-    if isinstance(options, dict) and options.get("include_usage"):
+    if isinstance(options, dict) and options.get("include_usage") and usage is not None:
         yield {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
-               "model": request["model"], "choices": [], "usage": _usage(request, content)}
+               "model": request["model"], "choices": [], "usage": usage}
 
 
 def _failure_response(failure: _Failure) -> _Response:
@@ -323,6 +326,7 @@ class FakeOpenAI(LoopbackFake):
         self.abandoned_trickles = 0  # trickled replies the client closed before the end
         self._streams: set[threading.Event] = set()  # running streams a new request may interrupt
         self._chat_count = 0
+        self._prompts: deque[str] = deque(maxlen=PROMPT_CACHE_ENTRIES)  # what the prompt cache holds
         self.models = list(models)
         self.api_key = api_key
         self.json_schema_supported = json_schema_supported
@@ -444,6 +448,7 @@ class FakeOpenAI(LoopbackFake):
             responder = self._responder
             self._chat_count += 1
             number = self._chat_count
+            cached = self._cached_tokens(prompt)
         if isinstance(step, _Failure):
             return _failure_response(step)
         if step is None:
@@ -454,19 +459,30 @@ class FakeOpenAI(LoopbackFake):
                 return _fail(500, f"Fake responder raised {exc!r}")
         ideal = step.content if isinstance(step.content, str) else json.dumps(step.content, ensure_ascii=False)
         content, reasoning = self.personality.shape(body, prompt, ideal, number)
-        return replace(self._answer(body, content, reasoning, step.delay), trickle=step.trickle)
+        return replace(self._answer(body, content, reasoning, step.delay, cached), trickle=step.trickle)
 
-    def _answer(self, body: dict[str, Any], content: str, reasoning: str | None, delay: float) -> _Response:
+    def _cached_tokens(self, prompt: str) -> int:
+        """The tokens of ``prompt``'s longest prefix an earlier request began with, in whole cache blocks (a
+        server's prompt cache); then ``prompt`` is cached too. Call with the lock held."""
+        shared = max((_common_prefix(prompt, seen) for seen in self._prompts), default=0)
+        self._prompts.append(prompt)
+        blocks = (shared // CHARS_PER_TOKEN) // PROMPT_CACHE_BLOCK_TOKENS
+        return blocks * PROMPT_CACHE_BLOCK_TOKENS
+
+    def _answer(self, body: dict[str, Any], content: str, reasoning: str | None, delay: float,
+                cached: int = 0) -> _Response:
         """The answer within ``max_tokens`` (cut with ``finish_reason: "length"``), streamed when asked."""
         cap = body.get("max_tokens") or body.get("max_completion_tokens")
         finish = "stop"
         if isinstance(cap, int) and cap > 0 and len(content) > cap * CHARS_PER_TOKEN:
             content, finish = content[: cap * CHARS_PER_TOKEN], "length"
         endless = self.personality.ramble and cap is None
+        prompt_tokens = max(1, estimate_tokens(_messages_text(body["messages"])))
+        usage = self.personality.usage_body(prompt_tokens, estimate_tokens(content), min(cached, prompt_tokens))
         if not body.get("stream"):
-            return _Response(200, _completion(body, content, finish, reasoning), delay=delay)
+            return _Response(200, _completion(body, content, finish, reasoning, usage), delay=delay)
         field_name = "reasoning" if self.personality.thinking == "reasoning" else "reasoning_content"
-        events = _events(body, content, finish, reasoning, field_name, endless)
+        events = _events(body, content, finish, reasoning, field_name, endless, usage)
         interrupted = threading.Event()
         self._streams.add(interrupted)
         return _Response(200, {}, delay=delay, events=events, event_delay=self.stream_chunk_delay,
@@ -502,6 +518,7 @@ class FakeOpenAI(LoopbackFake):
             for i, t in enumerate(texts)
         ]
         tokens = sum(estimate_tokens(t) for t in texts)
-        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
-        return _Response(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage},
-                         trickle=self.embedding_trickle)
+        answer = {"object": "list", "data": data, "model": body.get("model")}
+        if self.personality.usage != "none":
+            answer["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return _Response(200, answer, trickle=self.embedding_trickle)

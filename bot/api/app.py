@@ -8,11 +8,12 @@ framing, and ``no-store`` for the API and the sign-in page.
 
 Before any route, a body over ``max_body_bytes`` is refused (:mod:`bot.api.body_limit`); routes read
 JSON bodies strictly (:mod:`bot.api.json_body`); an unexpected error is answered 500 and logged once
-(:class:`bot.api.errors.ServerErrors`).
+(:class:`bot.api.errors.ServerErrors`). Each answer is counted in the metrics by route template and status.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -20,12 +21,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from bot.api import routes_memory, routes_session
+from bot.api import routes_memory, routes_session, routes_usage
 from bot.api.auth import ApiContext, SignInLimiter, context
 from bot.api.body_limit import BodyLimit
 from bot.api.errors import ServerErrors, install_error_handlers
 from bot.api.json_body import CheckedJsonRoute
 from shared.commands.panel import PanelService
+from shared.metrics import record
 from shared.settings import DEFAULT_API_MAX_BODY_BYTES
 
 PANEL_DIR = Path(__file__).resolve().parent.parent / "panel"
@@ -61,6 +63,14 @@ def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
             response.headers["Cache-Control"] = "no-store"
         return response
 
+    @app.middleware("http")
+    async def count_requests(request: Request, call_next):
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = getattr(request.scope.get("route"), "path", None) or "unmatched"  # the template, never the path
+        record.http_request(request.method, route, response.status_code, time.perf_counter() - started)
+        return response
+
     @app.get("/api/v1/health", tags=["health"])
     def health(request: Request) -> dict[str, str]:
         """200 when the database answers."""
@@ -79,5 +89,6 @@ def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
 
     app.include_router(routes_session.router)
     app.include_router(routes_memory.router)
+    app.include_router(routes_usage.router)
     app.mount("/panel", StaticFiles(directory=PANEL_DIR, html=True, check_dir=False), name="panel")
     return app

@@ -8,18 +8,18 @@ counted per client address by :class:`SignInLimiter`.
 from __future__ import annotations
 
 import hmac
-import threading
-import time
-from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
+from limits import RateLimitItemPerSecond
+from limits.storage import MemoryStorage, Storage
 
 from bot.api.errors import ApiError
 from shared.commands.panel import PanelService
+from shared.limits import SharedLimit
 
 COOKIE = "mnemo_session"
 CSRF_HEADER = "X-CSRF-Token"
@@ -77,10 +77,20 @@ def principal(request: Request, cookie: Annotated[str | None, Depends(session_co
     return Principal(session.user_id, admin=False, csrf_token=session.csrf_token, expires_at=session.expires_at)
 
 
-def _operator(ctx: ApiContext, token: str, user: str | None) -> Principal:
-    if ctx.admin_token is None or not hmac.compare_digest(token.encode("utf-8", "surrogatepass"),
-                                                          ctx.admin_token.encode()):
+def operator(request: Request,
+             bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(admin_bearer)]) -> None:
+    """Operators' endpoints: the admin token, and no user named; 401 otherwise."""
+    _check_admin_token(context(request), bearer.credentials if bearer is not None else None)
+
+
+def _check_admin_token(ctx: ApiContext, token: str | None) -> None:
+    if token is None or ctx.admin_token is None or not hmac.compare_digest(
+            token.encode("utf-8", "surrogatepass"), ctx.admin_token.encode()):
         raise ApiError(401, "bad_admin_token", "That bearer token is not the operators' token.")
+
+
+def _operator(ctx: ApiContext, token: str, user: str | None) -> Principal:
+    _check_admin_token(ctx, token)
     if user is None or not user.strip().isascii() or not user.strip().isdigit() or not (
             1 <= int(user.strip()) <= MAX_USER_ID):
         raise ApiError(422, "user_required", f"Operators name the user with the {USER_HEADER} header (a user id).")
@@ -89,44 +99,21 @@ def _operator(ctx: ApiContext, token: str, user: str | None) -> Principal:
 
 
 class SignInLimiter:
-    """Counts failed sign-ins: once an address has ``per_address`` failures in a minute, or all
-    addresses together ``overall``, further wrong tokens are answered 429. Only failures count, and a
-    valid link is always checked and signs in, so no one else's guessing locks a user out."""
+    """Counts failed sign-ins: once an address has ``per_address`` failures in a minute, or all addresses
+    together ``overall``, further wrong tokens are answered 429. Only failures count, and a valid link is
+    always checked and signs in, so no one else's guessing locks a user out. The counts live in
+    ``storage`` (:func:`shared.limits.shared_storage`: Redis or PostgreSQL), so every API replica shares
+    them and a restart forgets nothing; without one, in this process's memory."""
 
-    WINDOW_SECONDS = 60.0
-    MAX_ADDRESSES = 10_000
-    """Addresses followed at once; beyond them only the overall count (a spray of addresses) applies."""
-
-    def __init__(self, per_address: int = SIGN_INS_PER_MINUTE, overall: int = SIGN_INS_PER_MINUTE_ALL,
-                 clock=time.monotonic) -> None:
-        self.per_address, self.overall, self.clock = per_address, overall, clock
-        self._seen: dict[str, deque[float]] = {}
-        self._all: deque[float] = deque(maxlen=overall)
-        self._lock = threading.Lock()
+    def __init__(self, per_address: int = SIGN_INS_PER_MINUTE, overall: int = SIGN_INS_PER_MINUTE_ALL, *,
+                 storage: Storage | None = None, window_seconds: int = 60) -> None:
+        storage = storage or MemoryStorage()
+        self.per_address = SharedLimit(storage, "sign-in", RateLimitItemPerSecond(per_address, window_seconds))
+        self.overall = SharedLimit(storage, "sign-in-all", RateLimitItemPerSecond(overall, window_seconds))
 
     def failed(self, address: str) -> None:
-        """Count one wrong token; raise 429 with the seconds to wait if the limit was already reached."""
-        now = self.clock()
-        with self._lock:
-            self._forget_before(now - self.WINDOW_SECONDS)
-            mine = self._seen.get(address)
-            if mine is None and len(self._seen) < self.MAX_ADDRESSES:
-                mine = self._seen[address] = deque(maxlen=self.per_address)
-            full = next((times for times, limit in ((mine, self.per_address), (self._all, self.overall))
-                         if times is not None and len(times) >= limit), None)
-            for times in (mine, self._all):
-                if times is not None:
-                    times.append(now)  # the oldest drops out: failures while limited keep the limit on
-        if full is not None:
-            wait = max(1, int(full[0] + self.WINDOW_SECONDS - now) + 1)
+        """Count one wrong token; raise 429 with the seconds to wait once the limit is reached."""
+        waits = [wait for wait in (self.overall.hit(), self.per_address.hit(address)) if wait is not None]
+        if waits:
             raise ApiError(429, "rate_limited", "Too many failed sign-in attempts; wait a minute.",
-                           headers={"Retry-After": str(wait)})
-
-    def _forget_before(self, cutoff: float) -> None:
-        while self._all and self._all[0] < cutoff:
-            self._all.popleft()
-        for address in [a for a, times in self._seen.items() if not times or times[-1] < cutoff]:
-            del self._seen[address]
-        for times in self._seen.values():
-            while times and times[0] < cutoff:
-                times.popleft()
+                           headers={"Retry-After": str(int(max(waits)))})

@@ -23,15 +23,21 @@ def run_api(settings: Settings, host: str | None = None, port: int | None = None
     import uvicorn
 
     from bot.api.app import create_app
+    from bot.api.auth import SignInLimiter
     from shared.app.bootstrap import runtime
+    from shared.app.ops_server import serve_operations
     from shared.commands.panel import PanelService
+    from shared.limits import shared_storage
+    from shared.usage.policy import UsagePolicy
 
-    with runtime(settings) as rt:
+    with runtime(settings) as rt, serve_operations(settings, rt.database_url, "api", broker=False, llm=False):
         panel = PanelService(rt.uow, session_lifetime=timedelta(hours=settings.panel_session_hours),
-                             embeddings_wanted=settings.embeddings_configured)
+                             embeddings_wanted=settings.embeddings_configured,
+                             usage_policy=UsagePolicy.from_settings(settings))
         token = settings.admin_token.get_secret_value().strip() if settings.admin_token else None
-        app = create_app(panel, admin_token=token, public_url=settings.panel_public_url,
+        limiter = SignInLimiter(storage=shared_storage(settings.redis_url, rt.engine))  # shared by replicas
+        app = create_app(panel, admin_token=token, public_url=settings.panel_public_url, limiter=limiter,
                          max_body_bytes=settings.api_max_body_bytes)
         uvicorn.run(app, host=host or settings.api_host, port=settings.api_port if port is None else port,
-                    **uvicorn_options(settings))
+                    log_config=None, **uvicorn_options(settings))  # None: the process's logging (LOG_FORMAT)
     return 0

@@ -197,7 +197,7 @@ async function switchLanguage() {
   state.lang = state.lang === 'zh' ? 'en' : 'zh';
   try { window.localStorage.setItem(LANG_STORAGE_KEY, state.lang); } catch (error) { /* not remembered */ }
   applyLanguage();
-  if (!$('app').hidden) await Promise.all([loadMemories(), loadReminders()]);
+  if (!$('app').hidden) await Promise.all([loadMemories(), loadReminders(), loadUsage()]);
 }
 
 /* ---- memories ---- */
@@ -435,7 +435,7 @@ async function start() {
   state.csrfToken = session.csrf_token;
   $('user-name').textContent = session.display_name || '';
   showScreen('app');
-  await Promise.all([loadMemories(), loadReminders()]);
+  await Promise.all([loadMemories(), loadReminders(), loadUsage()]);
 }
 
 function wireEvents() {

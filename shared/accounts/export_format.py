@@ -34,9 +34,9 @@ MAX_REASONS = 50
 """The report names at most this many refused entries, then counts the rest."""
 SECTION_ORDER = ("episodes", "turns", "memories", "todos")
 MEMORY_TIMES = ("created_at", "updated_at", "last_accessed", "expires_at", "deleted_at", "decayed_at",
-                "promotion_reviewed_at", "decay_reviewed_at")
-MEMORY_VALUES = ("type", "subject", "predicate", "content", "value", "importance", "confidence", "source",
-                 "verified", "tier", "access_count")
+                "promotion_reviewed_at", "decay_reviewed_at", "happened_at")
+MEMORY_VALUES = ("type", "subject", "predicate", "content", "value", "entities", "importance", "confidence",
+                 "source", "verified", "tier", "access_count")
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ SECTIONS: dict[str, dict[str, Field]] = {
         "subject": Field("text", nullable=True, limit=MAX_LABEL_CHARS),
         "predicate": Field("text", nullable=True, limit=MAX_LABEL_CHARS),
         "content": Field("text", required=True, limit=MAX_MEMORY_CHARS),
-        "value": Field("json", nullable=True, limit=4000),
+        "value": Field("json", nullable=True, limit=4000), "entities": Field("list", limit=4000),
         "importance": Field("number", high=100), "confidence": Field("number", high=1),
         "source": Field("choice", choices=MEMORY_SOURCES), "verified": Field("bool"),
         "tier": Field("choice", choices=MEMORY_TIERS), "access_count": Field("int", high=10**9),

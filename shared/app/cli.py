@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shared.app.backups import backup_arguments, restore_arguments, run_backup, run_restore
+from shared.app.usage_report import run_usage, usage_arguments
 from shared.errors import ConfigError, MnemoError
 from shared.settings import Settings, load_settings
 
@@ -83,7 +84,9 @@ def _warm_tokenizer_in_background() -> None:
 
 def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
     from bot.console import run_chat
+    from shared.app.logs import terminal_for_the_conversation
 
+    terminal_for_the_conversation(settings.data_dir / "logs" / "chat.log")
     _warm_tokenizer_in_background()
     return run_chat(settings, user=args.user, workers=args.workers)
 
@@ -92,15 +95,19 @@ def _discord_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sync", action="store_true",
                         help="publish the slash commands and exit (once per release, not on every start)")
     parser.add_argument("--guild", type=int, help="with --sync: publish to this server only (development)")
+    parser.add_argument("--shard-count", type=int,
+                        help="the bot's shards in all processes together (default: as many as Discord recommends)")
+    parser.add_argument("--shards", help="the shards this process runs, e.g. 0,1 (with --shard-count; default: all)")
     _workers_argument(parser)
 
 
 def _run_discord(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.discord_bot import run_discord
+    from bot.discord_bot import Shards, run_discord
 
+    shards = Shards.parse(args.shard_count, args.shards)
     if not args.sync:
         _warm_tokenizer_in_background()
-    return run_discord(settings, sync=args.sync, guild_id=args.guild, workers=args.workers)
+    return run_discord(settings, sync=args.sync, guild_id=args.guild, workers=args.workers, shards=shards)
 
 
 def _telegram_arguments(parser: argparse.ArgumentParser) -> None:
@@ -139,29 +146,54 @@ def _worker_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
     import os
 
-    from shared.app.bootstrap import broker_url, database_url
-    from worker.celery_app import QUEUE, configure
+    from shared.app.multiprocess_metrics import multiprocess_metrics, multiprocess_registry
 
-    with database_url(settings) as url:
-        os.environ["DATABASE_URL"] = url  # the worker's processes build their own engines from it
-        app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
-                        daily_hour_utc=settings.daily_maintenance_hour_utc)
-        app.worker_main(["worker", "--loglevel", settings.log_level, "--pool", args.pool, "-Q", QUEUE,
-                         "--concurrency", str(args.concurrency or settings.worker_concurrency),
-                         "--hostname", args.name or f"mnemo-{os.getpid()}@%h", "--without-mingle",
-                         "--without-gossip"])
+    with multiprocess_metrics():  # first: the pool processes count into files the main process serves
+        from shared.app.bootstrap import broker_url, database_url
+        from shared.app.ops_server import serve_operations
+        from worker.celery_app import QUEUE, configure
+
+        with database_url(settings) as url:
+            os.environ["DATABASE_URL"] = url  # the worker's processes build their own engines from it
+            app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
+                            daily_hour_utc=settings.daily_maintenance_hour_utc)
+            banner = ["--quiet"] if settings.log_format == "json" else []  # JSON lines only: no banner
+            with serve_operations(settings, url, "worker", registry=multiprocess_registry()):
+                app.worker_main([*banner, "worker", "--loglevel", settings.log_level, "--pool", args.pool, "-Q",
+                                 QUEUE, "--concurrency", str(args.concurrency or settings.worker_concurrency),
+                                 "--hostname", args.name or f"mnemo-{os.getpid()}@%h", "--without-mingle",
+                                 "--without-gossip"])
     return 0
 
 
 def _run_beat(settings: Settings, _args: argparse.Namespace) -> int:
     from shared.app.bootstrap import broker_url, database_url
+    from shared.app.ops_server import serve_operations
+    from shared.app.state_metrics import watch_database_state
     from worker.beat import run_single_beat
     from worker.celery_app import configure
 
     with database_url(settings) as url:
         app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
                         daily_hour_utc=settings.daily_maintenance_hour_utc)
-        return run_single_beat(app, url, settings.data_dir, settings.log_level)
+        with watch_database_state(url), serve_operations(settings, url, "beat", llm=False):
+            return run_single_beat(app, url, settings.data_dir, settings.log_level,
+                                   quiet=settings.log_format == "json")
+
+
+def _health_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, help="the process's operations port (default: METRICS_PORT)")
+    parser.add_argument("--live", action="store_true", help="only whether the process answers (/livez)")
+
+
+def _run_health(settings: Settings, args: argparse.Namespace) -> int:
+    from shared.app.health_probe import ask_health
+
+    port = args.port if args.port is not None else settings.metrics_port
+    if not port:
+        print("mnemo health: METRICS_PORT is not set, so this process serves no health checks", file=sys.stderr)
+        return 2
+    return ask_health(port, settings.metrics_host, live=args.live)
 
 
 def _bench_arguments(parser: argparse.ArgumentParser) -> None:
@@ -184,11 +216,15 @@ COMMANDS: dict[str, Command] = {
     "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
     "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),
     "doctor": Command("show the configuration and check every service", lambda _parser: None, _run_doctor),
+    "health": Command("ask the running process on METRICS_PORT whether it is ready (docker compose's health check)",
+                      _health_arguments, _run_health),
     "discord": Command("run the Discord bot (slash commands and chat)", _discord_arguments, _run_discord),
     "telegram": Command("run the Telegram bot (polling, or a webhook)", _telegram_arguments, _run_telegram),
     "worker": Command("run a Celery worker (extraction, episodes, reminders, maintenance)", _worker_arguments,
                       _run_worker),
     "beat": Command("run the Celery beat schedule (exactly one per deployment)", lambda _parser: None, _run_beat),
+    "usage": Command("what the language model cost: totals, kinds, days, top users; lift one user's quota",
+                     usage_arguments, run_usage),
 }
 
 
@@ -221,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     stop_with_front_end()
     try:
         settings = load_settings()
-        if args.command != "doctor":
+        if args.command not in ("doctor", "health"):
             from shared.app.bootstrap import configure_logging
 
             configure_logging(settings)

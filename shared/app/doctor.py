@@ -51,6 +51,7 @@ def run_checks(settings: Settings) -> list[Check]:
     checks.append(_guard("llm", lambda: _llm_check(settings)))
     checks.append(_guard("embeddings", lambda: _embedding_check(settings)))
     checks.append(_panel_check(settings))
+    checks.append(_access_check(settings))
     return checks
 
 
@@ -226,3 +227,18 @@ def _is_loopback(host: str) -> bool:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _access_check(settings: Settings) -> Check:
+    """A bot that anyone who finds it may talk to spends its operator's budget on them: worth a warning."""
+    policy = settings.access_policy()
+    bots = [name for name, token in (("discord", settings.discord_token), ("telegram", settings.telegram_token))
+            if token is not None]
+    open_bots = [name for name in bots if not policy.restricts(name)]
+    if open_bots:
+        return Check("access", "warn", f"the {' and '.join(open_bots)} bot answers anyone who finds it (no allow list "
+                     "in the settings; entries added with /access are not counted here): set an allow list or "
+                     "ACCESS_DEFAULT=closed, and ACCESS_OPERATORS, unless it is meant to be public")
+    if bots and not policy.operators:
+        return Check("access", "info", "no ACCESS_OPERATORS: the lists change only in the settings or from the console")
+    return Check("access", "ok", f"operators {', '.join(sorted(':'.join(op) for op in policy.operators)) or 'none'}")

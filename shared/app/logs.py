@@ -5,17 +5,21 @@ uvicorn's access log shows a sign-in link's ``?token=``), and an error's text ma
 password. So every log record of the process is redacted when it is made (a record factory, not a
 handler's filter: Celery, uvicorn and the libraries bring handlers of their own), at every level.
 What users say is logged at DEBUG at most: python-telegram-bot and discord.py log whole updates and
-gateway events only at DEBUG, and so does Mnemo.
+gateway events only at DEBUG, and so does Mnemo; SQLAlchemy hides statement parameters from its errors
+(``hide_parameters``), so a failed statement's traceback never quotes a message either.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from shared import log_context
+from shared.app.log_format import CONTEXT_ATTRIBUTE
 from shared.redaction import redact
 
 PRIVATE_FILE_MODE = 0o600
@@ -65,15 +69,29 @@ class SecretRedactor(logging.Filter):
 
 
 def redact_every_record(secrets: Iterable[str]) -> None:
-    """From now on every log record of this process passes through a :class:`SecretRedactor` of ``secrets``."""
+    """From now on every log record of this process passes through a :class:`SecretRedactor` of ``secrets``
+    and carries the log context it was made in (:mod:`shared.log_context`, shown by :mod:`shared.app.log_format`)."""
     redactor = SecretRedactor(secrets)
 
     def make_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = _ORIGINAL_FACTORY(*args, **kwargs)
         redactor.filter(record)
+        setattr(record, CONTEXT_ATTRIBUTE, log_context.current())
         return record
 
     logging.setLogRecordFactory(make_record)
+
+
+def terminal_for_the_conversation(path: Path) -> None:
+    """`mnemo chat`: the terminal is the conversation, so the process's records go to ``path`` (owner-only,
+    in the configured format and level) and only warnings and errors also reach the terminal."""
+    root = logging.getLogger()
+    for handler in root.handlers:
+        handler.setLevel(max(handler.level, logging.WARNING))
+    to_file = logging.StreamHandler(io.TextIOWrapper(open_private_log(path), encoding="utf-8", line_buffering=True))
+    if root.handlers:
+        to_file.setFormatter(root.handlers[0].formatter)
+    root.addHandler(to_file)
 
 
 def open_private_log(path: Path) -> IO[bytes]:

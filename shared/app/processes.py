@@ -7,7 +7,9 @@ before the owner stops the database, and each exits by itself within seconds: be
 the worker after giving a running task Celery's soft-shutdown seconds to finish (then the task goes back
 to the broker and runs again next time; tasks are acks_late and idempotent). SIGKILL after
 :data:`STOP_GRACE_SECONDS` is only for a process that hangs. With ``DATABASE_URL`` set they run as their
-own services (docker compose) and nothing is started here.
+own services (docker compose) and nothing is started here. With ``METRICS_PORT`` set, the front-end's
+companions serve their operations endpoints on the ports after it, in :data:`COMPANION_ROLES` order (worker
++1, beat +2, api +3; 0 stays 0, any free port); unset, they serve none (whatever ``.env`` says).
 
 A front-end that dies without stopping them (``kill -9``, a crash) leaves none behind: each holds the read
 end of a pipe (its *lifeline*) whose write end only the front-end has, and stops itself the usual way when
@@ -52,7 +54,8 @@ log = logging.getLogger(__name__)
 
 
 def companions(database_url: str, log_dir: Path, *, embedded: bool, wanted: bool | None = None,
-               roles: tuple[str, ...] = COMPANION_ROLES) -> contextlib.AbstractContextManager:
+               roles: tuple[str, ...] = COMPANION_ROLES,
+               metrics_port: int | None = None) -> contextlib.AbstractContextManager:
     """:func:`background_processes` for ``roles`` on the embedded database (or when ``wanted``), otherwise
     nothing. On the embedded default a front-end beside another live one (``mnemo telegram`` beside
     ``mnemo chat``) uses the first one's companions instead of starting a second set."""
@@ -60,12 +63,25 @@ def companions(database_url: str, log_dir: Path, *, embedded: bool, wanted: bool
     if start and wanted is None and _front_end_running(log_dir):
         log.info("the worker, beat and API of another front-end in %s serve this one too", log_dir.parent)
         start = False
-    return background_processes(database_url, log_dir, roles) if start else contextlib.nullcontext([])
+    if not start:
+        return contextlib.nullcontext([])
+    return background_processes(database_url, log_dir, roles, metrics_port=metrics_port)
+
+
+def companion_metrics_port(front_end_port: int | None, role: str) -> str:
+    """``METRICS_PORT`` for a companion: the front-end's plus the role's place (1-based); empty (none) when the
+    front-end has none, 0 (any free port) when it has 0."""
+    if front_end_port is None or role not in COMPANION_ROLES:
+        return ""
+    if front_end_port == 0:
+        return "0"
+    return str(front_end_port + 1 + COMPANION_ROLES.index(role))
 
 
 @contextmanager
 def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...] = ("worker", "beat"),
-                         extra_env: dict[str, str] | None = None) -> Iterator[list[subprocess.Popen]]:
+                         extra_env: dict[str, str] | None = None,
+                         metrics_port: int | None = None) -> Iterator[list[subprocess.Popen]]:
     """Start ``mnemo <role>`` for each role, logging to ``log_dir/<role>.log`` (owner-only); stop them on exit."""
     log_dir.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
     front_end = _lock(log_dir / FRONT_END_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -77,8 +93,9 @@ def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...
     try:
         try:
             for role in roles:
-                started.append(_start(role, {**env, **ROLE_ENVIRONMENT.get(role, {})}, log_dir / f"{role}.log",
-                                      held))
+                role_env = {**env, **ROLE_ENVIRONMENT.get(role, {}),
+                            "METRICS_PORT": companion_metrics_port(metrics_port, role)}
+                started.append(_start(role, role_env, log_dir / f"{role}.log", held))
         finally:
             for fd in held:  # from now on only the companions hold them
                 os.close(fd)

@@ -32,6 +32,8 @@ from shared.db.memory_models import Memory
 from shared.errors import InvalidCommand, NotFound
 from shared.repositories.uow import UnitOfWork
 from shared.speech.keys import key_texts
+from shared.usage.policy import UsagePolicy
+from shared.usage.report import DEFAULT_TOP_USERS, OperatorUsage, UserUsage, operator_usage, user_usage
 
 MAX_PAGE_LIMIT = 100
 T = TypeVar("T")
@@ -78,11 +80,13 @@ class PanelService:
     """One instance per API process."""
 
     def __init__(self, uow_factory: Callable[[], UnitOfWork], *, session_lifetime: timedelta,
-                 clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False) -> None:
+                 clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
+                 usage_policy: UsagePolicy | None = None) -> None:
         self.uow_factory = uow_factory
         self.session_lifetime = session_lifetime
         self.clock = clock or (lambda: datetime.now(UTC))
         self.embeddings_wanted = embeddings_wanted
+        self.usage_policy = usage_policy or UsagePolicy()
 
     # Signing in
 
@@ -178,6 +182,20 @@ class PanelService:
         wanted = record_id(reminder_id, "reminder_not_found")
         return self._write(lambda uow: change_reminder(uow, user_id, wanted, ("pending",), self.clock(),
                                                        status="cancelled"))
+
+    # Usage
+
+    def usage(self, user_id: int) -> UserUsage:
+        """The user's usage today, over 7 and 30 days, and what is left of today's allowance."""
+        with self.uow_factory() as uow:
+            return user_usage(uow, user_id, self.clock(), self.usage_policy)
+
+    def operator_usage(self, *, days: int, user_id: int | None = None, top: int = DEFAULT_TOP_USERS) -> OperatorUsage:
+        """For operators only (the caller checks): everyone's usage, or one user's (NotFound for no such user)."""
+        if user_id is not None:
+            self.account(user_id)
+        with self.uow_factory() as uow:
+            return operator_usage(uow, self.clock(), self.usage_policy, days=days, user_id=user_id, top=top)
 
     def _write(self, work: Callable[[UnitOfWork], T]) -> T:
         with self.uow_factory() as uow:

@@ -38,6 +38,8 @@ from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminder
 from shared.reminders.timeparse import TimeOutOfRange, resolve_when, zone_or_default
 from shared.repositories.uow import UnitOfWork
 from shared.text import is_invisible, without_bidi_controls
+from shared.usage.policy import UsagePolicy
+from shared.usage.report import UserUsage, user_usage
 
 __all__ = ["MAX_PENDING_REMINDERS", "Account", "Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode",
            "LinkRequest", "MemoryCommands", "MemoryItem", "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderChange",
@@ -95,7 +97,7 @@ class MemoryCommands:
     def __init__(self, uow_factory: Callable[[], UnitOfWork], *, default_timezone: str = "UTC",
                  clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
                  panel_url: str = "http://127.0.0.1:8080", panel_link_lifetime: timedelta = PANEL_LINK_LIFETIME,
-                 ) -> None:
+                 usage_policy: UsagePolicy | None = None) -> None:
         self.uow_factory = uow_factory
         self.default_timezone = default_timezone
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -104,6 +106,8 @@ class MemoryCommands:
         self.panel_url = panel_url
         """Where browsers reach ``mnemo api`` (``PANEL_PUBLIC_URL``)."""
         self.panel_link_lifetime = panel_link_lifetime
+        self.usage_policy = usage_policy or UsagePolicy()
+        """Quotas and prices, for ``/usage``."""
 
     # Memories
 
@@ -231,6 +235,12 @@ class MemoryCommands:
         """A one-time sign-in link to the web panel for the caller (earlier unused links stop working)."""
         return self._run(caller, lambda uow, me: panel_access.issue_panel_link(
             uow, me.user_id, self.clock(), base_url=self.panel_url, lifetime=self.panel_link_lifetime))
+
+    # Usage
+
+    def usage(self, caller: Caller) -> UserUsage:
+        """``/usage``: today, 7 and 30 days, and what is left of today's allowance."""
+        return self._run(caller, lambda uow, me: user_usage(uow, me.user_id, self.clock(), self.usage_policy))
 
     # Plumbing
 

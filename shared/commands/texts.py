@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from shared.text import is_chinese
+
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("memories", "What I remember about you: /memories [type] [search]",
      "我记得的关于你的事：/memories [类型] [关键词]"),
@@ -29,6 +31,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("resume", "Start remembering again", "恢复记忆"),
     ("link", "Join your Discord and Telegram accounts", "关联你的 Discord 和 Telegram 账号"),
     ("panel", "A sign-in link to your memories on the web", "获取网页记忆面板的登录链接"),
+    ("usage", "What you used today, in 7 and in 30 days (and what is left)",
+     "你今天、近 7 天和近 30 天的用量（及剩余额度）"),
     ("help", "What I can do", "我能做什么"),
 )
 LIST_CONTENT_CHARS = 200
@@ -115,11 +119,18 @@ ERRORS: dict[str, tuple[str, str]] = {
     "unexpected": ("Something went wrong. Please try again.", "出了点问题，请重试。"),
     "database_unavailable": ("My memory store can't be reached right now, so nothing was changed. Please try "
                              "again in a minute.", "我的记忆库暂时连不上，什么都没有改动。请过一会儿再试。"),
+    "access_operators_only": ("Only the operators of this bot can change who may talk to it.",
+                              "只有这个机器人的运营者可以修改谁能和它聊天。"),
+    "access_usage": ("Use /access list, or /access allow|block|remove <user|chat|guild|channel|role> <id>; a user is "
+                     "platform:id (telegram:42) or an id on this platform.",
+                     "用法：/access list，或 /access allow|block|remove <user|chat|guild|channel|role> <编号>；"
+                     "用户写作 平台:编号（telegram:42），或本平台的编号。"),
+    "access_bad_target": ("That isn't a {kind} id on {platforms}: digits, and a user as platform:id.",
+                          "这不是 {platforms} 上的 {kind} 编号：请用数字，用户写作 平台:编号。"),
+    "access_in_settings": ("That comes from the setting {setting}: change it there.",
+                           "这一条来自设置 {setting}，请在设置里修改。"),
+    "access_not_listed": ("That isn't on the allow or the block list.", "它不在允许名单或屏蔽名单里。"),
 }
-
-
-def is_chinese(locale: str | None) -> bool:
-    return isinstance(locale, str) and locale.lower().startswith("zh")
 
 
 def _pick(locale: str | None, en: str, zh: str) -> str:
@@ -383,6 +394,12 @@ def _accounts(accounts: Sequence[Any], locale: str | None) -> str:
 def unlinked_text(locale: str | None) -> str:
     return _pick(locale, "Unlinked. This account starts fresh; your memories stay with your other account.",
                  "已解除关联。这个账号从头开始，记忆保留在另一个账号上。")
+
+
+def busy_text(locale: str | None) -> str:
+    """Said once when a message waits for the model because many are being answered: the reply follows."""
+    return _pick(locale, "Lots of people are talking to me right now. One moment, I'll answer you shortly.",
+                 "现在找我聊天的人有点多，请稍等，我马上回复你。")
 
 
 def waiting_for_database_text(locale: str | None) -> str:

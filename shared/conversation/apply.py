@@ -35,6 +35,12 @@ class TurnResult:
     warnings: tuple[str, ...] = ()
     trusted: bool = True
     """False when the answer was not valid JSON: its text is the reply, nothing is stored from it."""
+    notice: str | None = None
+    """Something the user must be told in their language (today's allowance is spent, the bot is swamped)."""
+    busy: bool = False
+    """Answered offline because no model slot came free in time (back-pressure)."""
+    limited: bool = False
+    """Answered offline because the user is over ``MESSAGE_RATE_PER_USER``."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,8 @@ class AppliedTurn:
     todo_ids: tuple[int, ...]
     warnings: tuple[str, ...]
     job_ids: tuple[int, ...] = ()
+    answered_elsewhere: bool = False
+    """Another process recorded a reply to this message first: this one is not sent."""
 
 
 def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult, config: ConversationConfig, *,
@@ -54,6 +62,8 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
                                    token_estimate=estimate_tokens(output.response), created_at=now))
     turn_count = _update_working_memory(uow, prepared, result, config, now)
     uow.memories.touch(prepared.user_id, prepared.prompt.memory_ids, now)
+    if prepared.prompt.memory_ids:
+        uow.turns.show_memories(prepared.user_id, prepared.user_turn_id, prepared.prompt.memory_ids)
     memory_ids: tuple[int, ...] = ()
     warnings: tuple[str, ...] = ()
     if result.trusted and output.memory_update:
@@ -63,6 +73,8 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
             memory_ids = _store_memories(uow, prepared, output, now)
     todo_ids, todo_warnings = _store_todos(uow, prepared, output, now) if result.trusted else ((), ())
     job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted)
+    if prepared.quota.over:  # owed from the next day, when the user's allowance is back; not sent now
+        job_ids = ()
     return AppliedTurn(memory_ids=memory_ids, todo_ids=todo_ids, warnings=warnings + todo_warnings, job_ids=job_ids)
 
 
@@ -127,5 +139,7 @@ def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tu
         part = messages // MESSAGES_PER_SUMMARY
         owed.append(("summarise_session", {"session_id": prepared.session_id, "part": part},
                      f"summarise:{prepared.session_id}:{part}"))
-    ids = (uow.outbox.add(task, payload, dedup_key=key, user_id=user_id) for task, payload, key in owed)
+    available_at = prepared.quota.resets_at if prepared.quota.over else None
+    ids = (uow.outbox.add(task, payload, dedup_key=key, user_id=user_id, available_at=available_at)
+           for task, payload, key in owed)
     return tuple(job_id for job_id in ids if job_id is not None)

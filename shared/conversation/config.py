@@ -3,10 +3,12 @@ share them without importing each other)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
+from shared.conversation.pressure import PressureConfig
 from shared.settings import Settings
+from shared.usage.policy import QuotaPolicy
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,10 @@ class ConversationConfig:
     default_timezone: str
     database_patience: timedelta = timedelta(minutes=10)
     """How long a message is kept and tried again while the database cannot be reached."""
+    quota: QuotaPolicy = field(default_factory=QuotaPolicy)
+    """Daily token allowances; past one, the offline responder answers and background work waits."""
+    pressure: PressureConfig = field(default_factory=PressureConfig)
+    """How many turns of this process wait for the model at once, and for how long."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConversationConfig:
@@ -31,4 +37,8 @@ class ConversationConfig:
                    retrieval_limit=settings.memory_retrieval_limit,
                    memory_budget_tokens=settings.memory_context_tokens, history_turns=settings.history_turns,
                    idle=timedelta(minutes=settings.session_idle_minutes), default_timezone=settings.default_timezone,
-                   database_patience=timedelta(seconds=settings.database_patience_seconds))
+                   database_patience=timedelta(seconds=settings.database_patience_seconds),
+                   quota=QuotaPolicy.from_settings(settings),
+                   pressure=PressureConfig(slots=settings.turn_llm_concurrency, queue_limit=settings.turn_queue_limit,
+                                           busy_after=settings.turn_busy_notice_seconds,
+                                           give_up_after=settings.turn_queue_seconds))

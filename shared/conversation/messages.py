@@ -45,8 +45,15 @@ class Reply:
     warnings: tuple[str, ...] = ()
     duplicate: bool = False
     offline: bool = False
+    busy: bool = False
+    """Offline because every model slot stayed taken (the bot is swamped), not because the model failed."""
+    limited: bool = False
+    """Offline because the user sent more than ``MESSAGE_RATE_PER_USER`` allows."""
     memories_used: tuple[UsedMemory, ...] = field(default=())
     stored_memory_ids: tuple[int, ...] = ()
     todo_ids: tuple[int, ...] = ()
     timings_ms: dict[str, float] = field(default_factory=dict)
-    """Where the time went: prepare, llm, apply (the hot path's own work is prepare + apply)."""
+    """Where the time went: prepare, llm, apply (the hot path's own work is prepare + apply), and recall (part of
+    prepare)."""
+    notice: str | None = None
+    """To show with the reply, in the user's language: today's allowance is spent (the reply is offline)."""

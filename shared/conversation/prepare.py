@@ -6,6 +6,7 @@ its memory key, and that memory leads the recall: its words need not match the q
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -15,7 +16,15 @@ from zoneinfo import ZoneInfo
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
 from shared.conversation.offline_replies import MODEL_HINT_MARKER
-from shared.conversation.prompt import BuiltPrompt, MemoryLine, PromptInputs, build_turn_prompt
+from shared.conversation.packing import candidate_count
+from shared.conversation.prompt import (
+    BuiltPrompt,
+    MemoryLine,
+    PastTurn,
+    PromptInputs,
+    build_turn_prompt,
+    history_window,
+)
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
@@ -25,6 +34,7 @@ from shared.repositories.uow import UnitOfWork
 from shared.search.scoring import combine, recency_score
 from shared.speech.recall_questions import recall_ask
 from shared.text import clean_text, estimate_tokens
+from shared.usage.quota import WITHIN, QuotaState, quota_state
 
 if TYPE_CHECKING:
     from shared.conversation.config import ConversationConfig
@@ -55,6 +65,10 @@ class PreparedTurn:
     paused: bool
     warnings: tuple[str, ...]
     duplicate: Reply | None = None
+    recall_seconds: float = 0.0
+    """Time spent finding what to remember (retrieval and the looked-up keys), for the metrics."""
+    quota: QuotaState = WITHIN
+    """Over today's allowance: the offline responder answers and the turn's background work waits."""
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
@@ -72,8 +86,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         if seen is not None and not (resume and _never_answered(uow, seen)):
             return _duplicate(uow, seen)
     session = _working_memory(uow, user_id, chat.id, now, config, continuing=seen)
-    history = [(turn.role, turn.text) for turn in uow.turns.recent(
-        user_id, session.id, config.history_turns, before_turn_id=seen.id if seen is not None else None)]
+    history = _history(uow, user_id, session.id, config.history_turns, seen)
     text, warnings = _clean_message(message.text)
     if seen is not None:
         turn_id = seen.id
@@ -84,37 +97,57 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         session.turn_count += 1
     session.updated_at = now
     strategy = ResponseStrategy.from_json(session.next_strategy) if config.emotion_enabled else PLAIN_STRATEGY
-    recall = recall_for_turn(uow, user_id, text, now=now, limit=config.retrieval_limit,
-                             topic=session.current_topic, query_vector=query_vector, vectors=vectors,
-                             context=[said for role, said in history if role == "user"])
-    known = _known_memories(uow, user_id, text)
-    recall = _asked_first(recall, known, text, now, config.retrieval_limit)
+    candidates = candidate_count(config.retrieval_limit)
     local_now = now.astimezone(ZoneInfo(timezone))
+    recall_started = time.perf_counter()
+    recall = recall_for_turn(uow, user_id, text, now=now, limit=candidates, local_now=local_now,
+                             topic=session.current_topic, query_vector=query_vector, vectors=vectors,
+                             context=[turn.text for turn in history if turn.role == "user"])
+    known = _known_memories(uow, user_id, text)
+    recall = _asked_first(recall, known, text, now, candidates)
+    recall_seconds = time.perf_counter() - recall_started
     prompt = build_turn_prompt(PromptInputs(
         bot_name=config.bot_name, personality=config.personality,
         strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,
         user_message=text, local_now=local_now, timezone=timezone, is_group=not message.is_private,
-        profile=_profile_text(recall), memories=[_line(item.memory) for item in recall.memories],
+        profile=_profile_text(recall), memories=[_line(item, recall) for item in recall.memories],
         episodes=[episode.summary for episode in recall.episodes], history=history,
-        memory_budget_tokens=config.memory_budget_tokens, topic=session.current_topic))
+        memory_budget_tokens=config.memory_budget_tokens, topic=session.current_topic,
+        memory_base_count=config.retrieval_limit, episodes_matched=recall.episodes_matched))
     if prompt.dropped_memories:
         warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
     user = uow.users.get(user_id)
     paused = user is not None and user.paused_at is not None
+    quota = quota_state(uow, config.quota, user_id, now, chat_id=chat.id, group=not message.is_private)
     offline_view = replace(_offline_view(text, local_now, timezone, strategy, identity.display_name, recall, prompt,
                                          known, history, session, config.bot_name), paused=paused)
     return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
-                        recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings)
+                        recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings,
+                        recall_seconds=recall_seconds, quota=quota)
+
+
+def _history(uow: UnitOfWork, user_id: int, session_id: int, limit: int,
+             seen: ConversationTurn | None) -> list[PastTurn]:
+    """The conversation so far, windowed by :func:`history_window`, each user's turn with the memories its
+    prompt showed that are still the user's active memories (a forgotten one is gone from the prompt too)."""
+    turns, earlier = uow.turns.recent_counted(user_id, session_id, limit,
+                                              before_turn_id=seen.id if seen is not None else None)
+    shown = history_window(earlier, limit)
+    turns = turns[-shown:] if shown else []
+    wanted = list(dict.fromkeys(memory_id for turn in turns for memory_id in turn.memory_ids or ()))
+    active = {memory.id: _shown(memory) for memory in uow.memories.active_among(user_id, wanted)} if wanted else {}
+    return [PastTurn(turn.role, turn.text, tuple(active[i] for i in turn.memory_ids or () if i in active))
+            for turn in turns]
 
 
 def _offline_view(text: str, local_now: datetime, timezone: str, strategy: ResponseStrategy, user_name: str | None,
-                  recall: Recall, prompt: BuiltPrompt, known: list[Memory], history: list[tuple[str, str]],
+                  recall: Recall, prompt: BuiltPrompt, known: list[Memory], history: list[PastTurn],
                   session: ConversationSession, bot_name: str) -> OfflineView:
     recalled = [item for item in recall.memories if item.memory.id in prompt.memory_ids]
-    bot_lines = tuple(said for role, said in history if role == "assistant")[-RECENT_BOT_LINES:]
+    bot_lines = tuple(turn.text for turn in history if turn.role == "assistant")[-RECENT_BOT_LINES:]
     hint_shown = bool((session.context_variables or {}).get(OFFLINE_HINT_KEY)) or any(
-        MODEL_HINT_MARKER in said for role, said in history if role == "assistant")
+        MODEL_HINT_MARKER in turn.text for turn in history if turn.role == "assistant")
     return OfflineView(
         text=text, local_now=local_now, timezone=timezone, strategy=strategy,
         memories=tuple(item.memory.content for item in recalled), user_name=user_name,
@@ -155,7 +188,7 @@ def _asked_first(recall: Recall, known: list[Memory], text: str, now: datetime, 
     rest = tuple(item for item in recall.memories if item.memory.id not in asked_ids)
     notes = recall.notes + tuple(f"memory {memory.id} answers the question's key {memory.predicate}"
                                  for memory in asked)
-    return replace(recall, memories=(leading + rest)[:limit], notes=notes)
+    return replace(recall, memories=(leading + rest)[:limit], notes=notes, decisive_ids=frozenset(asked_ids))
 
 
 def _note(memory: Memory, score: float = 0.0) -> MemoryNote:
@@ -220,6 +253,13 @@ def _profile_text(recall: Recall) -> str | None:
     return " ".join(part for part in (profile.core_summary, focus) if part) or None
 
 
-def _line(memory) -> MemoryLine:
+def _shown(memory: Memory) -> MemoryLine:
+    """A memory a past turn's note showed, as it is written there."""
     return MemoryLine(id=memory.id, type=memory.type, content=memory.content, noted_on=memory.created_at)
+
+
+def _line(item: ScoredMemory, recall: Recall) -> MemoryLine:
+    memory = item.memory
+    return MemoryLine(id=memory.id, type=memory.type, content=memory.content, noted_on=memory.created_at,
+                      relevance=item.score.relevance, decisive=memory.id in recall.decisive_ids)
 

@@ -6,7 +6,15 @@
 2. the LLM call, outside any transaction (the offline responder answers when there is no LLM or
    it fails);
 3. apply (one short transaction): the reply turn, working memory, stated memories, todos, access
-   tracking and the background jobs owed, all or nothing.
+   tracking, the background jobs owed and what the model requests of this turn cost (``llm_usage``),
+   all or nothing.
+
+A user (or group chat) past today's token allowance is answered by the offline responder with a
+notice in their language; the turn is kept, and its background jobs are owed from the next UTC day.
+
+At most ``TURN_LLM_CONCURRENCY`` turns of a process are in the LLM call at once; the next ones queue,
+a bounded number for a bounded time, and their users hear "busy, one moment" (``on_busy``) or, past
+that, get the offline responder's answer (:mod:`shared.conversation.pressure`).
 
 While the database is away, steps 1 and 3 are tried again for ``DATABASE_PATIENCE_SECONDS`` (the
 front-end is told once, to let the user know). A message recorded but never answered, because a bot
@@ -19,29 +27,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from shared import log_context
 from shared.conversation.apply import AppliedTurn, TurnResult, apply_turn_result
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply, UsedMemory
 from shared.conversation.offline import OfflineResponder
+from shared.conversation.offline_view import replies_in_chinese
 from shared.conversation.patience import OnDelay, patiently
 from shared.conversation.prepare import PreparedTurn, prepare_turn
+from shared.conversation.pressure import OnBusy, TurnGate, busy_notice, flood_notice
 from shared.conversation.prompt import BuiltPrompt
 from shared.emotion import UNKNOWN, Emotion
 from shared.errors import DatabaseUnavailable, EmbeddingError
+from shared.limits import SharedLimit
 from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.metering import CallUsage, metered
 from shared.llm.turn_schema import TurnOutput
+from shared.metrics import record
 from shared.recall.embeddings import Embedder
 from shared.recall.retrieval import Recall
 from shared.repositories.uow import UnitOfWork
+from shared.usage.texts import quota_notice
 
 log = logging.getLogger(__name__)
 
 MAX_UNANSWERED = 100
 """How many unanswered messages one start answers (the oldest first)."""
+FLOOD_WARNING = "Over MESSAGE_RATE_PER_USER; this is an offline reply."
+BUSY_WARNING = "Every model slot stayed taken (TURN_LLM_CONCURRENCY); this is an offline reply."
 UNSAVED_REPLY = "The database went away before this reply could be saved; it will not be remembered."
 
 
@@ -51,7 +68,8 @@ class ConversationService:
     def __init__(self, uow_factory: Callable[[], UnitOfWork], config: ConversationConfig, *,
                  chat_model: ChatModel | None, embedder: Embedder | None = None, vectors=None,
                  offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None,
-                 dispatch: Callable[[tuple[int, ...]], None] | None = None) -> None:
+                 dispatch: Callable[[tuple[int, ...]], None] | None = None,
+                 message_limit: SharedLimit | None = None) -> None:
         self.uow_factory = uow_factory
         self.config = config
         self.chat_model = chat_model
@@ -61,41 +79,68 @@ class ConversationService:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.dispatch = dispatch
         """Hands the jobs a turn owes to the broker after commit (None: they wait for the outbox sweep)."""
+        self.gate = TurnGate(config.pressure)
+        self.message_limit = message_limit
+        """Messages one user may have answered by the model (``MESSAGE_RATE_PER_USER``), shared by replicas."""
 
     async def handle_message(self, message: IncomingMessage, *, resume: bool = False,
-                             on_delay: OnDelay | None = None) -> Reply:
+                             on_delay: OnDelay | None = None, on_busy: OnBusy | None = None) -> Reply:
         """Reply to one message; duplicates (same platform message id) are answered once, except that
         with ``resume`` one recorded before and never answered is answered now. ``on_delay`` is awaited
         once if the message has to wait for the database; past the patience it raises
-        :class:`DatabaseUnavailable` (nothing was recorded, or the turn is answered on the next start)."""
+        :class:`DatabaseUnavailable` (nothing was recorded, or the turn is answered on the next start).
+        ``on_busy`` is awaited once if the turn waits ``TURN_BUSY_NOTICE_SECONDS`` for a model slot.
+        Every log line meanwhile, and every job the turn owes, carries a new turn id, the platform and the
+        user's hash (:mod:`shared.log_context`)."""
+        with log_context.turn_context(message.platform, message.user_id):
+            try:
+                reply = await self._answer(message, resume, on_delay, on_busy)
+            except Exception:
+                record.message_handled(message.platform, "failed")
+                raise
+            _log_answer(reply)
+            _count(reply, message.platform, offline_mode=self.chat_model is None)
+            return reply
+
+    async def _answer(self, message: IncomingMessage, resume: bool, on_delay: OnDelay | None,
+                      on_busy: OnBusy | None) -> Reply:
         started = time.perf_counter()
         on_delay = _once(on_delay)
-        vector, warnings = await self._embed_query(message.text)
+        with metered("turn_embedding") as searching:
+            vector, warnings = await self._embed_query(message.text)
         prepared = await patiently(lambda retrying: self._prepare(message, vector, resume or retrying),
                                    self.config.database_patience, on_delay, what="a message")
         if prepared.duplicate is not None:
             return prepared.duplicate
         prepared_at = time.perf_counter()
-        result = await self._complete(prepared)
+        with metered("turn") as answering:
+            result = await self._complete(prepared, on_busy)
         answered_at = time.perf_counter()
+        spent = (*searching.calls, *answering.calls)
         try:
-            applied = await patiently(lambda retrying: self._apply(prepared, result, retrying),
+            applied = await patiently(lambda retrying: self._apply(prepared, result, spent, retrying),
                                       self.config.database_patience, on_delay, what="a reply")
         except DatabaseUnavailable:  # the user still gets the answer; the turn stays owed a reply
             applied = AppliedTurn(memory_ids=(), todo_ids=(), warnings=(UNSAVED_REPLY,))
+        if applied.answered_elsewhere:  # a replica that just started answered it too, and first
+            return Reply(text="", emotion=UNKNOWN, strategy=prepared.strategy, duplicate=True)
         timings = {"prepare": (prepared_at - started) * 1000, "llm": (answered_at - prepared_at) * 1000,
-                   "apply": (time.perf_counter() - answered_at) * 1000}
+                   "apply": (time.perf_counter() - answered_at) * 1000, "recall": prepared.recall_seconds * 1000}
         return replace(self._reply(prepared, result, applied, warnings), timings_ms=timings)
 
-    async def unanswered_replies(self, platform: str, *,
-                                 platform_user_id: str | None = None) -> AsyncIterator[tuple[IncomingMessage, Reply]]:
+    async def unanswered_replies(self, platform: str, *, platform_user_id: str | None = None,
+                                 skip: Callable[[IncomingMessage], Awaitable[bool]] | None = None,
+                                 ) -> AsyncIterator[tuple[IncomingMessage, Reply]]:
         """Answer, oldest first, the messages on ``platform`` (of one user, when given) that were recorded
-        but never answered while their conversation is still open: a bot calls this when it starts."""
+        but never answered while their conversation is still open: a bot calls this when it starts.
+        A message ``skip`` says no to (its sender was blocked since) is left unanswered."""
         found = await patiently(lambda _retrying: self._unanswered(platform, platform_user_id),
                                 self.config.database_patience, what="unanswered messages")
         if found:
             log.info("answering %d message(s) on %s that were recorded but not answered", len(found), platform)
         for message in found:
+            if skip is not None and await skip(message):
+                continue
             reply = await self.handle_message(message, resume=True)
             if not reply.duplicate:
                 yield message, reply
@@ -117,13 +162,17 @@ class ConversationService:
             uow.commit()
         return prepared
 
-    def _apply(self, prepared: PreparedTurn, result: TurnResult, retrying: bool) -> AppliedTurn:
+    def _apply(self, prepared: PreparedTurn, result: TurnResult, spent: tuple[CallUsage, ...],
+               retrying: bool) -> AppliedTurn:
         with self.uow_factory() as uow:
-            if retrying and uow.turns.reply_in_session(prepared.user_id, prepared.session_id,
-                                                       prepared.user_turn_id) is not None:
-                return AppliedTurn(memory_ids=(), todo_ids=(), warnings=())  # the lost commit had landed
-            applied = apply_turn_result(uow, prepared, result, self.config, now=self.clock(),
+            uow.turns.hold_for_reply(prepared.user_id, prepared.user_turn_id)
+            if uow.turns.reply_in_session(prepared.user_id, prepared.session_id,
+                                          prepared.user_turn_id) is not None:  # our lost commit, or another's
+                return AppliedTurn(memory_ids=(), todo_ids=(), warnings=(), answered_elsewhere=not retrying)
+            now = self.clock()
+            applied = apply_turn_result(uow, prepared, result, self.config, now=now,
                                         embeddings_wanted=self.embedder is not None)
+            uow.usage.record(prepared.user_id, prepared.chat_id, spent, now, messages=1)  # last: its row lock
             uow.commit()
         if self.dispatch is not None and applied.job_ids:
             try:
@@ -132,10 +181,26 @@ class ConversationService:
                 log.exception("dispatching background jobs failed")
         return applied
 
-    async def _complete(self, prepared: PreparedTurn) -> TurnResult:
-        """The one LLM call; offline when there is no LLM, it fails, or its answer holds nothing to show."""
+    async def _complete(self, prepared: PreparedTurn, on_busy: OnBusy | None) -> TurnResult:
+        """The one LLM call; offline when there is no LLM, the user is over quota, no model slot came free
+        in time, the call fails, or its answer holds nothing to show."""
         if self.chat_model is None:
             return self._offline(prepared, warning=None)
+        if prepared.quota.over:
+            return replace(self._offline(prepared, warning=None),
+                           notice=quota_notice(prepared.quota, replies_in_chinese(prepared.text)))
+        if self.message_limit is not None:
+            wait = await asyncio.to_thread(self.message_limit.hit, str(prepared.user_id))
+            if wait is not None:  # one user's flood takes no model slot from anyone else
+                return replace(self._offline(prepared, warning=FLOOD_WARNING, limited=True),
+                               notice=flood_notice(replies_in_chinese(prepared.text), wait))
+        async with self.gate.slot(on_busy) as admitted:
+            if admitted:
+                return await self._ask_model(prepared)
+        return replace(self._offline(prepared, warning=BUSY_WARNING, busy=True),
+                       notice=busy_notice(replies_in_chinese(prepared.text)))
+
+    async def _ask_model(self, prepared: PreparedTurn) -> TurnResult:
         try:
             completion = await self.chat_model.acomplete_turn(prepared.prompt.messages)
         except LLMUnavailable as exc:
@@ -153,10 +218,12 @@ class ConversationService:
                           warnings=(f"The model's answer was {completion.problem}: its reply was kept, "
                                     "nothing was remembered from it (the worker still reads the message).",))
 
-    def _offline(self, prepared: PreparedTurn, warning: str | None) -> TurnResult:
+    def _offline(self, prepared: PreparedTurn, warning: str | None, *, busy: bool = False,
+                 limited: bool = False) -> TurnResult:
         output = self.offline.respond(prepared.offline_view)
         warnings = ("offline mode",) + ((warning,) if warning else ())
-        return TurnResult(output=output, emotion=Emotion.from_json(output.emotion), offline=True, warnings=warnings)
+        return TurnResult(output=output, emotion=Emotion.from_json(output.emotion), offline=True, warnings=warnings,
+                          busy=busy, limited=limited)
 
     async def _embed_query(self, text: str) -> tuple[list[float] | None, tuple[str, ...]]:
         if self.embedder is None:
@@ -176,10 +243,39 @@ class ConversationService:
             strategy=prepared.strategy,
             warnings=warnings + prepared.warnings + result.warnings + applied.warnings,
             offline=result.offline,
+            busy=result.busy,
+            limited=result.limited,
             memories_used=_used(prepared.recall, prepared.prompt),
             stored_memory_ids=applied.memory_ids,
             todo_ids=applied.todo_ids,
+            notice=result.notice,
         )
+
+
+def _log_answer(reply: Reply) -> None:
+    """One INFO line a message: how it was answered and where the time went, never what was said."""
+    if reply.duplicate:
+        log.info("a message seen before: answered with the reply given then")
+        return
+    timings = reply.timings_ms
+    log.info("message answered (%s): prepare %.0f ms, llm %.0f ms, apply %.0f ms; %d memories used, %d stored",
+             "offline" if reply.offline else "model", timings.get("prepare", 0.0), timings.get("llm", 0.0),
+             timings.get("apply", 0.0), len(reply.memories_used), len(reply.stored_memory_ids))
+
+
+def _count(reply: Reply, platform: str, *, offline_mode: bool) -> None:
+    """The message in the metrics: how it was answered, and the hot path split into recall, LLM and the rest."""
+    if reply.duplicate:
+        record.message_handled(platform, "duplicate")
+        return
+    seconds = {stage: ms / 1000 for stage, ms in reply.timings_ms.items()}
+    stages = {"recall": seconds.get("recall", 0.0), "llm": seconds.get("llm", 0.0),
+              "other": seconds.get("prepare", 0.0) - seconds.get("recall", 0.0) + seconds.get("apply", 0.0)}
+    outcome = "model"
+    if reply.offline:
+        outcome = ("busy" if reply.busy else "limited" if reply.limited else "offline" if offline_mode
+                   else "fallback")
+    record.message_handled(platform, outcome, sum(stages.values()), stages)
 
 
 def _once(on_delay: OnDelay | None) -> OnDelay | None:

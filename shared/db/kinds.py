@@ -13,3 +13,5 @@ TODO_STATUSES = ("pending", "sent", "done", "cancelled")
 EVENT_ACTIONS = ("add", "update", "boost", "delete", "supersede", "promote", "decay", "forget", "expire")
 EVENT_ACTORS = ("user", "llm", "rule", "admin")
 OUTBOX_STATUSES = ("pending", "sent", "done", "failed")
+USAGE_KINDS = ("turn", "turn_embedding", "extraction", "episode", "review", "dedup", "embedding")
+"""What a model request was for: the hot path's answer and its query embedding, then the background work."""

@@ -67,6 +67,10 @@ class Memory(Base):
     predicate: Mapped[str | None] = mapped_column(Text)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     value: Mapped[Any | None] = mapped_column(JSONB)
+    entities: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, server_default=text("'[]'"), default=list)
+    """What the memory is about as the knowledge monitor read it (people, pets, places, things), searchable."""
+    happened_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When what the memory tells of happened, when the monitor could tell (else it was noted at ``created_at``)."""
     importance: Mapped[float] = mapped_column(Float, nullable=False, server_default=text("1.0"))
     confidence: Mapped[float] = mapped_column(Float, nullable=False, server_default=text("0.5"))
     source: Mapped[str] = mapped_column(String(16), nullable=False)
@@ -93,8 +97,9 @@ class Memory(Base):
     """When the model last judged this memory's look-alike cluster; it is asked again only after a change."""
 
     def searchable_parts(self) -> tuple[str | None, ...]:
-        """The texts whose tokens go into ``search_tokens``."""
-        return (self.subject, self.predicate, self.content)
+        """The texts whose tokens go into ``search_tokens``: the key, the words, what it is about and when."""
+        when = f"{self.happened_at:%B %Y}" if self.happened_at else None
+        return (self.subject, self.predicate, self.content, *(str(entity) for entity in self.entities or ()), when)
 
     @validates("content", "subject", "predicate", "value")
     def _shown_in_order(self, _name: str, value: Any) -> Any:
@@ -212,4 +217,6 @@ class OutboxJob(Base):
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_error: Mapped[str | None] = mapped_column(Text)
+    log_context: Mapped[dict[str, str] | None] = mapped_column(JSONB(none_as_null=True))
+    """The turn, platform and user hash of the work that owed the job (shared/log_context.py), for the worker's logs."""
     created_at: Mapped[datetime] = created_column()

@@ -25,7 +25,7 @@ from sqlalchemy import (
     func,
 )
 from sqlalchemy import text as sql_text
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from shared.db.kinds import (  # noqa: F401  (the models' vocabularies, re-exported for the schema)
@@ -39,6 +39,7 @@ from shared.db.kinds import (  # noqa: F401  (the models' vocabularies, re-expor
     PLATFORMS,
     ROLES,
     TODO_STATUSES,
+    USAGE_KINDS,
 )
 
 TSVECTOR_SQL = "to_tsvector('simple'::regconfig, coalesce(search_tokens, ''))"
@@ -79,6 +80,8 @@ class User(Base):
     __tablename__ = "users"
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     paused_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    quota_lifted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """Set by an operator: the daily token quota does not apply to this user."""
     created_at: Mapped[datetime] = created_column()
 
 
@@ -164,4 +167,6 @@ class ConversationTurn(Base):
     token_estimate: Mapped[int] = mapped_column(Integer, nullable=False, server_default=sql_text("0"))
     extracted: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=sql_text("false"))
     episode_id: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("episodes.id", ondelete="SET NULL"))
+    memory_ids: Mapped[list[int] | None] = mapped_column(ARRAY(BigInteger))
+    """On a user's turn: the memories the prompt answering it showed (prompt.py's ``PastTurn``)."""
     created_at: Mapped[datetime] = created_column()

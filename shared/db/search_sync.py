@@ -14,7 +14,7 @@ from shared.db.memory_models import Episode, Memory
 from shared.search.tokenizer import TOKENIZER_VERSION, search_text
 from shared.text import clean_text
 
-_WATCHED = {Memory: ("subject", "predicate", "content"), Episode: ("summary", "entities")}
+_WATCHED = {Memory: ("subject", "predicate", "content", "entities", "happened_at"), Episode: ("summary", "entities")}
 SEARCHABLE = tuple(_WATCHED)
 """The models that keep search tokens."""
 

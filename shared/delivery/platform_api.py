@@ -24,11 +24,12 @@ import logging
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from shared.delivery.limits import DISCORD_CONTENT_LIMIT, TELEGRAM_TEXT_LIMIT
+from shared.metrics import record
 from shared.reminders.service import (
     ChatMoved,
     DeliveryRefused,
@@ -38,6 +39,9 @@ from shared.reminders.service import (
     SenderMisconfigured,
 )
 from shared.settings import Settings
+
+if TYPE_CHECKING:
+    from limits.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +57,17 @@ def _client(timeout: float) -> httpx.Client:
     return httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False)
 
 
-def _post(http: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str] | None = None,
+def _post(http: httpx.Client, platform: str, url: str, payload: dict[str, Any], headers: dict[str, str] | None = None,
           ) -> tuple[httpx.Response, dict[str, Any]]:
-    """POST JSON; a network failure means "try again later". Returns the response and its JSON object."""
+    """POST JSON; a network failure means "try again later". Returns the response and its JSON object; every
+    failure is counted in the metrics."""
     try:
         response = http.post(url, json=payload, headers=headers)
     except httpx.TransportError as exc:  # refused, reset, timed out, dropped without an answer
+        record.platform_api_error(platform, None)
         raise RetryLater(DEFAULT_RETRY_SECONDS, f"network error: {type(exc).__name__}") from exc
+    if not response.is_success:
+        record.platform_api_error(platform, response.status_code)
     try:
         body = response.json()
     except ValueError:
@@ -105,7 +113,7 @@ class TelegramSender:
         if re.fullmatch(r"-?\d+", target.platform_chat_id):
             chat_id = int(target.platform_chat_id)
         payload = {"chat_id": chat_id, "text": _truncate(text, TELEGRAM_TEXT_LIMIT)}
-        response, body = _post(self._http, self._url, payload)
+        response, body = _post(self._http, "telegram", self._url, payload)
         status = response.status_code
         if response.is_success:
             return
@@ -164,7 +172,7 @@ class DiscordSender:
         return channel_id
 
     def _call(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        response, body = _post(self._http, self._base_url + path, payload, self._headers)
+        response, body = _post(self._http, "discord", self._base_url + path, payload, self._headers)
         status = response.status_code
         if response.is_success:
             return body
@@ -190,18 +198,31 @@ class ConsoleSender:
     """Console reminders: written to ``write`` (default: this process's log); nothing can refuse them."""
 
     def __init__(self, write: Callable[[str], None] | None = None) -> None:
-        self._write = write or (lambda line: log.info("%s", line))
+        self._write = write or _log_console_reminder
 
     def send(self, target: ReminderTarget, text: str, *, idempotency_key: str) -> None:
         self._write(f"[console {target.platform_chat_id}] {text}")
 
 
-def senders_from_settings(settings: Settings) -> dict[str, ReminderSender]:
-    """A sender for each platform that has a token, plus the console."""
+def _log_console_reminder(line: str) -> None:
+    """The reminder's words only at DEBUG, as everything users wrote (the console reads them from the database)."""
+    log.info("a console reminder was delivered")
+    log.debug("%s", line)
+
+
+def senders_from_settings(settings: Settings, storage: Storage | None = None) -> dict[str, ReminderSender]:
+    """A sender for each platform that has a token, plus the console; with ``storage`` (the shared rate
+    limits'), each platform's sends keep its pace across every worker (:mod:`shared.delivery.pacing`)."""
     senders: dict[str, ReminderSender] = {"console": ConsoleSender()}
     if settings.telegram_token is not None:
         senders["telegram"] = TelegramSender(settings.telegram_api_base_url,
                                              settings.telegram_token.get_secret_value())
     if settings.discord_token is not None:
         senders["discord"] = DiscordSender(settings.discord_api_base_url, settings.discord_token.get_secret_value())
+    if storage is not None:
+        from shared.delivery.pacing import PacedSender
+
+        for platform in ("telegram", "discord"):
+            if platform in senders:
+                senders[platform] = PacedSender(senders[platform], platform, storage)
     return senders

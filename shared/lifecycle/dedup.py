@@ -36,10 +36,13 @@ from typing import Any
 
 from shared.db.memory_models import Memory
 from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.metering import CallUsage, metered
 from shared.memory.policy import DEDUP_TIERS, PREFERRED_TIERS
 from shared.repositories.memories import snapshot
 from shared.repositories.memory_sweeps import DedupRow
 from shared.repositories.uow import UnitOfWork
+from shared.usage.policy import QuotaPolicy
+from shared.usage.quota import may_spend
 
 KEYS_PER_MEMORY = 3
 MAX_BLOCK = 32
@@ -228,23 +231,29 @@ def read_groups(answer: dict[str, Any] | None, ids: set[int]) -> list[list[int]]
     return groups
 
 
-def run_dedup(uow_factory: UowFactory, now: datetime, *, chat_model: ChatModel | None = None) -> DedupReport:
-    """Merge near-duplicate memories of every user; idempotent."""
+def run_dedup(uow_factory: UowFactory, now: datetime, *, chat_model: ChatModel | None = None,
+              quota: QuotaPolicy | None = None) -> DedupReport:
+    """Merge near-duplicate memories of every user; idempotent. A user who has spent today's token
+    allowance gets only the sure merges; their unsure clusters wait for a later run."""
     report = DedupReport()
     for rows in _row_batches(uow_factory):
         report.memories_scanned += len(rows)
         merges: list[_Merge] = []
         judged: list[int] = []
+        spent: dict[int, list[CallUsage]] = defaultdict(list)
         for (user_id, _type), group in groupby(rows, key=lambda row: (row.user_id, row.type)):
             items = [dedup_item(r.id, r.content, r.search_tokens, tier=r.tier, confidence=r.confidence,
                                 access_count=r.access_count, created_at=r.created_at,
                                 reviewed=r.dedup_reviewed_at is not None and r.dedup_reviewed_at >= r.updated_at)
                      for r in group]
-            for cluster in find_clusters(items, include_unsure=chat_model is not None):
-                report.clusters += 1
-                merges += _decide(chat_model, user_id, items, cluster, report, judged)
+            model = chat_model if chat_model is None or may_spend(uow_factory, quota, user_id, now) else None
+            with metered("dedup") as meter:
+                for cluster in find_clusters(items, include_unsure=model is not None):
+                    report.clusters += 1
+                    merges += _decide(model, user_id, items, cluster, report, judged)
+            spent[user_id] += meter.calls
         _write(uow_factory, merges, now, report)
-        _mark_judged(uow_factory, judged, now)
+        _mark_judged(uow_factory, judged, now, spent)
     return report
 
 
@@ -288,11 +297,16 @@ def _write(uow_factory: UowFactory, merges: list[_Merge], now: datetime, report:
             uow.commit()
 
 
-def _mark_judged(uow_factory: UowFactory, memory_ids: list[int], now: datetime) -> None:
-    """Remember the model's verdict on these memories (merged ones included: they are no longer active)."""
-    for start in range(0, len(memory_ids), BATCH_ROWS):
+def _mark_judged(uow_factory: UowFactory, memory_ids: list[int], now: datetime,
+                 spent: dict[int, list[CallUsage]]) -> None:
+    """Remember the model's verdict on these memories (merged ones included: they are no longer active),
+    and what the verdicts cost, with the first of them."""
+    costs = {user_id: calls for user_id, calls in spent.items() if calls}
+    for start in range(0, max(len(memory_ids), 1 if costs else 0), BATCH_ROWS):
         with uow_factory() as uow:
             uow.memory_sweeps.mark_dedup_reviewed(memory_ids[start:start + BATCH_ROWS], now)
+            for user_id, calls in costs.items() if start == 0 else ():
+                uow.usage.record(user_id, None, calls, now)
             uow.commit()
 
 

@@ -1,16 +1,19 @@
-"""Embedding memories in the background, so vector search can find them (when pgvector is present)."""
+"""Embedding memories in the background, so vector search can find them (when pgvector is present); what the
+embedding endpoint's requests cost is recorded with the vectors."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 
+from shared.llm.metering import metered
 from shared.recall.embeddings import Embedder
 from shared.repositories.uow import UnitOfWork
 from shared.repositories.vectors import VectorIndex
 
 
 def embed_memories(uow_factory: Callable[[], UnitOfWork], embedder: Embedder, vectors: VectorIndex,
-                   user_id: int, memory_ids: Iterable[int]) -> int:
+                   user_id: int, memory_ids: Iterable[int], *, now: datetime | None = None) -> int:
     """Embed the user's memories that lack an embedding from this model; returns how many were stored.
 
     Idempotent: a memory already embedded by this model is skipped, and one whose text changed while
@@ -25,12 +28,14 @@ def embed_memories(uow_factory: Callable[[], UnitOfWork], embedder: Embedder, ve
         texts = {memory.id: (memory.content, memory.updated_at) for memory in wanted}
     if not texts:
         return 0
-    embedded = embedder.embed([content for content, _ in texts.values()])
+    with metered("embedding") as meter:
+        embedded = embedder.embed([content for content, _ in texts.values()])
     stored = 0
     with uow_factory() as uow:
         for (memory_id, (_content, updated_at)), vector in zip(texts.items(), embedded, strict=True):
             current = uow.memories.get(user_id, memory_id)
             if current is not None and current.updated_at == updated_at:
                 stored += vectors.store_memory_embedding(uow, user_id, memory_id, vector, embedder.name)
+        uow.usage.record(user_id, None, meter.calls, now or datetime.now(UTC))
         uow.commit()
     return stored

@@ -23,6 +23,7 @@ from shared.conversation.apply import MESSAGES_PER_SUMMARY
 from shared.db.memory_models import Episode
 from shared.llm.answers import is_machine_text
 from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.metering import CallUsage, metered
 from shared.reminders.timeparse import known_zone
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import tokenize
@@ -115,8 +116,9 @@ def summarise_session(uow_factory: Callable[[], UnitOfWork], chat_model: ChatMod
         work = _read_work(uow_factory, session_id, part=part, default_timezone=default_timezone)
         if work is None:
             return None
-        draft = _draft_from_model(chat_model, work) if chat_model is not None else None
-        episode = _write_episode(uow_factory, work, draft or offline_draft(work), now)
+        with metered("episode") as meter:
+            draft = _draft_from_model(chat_model, work) if chat_model is not None else None
+        episode = _write_episode(uow_factory, work, draft or offline_draft(work), now, meter.calls)
         if episode is not None:
             return episode
     return None
@@ -225,11 +227,14 @@ def _draft_from_model(chat_model: ChatModel, work: SessionWork) -> EpisodeDraft 
 
 
 def _write_episode(uow_factory: Callable[[], UnitOfWork], work: SessionWork, draft: EpisodeDraft,
-                   now: datetime) -> Episode | None:
-    """Episode, links and profile in one transaction; None when another run linked some turns first."""
+                   now: datetime, spent: Sequence[CallUsage] = ()) -> Episode | None:
+    """Episode, links, profile and what the summary cost in one transaction; None when another run linked
+    some turns first (the cost is recorded all the same)."""
     ids = [turn_id for turn_id, *_ in work.turns]
     with uow_factory() as uow:
         if len(uow.turns.lock_unsummarised(work.user_id, ids)) != len(ids):
+            uow.usage.record(work.user_id, work.chat_id, spent, now)
+            uow.commit()
             return None
         _refresh_profile(uow, work.user_id, draft, now)  # first: saving the profile expires loaded objects
         started, ended = work.turns[0][3], work.turns[-1][3]
@@ -238,6 +243,7 @@ def _write_episode(uow_factory: Callable[[], UnitOfWork], work: SessionWork, dra
             summary=stamped(draft.summary, started, work.timezone), started_at=started, ended_at=ended,
             entities=list(draft.entities), importance=draft.importance, created_at=now))
         uow.turns.link_to_episode(work.user_id, ids, episode.id)
+        uow.usage.record(work.user_id, work.chat_id, spent, now)
         uow.commit()
     return episode
 

@@ -5,8 +5,9 @@ replies and the recalled memories under short ids (m1, m2, …), and answers wit
 UPDATE id, BOOST id, DELETE id or SKIP. Code maps the short ids back (invented ones are ignored),
 drops an ADD or UPDATE that shares no word with what the user wrote, and applies the rest in a
 transaction that first locks the turns and leaves them alone if another run extracted them
-already. No transaction is open during the LLM call. Without a model, or when it fails, the rule
-extractor of :mod:`shared.conversation.offline` stores plain statements instead.
+already. No transaction is open during the LLM call; what it cost is recorded in that transaction.
+Without a model, or when it fails, the rule extractor of :mod:`shared.conversation.offline` stores plain
+statements instead.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Any
 from shared.conversation.offline import extract_statements
 from shared.db.memory_models import Memory
 from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.metering import metered
 from shared.llm.turn_schema import TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
+from shared.memory.about import read_entities, read_when
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS, MODEL_CHANGED_TIERS
 from shared.memory.writes import StatedMemory, store_stated_memories
 from shared.repositories.memories import snapshot
@@ -45,7 +48,9 @@ MONITOR_RULES = """You are the memory keeper of a companion chat bot. After a co
 remember about the USER. Answer with one JSON object {"operations": [...]} whose items are:
 - {"op": "ADD", "type": "preference|fact|event|person|pattern|rule", "subject": "user" or the person's name, \
 "predicate": a short snake_case key (lives_in, likes_drink, job, pet_name, mood), "content": one self-contained \
-sentence in the user's language, "tier": "transient|short|long"}
+sentence in the user's language, "tier": "transient|short|long", "about": the people, pets, places and things it is \
+about, in the words one would ask with (["dog", "Biscuit"]), "when": the day or month it happened as YYYY-MM-DD or \
+YYYY-MM, only when the conversation says so}
 - {"op": "UPDATE", "id": "m2", "content": "the corrected memory"}: the user corrects or replaces a recalled \
 memory ("不对，我现在住在上海", "actually I moved to Berlin"); the old value is kept as history.
 - {"op": "BOOST", "id": "m1", "reason": "..."}: only when that recalled memory truly shaped the BOT reply (the \
@@ -100,6 +105,8 @@ class MemoryOp:
     content: str = ""
     tier: str = "long"
     reason: str = ""
+    entities: tuple[str, ...] = ()
+    happened_at: datetime | None = None
 
 
 @dataclass
@@ -124,6 +131,7 @@ class ExtractionReport:
 @dataclass(frozen=True)
 class _Batch:
     user_id: int
+    chat_id: int
     session_id: int | None
     turns: tuple[BatchTurn, ...]
     memories: tuple[RecalledMemory, ...]
@@ -151,16 +159,18 @@ def build_extraction_messages(turns: Sequence[BatchTurn], memories: Sequence[Rec
     return [{"role": "system", "content": MONITOR_RULES}, {"role": "user", "content": data}]
 
 
-def parse_operations(answer: object, id_map: Mapping[str, int]) -> tuple[list[MemoryOp], int]:
+def parse_operations(answer: object, id_map: Mapping[str, int],
+                     now: datetime | None = None) -> tuple[list[MemoryOp], int]:
     """The valid operations of the model's answer and how many were ignored (invalid, unknown id,
-    a second operation on the same memory). SKIPs are dropped without counting."""
+    a second operation on the same memory). SKIPs are dropped without counting; an ADD's "when" after
+    ``now`` is dropped."""
     raw_ops = answer.get("operations") if isinstance(answer, Mapping) else None
     if not isinstance(raw_ops, list):
         return [], 0
     ops: list[MemoryOp] = []
     ignored, touched = max(0, len(raw_ops) - MAX_OPERATIONS), set()
     for raw in raw_ops[:MAX_OPERATIONS]:
-        op = _operation(raw, id_map)
+        op = _operation(raw, id_map, now)
         if op is None or (op.memory_id is not None and op.memory_id in touched):
             ignored += 1
         elif op.op != "SKIP":
@@ -187,7 +197,7 @@ def _same_word(left: str, right: str) -> bool:
     return short == long_ or (len(short) >= MIN_SHARED_PREFIX and long_.startswith(short))
 
 
-def _operation(raw: object, id_map: Mapping[str, int]) -> MemoryOp | None:
+def _operation(raw: object, id_map: Mapping[str, int], now: datetime | None) -> MemoryOp | None:
     if not isinstance(raw, Mapping):
         return None
     name = _label(raw.get("op")).upper()
@@ -200,7 +210,8 @@ def _operation(raw: object, id_map: Mapping[str, int]) -> MemoryOp | None:
             return None
         predicate = _label(raw.get("predicate")) or "note_" + (keywords(content)[:1] or ["general"])[0]
         return MemoryOp("ADD", type=kind, subject=_label(raw.get("subject")) or "user", predicate=predicate,
-                        content=content, tier=tier if tier in TURN_MEMORY_TIERS else "long")
+                        content=content, tier=tier if tier in TURN_MEMORY_TIERS else "long",
+                        entities=read_entities(raw.get("about")), happened_at=read_when(raw.get("when"), now))
     memory_id = id_map.get(str(raw.get("id", "")).strip().strip("[]").lower())
     if name not in ("UPDATE", "BOOST", "DELETE") or memory_id is None or (name == "UPDATE" and not content):
         return None
@@ -226,23 +237,36 @@ def extract_turns(uow_factory: Callable[[], UnitOfWork], chat_model: ChatModel |
     report = ExtractionReport()
     for batch in _load_batches(uow_factory, turn_ids, recalled_memory_ids):
         ops, part = None, ExtractionReport()
-        if chat_model is not None and not batch.paused:
-            ops = _ask_model(chat_model, batch, part)
+        with metered("extraction") as meter:
+            if chat_model is not None and not batch.paused:
+                ops = _ask_model(chat_model, batch, part)
         with uow_factory() as uow:
-            if not _claim_turns(uow, batch):
-                continue
-            if batch.paused or _paused(uow, batch.user_id):
-                pass  # remembering is paused: the turns are done, nothing is stored
-            elif ops is None:
-                _apply_rules(uow, batch, now, part)
-            else:
-                _apply_operations(uow, batch, ops, now, part)
-            ids = [turn.turn_id for turn in batch.turns]
-            uow.turns.mark_extracted(batch.user_id, ids)
+            claimed = _claim_turns(uow, batch)
+            if claimed:
+                _apply_batch(uow, batch, ops, now, part)
+            uow.usage.record(batch.user_id, batch.chat_id, meter.calls, now)  # paid for, used or not
             uow.commit()
-        part.extracted_turn_ids = ids
-        report.absorb(part)
+        if claimed:
+            part.extracted_turn_ids = [turn.turn_id for turn in batch.turns]
+            report.absorb(part)
+    if report.extracted_turn_ids:
+        log.info("knowledge monitor: %d turn(s) read; memories %d added, %d superseded, %d refreshed, %d boosted, "
+                 "%d deleted; %d operation(s) ignored; %d LLM call(s)", len(report.extracted_turn_ids),
+                 len(report.added), len(report.superseded), len(report.refreshed), len(report.boosted),
+                 len(report.deleted), report.ignored, report.llm_calls)
     return report
+
+
+def _apply_batch(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp] | None, now: datetime,
+                 part: ExtractionReport) -> None:
+    """The model's operations (the rules' statements without them), then the turns marked extracted."""
+    if batch.paused or _paused(uow, batch.user_id):
+        pass  # remembering is paused: the turns are done, nothing is stored
+    elif ops is None:
+        _apply_rules(uow, batch, now, part)
+    else:
+        _apply_operations(uow, batch, ops, now, part)
+    uow.turns.mark_extracted(batch.user_id, [turn.turn_id for turn in batch.turns])
 
 
 def _load_batches(uow_factory: Callable[[], UnitOfWork], turn_ids: list[int],
@@ -254,11 +278,12 @@ def _load_batches(uow_factory: Callable[[], UnitOfWork], turn_ids: list[int],
         for (user_id, session_id), group in groupby(rows, key=lambda t: (t.user_id, t.session_id)):
             memories = _recalled(uow, user_id, recalled_memory_ids)
             paused = _paused(uow, user_id)
+            rows_of_group = list(group)
             turns = [BatchTurn(t.id, t.text, uow.turns.reply_text_in_chat(user_id, t.chat_id, t.id), t.created_at)
-                     for t in group]
+                     for t in rows_of_group]
             for start in range(0, len(turns), MAX_TURNS_PER_BATCH):
-                batches.append(_Batch(user_id, session_id, tuple(turns[start:start + MAX_TURNS_PER_BATCH]),
-                                      memories, paused))
+                batches.append(_Batch(user_id, rows_of_group[0].chat_id, session_id,
+                                      tuple(turns[start:start + MAX_TURNS_PER_BATCH]), memories, paused))
     return batches
 
 
@@ -286,7 +311,8 @@ def _ask_model(chat_model: ChatModel, batch: _Batch, part: ExtractionReport) -> 
     if answer is None or not isinstance(answer.get("operations"), list):
         log.warning("knowledge monitor: no operations from the LLM, using rule extraction")
         return None
-    ops, part.ignored = parse_operations(answer, short_ids(batch.memories))
+    said_last = max(turn.said_at for turn in batch.turns)
+    ops, part.ignored = parse_operations(answer, short_ids(batch.memories), said_last)
     user_texts = [turn.text for turn in batch.turns]
     stated = [op for op in ops if op.op not in ("ADD", "UPDATE") or said_by_user(op.content, user_texts)]
     part.ignored += len(ops) - len(stated)
@@ -312,7 +338,7 @@ def _apply_operations(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp], now: 
                       part: ExtractionReport) -> None:
     for op in ops:
         if op.op == "ADD":
-            entry = StatedMemory(op.type, op.subject, op.predicate, op.content, op.tier)
+            entry = StatedMemory(op.type, op.subject, op.predicate, op.content, op.tier, op.entities, op.happened_at)
             _store(uow, batch, [entry], _source_turn(batch, op.content), now, part, actor="llm")
             continue
         memory = None if op.memory_id is None else uow.memories.get(batch.user_id, op.memory_id, lock=True)

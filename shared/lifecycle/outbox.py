@@ -4,7 +4,8 @@ the sweep when it was lost (a broker that dropped its queue, a worker killed mid
 ``send`` is whatever puts a task on the broker (the Celery app in workers and bots); this module
 knows nothing of Celery. A send that cannot reach the broker raises :class:`BrokerUnavailable`: the
 job stays owed and the sweep sends it later. Any other error is a bug and propagates. Tasks are
-idempotent, so sending a job twice is safe.
+idempotent, so sending a job twice is safe. Each job is sent within the log context it was owed in
+(its turn, platform and user hash), which the Celery app puts in the task's headers.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared import log_context
 from shared.db.memory_models import OutboxJob
 from shared.errors import BrokerUnavailable
+from shared.metrics import record
 from shared.repositories.uow import UnitOfWork
 
 REDISPATCH_AFTER = timedelta(minutes=2)
@@ -51,12 +54,16 @@ def sweep_jobs(uow_factory: Callable[[], UnitOfWork], send: Send, now: datetime,
 
 
 def finish_job(uow_factory: Callable[[], UnitOfWork], job_id: int | None, now: datetime) -> None:
-    """Mark a job done once its task has succeeded (a second run finds it done and changes nothing)."""
+    """Mark a job done once its task has succeeded (a second run finds it done and changes nothing); the time
+    since it was owed is the worker's lag in the metrics."""
     if job_id is None:
         return
     with uow_factory() as uow:
-        uow.outbox.mark_done(job_id, now)
+        done = uow.outbox.mark_done(job_id, now)
         uow.commit()
+    if done is not None:
+        task, owed_at = done
+        record.job_done(task, (now - owed_at).total_seconds())
 
 
 def job_is_done(uow_factory: Callable[[], UnitOfWork], job_id: int | None) -> bool:
@@ -70,7 +77,8 @@ def _send_all(uow: UnitOfWork, send: Send, jobs: list[OutboxJob], now: datetime)
     sent = 0
     for job in jobs:
         try:
-            send(job.task, {"job_id": job.id, **job.payload})
+            with log_context.bound(log_context.carried(job.log_context)):  # the task's headers take them along
+                send(job.task, {"job_id": job.id, **job.payload})
         except BrokerUnavailable as exc:  # the job stays owed and the sweep retries
             log.warning("could not send job %s (%s) to the broker, the sweep sends it later: %s", job.id, job.task,
                         exc, exc_info=log.isEnabledFor(logging.DEBUG))

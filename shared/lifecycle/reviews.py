@@ -11,13 +11,15 @@ memories (``{"action": "search", "query": …}``), and no decision after 3 round
 only the memories of the user under review. No transaction is open during a call; the decision is
 written in a short transaction that re-checks the row, which may have changed meanwhile. Without a
 model a fallback rule decides: promotion → keep; decay → delete only an inferred memory that was
-never accessed. When the model is unreachable the run stops and the rest waits for the next run.
+never accessed. When the model is unreachable the run stops and the rest waits for the next run; a
+memory whose user has spent today's token allowance waits too. What the model's answers cost is
+recorded with the decision.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,10 +27,14 @@ from typing import Any
 from shared.db.memory_models import Memory
 from shared.lifecycle.decay import forget_with_history
 from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.metering import CallUsage, metered
 from shared.memory.policy import REVIEWED_TIERS
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import query_terms
+from shared.usage.policy import QuotaPolicy
+from shared.usage.quota import may_spend
+from shared.usage.recording import record_alone
 
 PROMOTION_THRESHOLD = 2.5
 DECAY_REVIEW_THRESHOLD = 0.5
@@ -88,25 +94,29 @@ class ReviewReport:
     kept: int = 0
     deleted: int = 0
     skipped: int = 0  # the row changed or went away before the decision was written
-    deferred: int = 0  # left for the next run because the model was unreachable
+    deferred: int = 0  # left for the next run: the model was unreachable, or the user's allowance is spent
     llm_calls: int = 0
 
 
 def run_reviews(uow_factory: UowFactory, chat_model: ChatModel | None, now: datetime, *,
-                limit: int = DEFAULT_LIMIT) -> ReviewReport:
+                limit: int = DEFAULT_LIMIT, quota: QuotaPolicy | None = None) -> ReviewReport:
     """Review up to ``limit`` memories that crossed a threshold; idempotent."""
     report = ReviewReport()
     cases = pending_cases(uow_factory, limit)
     for index, case in enumerate(cases):
-        if chat_model is None:
-            verdict = offline_verdict(case)
-        else:
+        if chat_model is not None and not may_spend(uow_factory, quota, case.user_id, now):
+            report.deferred += 1  # asked on a later run, once the user's allowance is back
+            continue
+        with metered("review") as meter:
             try:
-                verdict = _ask(uow_factory, chat_model, case, report)
+                verdict = offline_verdict(case) if chat_model is None else _ask(uow_factory, chat_model, case, report)
             except LLMUnavailable:
-                report.deferred = len(cases) - index
-                break
-        _apply(uow_factory, case, verdict, now, report)
+                verdict = None
+        if verdict is None:
+            record_alone(uow_factory, case.user_id, None, meter.calls, now)
+            report.deferred += len(cases) - index
+            break
+        _apply(uow_factory, case, verdict, now, report, meter.calls)
     return report
 
 
@@ -192,13 +202,16 @@ def _as_data(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def _apply(uow_factory: UowFactory, case: ReviewCase, verdict: Verdict, now: datetime, report: ReviewReport) -> None:
-    """Write the verdict if the memory is still as it was reviewed."""
+def _apply(uow_factory: UowFactory, case: ReviewCase, verdict: Verdict, now: datetime, report: ReviewReport,
+           spent: Sequence[CallUsage] = ()) -> None:
+    """Write the verdict if the memory is still as it was reviewed, and what it cost either way."""
     with uow_factory() as uow:
         memory = uow.memory_sweeps.lock_if_due_for_review(case.user_id, case.memory_id, case.kind,
                                                           threshold=THRESHOLDS[case.kind], tiers=REVIEWED_TIERS)
         if memory is None or memory.content != case.content:
             report.skipped += 1
+            uow.usage.record(case.user_id, None, spent, now)
+            uow.commit()
             return
         reason = f"{case.kind} review: {verdict.decision} ({verdict.reason})"
         if verdict.decision == "delete":
@@ -213,6 +226,7 @@ def _apply(uow_factory: UowFactory, case: ReviewCase, verdict: Verdict, now: dat
                 report.promoted += 1
             else:
                 report.kept += 1
+        uow.usage.record(case.user_id, None, spent, now)
         uow.commit()
 
 

@@ -7,7 +7,8 @@ own, so the bots and the workers share every rule, and every request has a total
 
 Per endpoint and process, :class:`EndpointState` remembers which output format the server
 accepted (:mod:`shared.llm.modes`) and which optional parameters it refused. Every request is
-capped (``LLM_MAX_OUTPUT_TOKENS`` for turns) and carries ``LLM_EXTRA_BODY`` unchanged.
+capped (``LLM_MAX_OUTPUT_TOKENS`` for turns) and carries ``LLM_EXTRA_BODY`` unchanged. Every answered
+request is noted on the caller's usage meter, if one is open (:mod:`shared.llm.metering`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from shared.llm import metering
 from shared.llm.answers import strip_reasoning
 from shared.llm.modes import (
     JSON_LADDER,
@@ -29,7 +31,7 @@ from shared.llm.modes import (
     refuses_format,
     response_format,
 )
-from shared.llm.retries import LLMUnavailable, describe, retry_delay, status_and_body
+from shared.llm.retries import LLMUnavailable, describe, request_status, retry_delay, status_and_body
 from shared.llm.sdk import openai
 from shared.llm.transport import RawAnswer, send_chat
 from shared.llm.turn_answer import (
@@ -40,7 +42,14 @@ from shared.llm.turn_answer import (
     TurnReading,
     read_turn_answer,
 )
-from shared.llm.turn_schema import TURN_JSON_SCHEMA, InvalidTurnOutput, TurnOutput, first_json_object
+from shared.llm.turn_schema import (
+    NOTE_MARKS,
+    TURN_JSON_SCHEMA,
+    InvalidTurnOutput,
+    TurnOutput,
+    first_json_object,
+)
+from shared.metrics import record
 from shared.settings import Settings
 
 MAX_TRANSIENT_RETRIES = 2
@@ -72,6 +81,13 @@ class TurnCompletion:
 class _Call:
     request: dict[str, Any]
     timeout: float
+    kind: str = "turn"  # the plan's kind and the output format asked for, as the metrics count them
+    mode: str = "text"
+
+    @property
+    def cut_at(self) -> tuple[str, ...]:
+        """A turn's answer stops where it starts to copy the app note back: the rest would be the prompt."""
+        return NOTE_MARKS if self.kind == "turn" else ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,7 @@ class _FormatRefused(Exception):
 
 @dataclass
 class _Tally:
+    kind: str = "turn"  # turn, json or text: which plan the requests belong to
     requests: int = 0
     usage: Counter[str] = field(default_factory=Counter)
 
@@ -213,7 +230,7 @@ class ChatModel:
         raise LLMUnavailable(f"{refused_all} (refused: {', '.join(sorted(self.endpoint.refused))})")
 
     def _json_plan(self, messages: list[dict[str, Any]], max_tokens: int) -> _Plan[dict[str, Any] | None]:
-        deadline, tally = time.monotonic() + self.timeout_seconds, _Tally()
+        deadline, tally = time.monotonic() + self.timeout_seconds, _Tally(kind="json")
         text = yield from self._json_answer(messages, max_tokens, deadline, tally)
         try:
             return first_json_object(text)
@@ -236,7 +253,8 @@ class ChatModel:
     def _text_plan(self, messages: list[dict[str, Any]], max_tokens: int) -> _Plan[str]:
         rung = OutputFormat("text")
         deadline = time.monotonic() + self.timeout_seconds
-        answer = yield from self._send(lambda: self._request(messages, rung, max_tokens), rung, deadline, _Tally())
+        answer = yield from self._send(lambda: self._request(messages, rung, max_tokens), rung, deadline,
+                                       _Tally(kind="text"))
         return strip_reasoning(answer.text)
 
     # -- requests ----------------------------------------------------------------------------------
@@ -268,7 +286,7 @@ class ChatModel:
             request = build()
             tally.requests += 1
             try:
-                answer = yield _Call(request, remaining)
+                answer = yield _Call(request, remaining, tally.kind, rung.label)
             except openai.OpenAIError as exc:
                 status, body = status_and_body(exc)
                 if status is not None and refuses_format(status, body, rung):
@@ -320,11 +338,16 @@ class ChatModel:
             if isinstance(step, _Sleep):
                 await asyncio.sleep(step.seconds)
                 continue
+            started = time.perf_counter()
             try:
+                sent_at = time.perf_counter()
                 answer = await send_chat(client, _without_stream(step.request), step.timeout,
-                                         stream=bool(step.request.get("stream")))
+                                         stream=bool(step.request.get("stream")), cut_at=step.cut_at)
+                metering.note_chat(step.request, answer.usage, answer.text, time.perf_counter() - sent_at)
             except openai.OpenAIError as exc:
                 failure = exc
+            record.llm_request(step.kind, step.mode, request_status(failure), time.perf_counter() - started,
+                               answer.usage if failure is None else None)
 
 
 def _without_stream(request: dict[str, Any]) -> dict[str, Any]:

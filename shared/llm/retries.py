@@ -31,6 +31,22 @@ def status_and_body(exc: openai.OpenAIError) -> tuple[int | None, str]:
     return exc.status_code, f"{exc.message} {exc.body}"
 
 
+def request_status(exc: openai.OpenAIError | None) -> str:
+    """How a request ended, in the words the metrics count: ``ok``, ``rate_limited``, ``server_error``,
+    ``client_error``, ``timeout``, ``connection_error`` or ``error`` (an answer the SDK could not read)."""
+    if exc is None:
+        return "ok"
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection_error"
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code == 429:
+            return "rate_limited"
+        return "server_error" if exc.status_code >= 500 else "client_error"
+    return "error"
+
+
 def retry_delay(exc: openai.OpenAIError, retry: int = 0) -> float:
     """Seconds to wait before trying again; raises when trying again cannot help."""
     if isinstance(exc, openai.APIStatusError):

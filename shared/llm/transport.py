@@ -5,7 +5,8 @@ client went away: llama-cpp-python, vLLM and llama.cpp stop generating when the 
 connection closes. A server that cuts a stream short when another request arrives
 (llama-cpp-python's default ``interrupt_requests``) is sent whole requests instead, which it
 queues. The whole request — headers, every chunk — must finish within its time; when it does not,
-or when the answer grows past :data:`MAX_ANSWER_CHARS`, the stream is closed there and then. Only
+or when the answer grows past :data:`MAX_ANSWER_CHARS`, or writes one of the caller's ``cut_at`` marks
+(the model has begun to copy the prompt back), the stream is closed there and then. Only
 ``content`` is kept: ``reasoning_content`` (DeepSeek-R1, Qwen3) and ``reasoning`` (vLLM) are never
 read.
 """
@@ -18,15 +19,18 @@ from typing import Any
 
 import httpx
 
+from shared.llm.metering import reported_usage
 from shared.llm.sdk import openai
 
 MAX_ANSWER_CHARS = 64_000
-USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+CUT_AT_MARK = "cut_at_mark"
+"""The finish reason of a stream closed because the answer wrote one of ``cut_at``'s marks."""
 
 
 @dataclass(frozen=True)
 class RawAnswer:
-    """What the server streamed: the content, why it stopped, and the token counts it reported."""
+    """What the server streamed: the content, why it stopped, and the token counts it reported
+    (:func:`shared.llm.metering.reported_usage`; empty when it reported none)."""
 
     text: str
     finish_reason: str | None
@@ -34,14 +38,15 @@ class RawAnswer:
 
 
 async def send_chat(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float, *,
-                    stream: bool = True) -> RawAnswer:
+                    stream: bool = True, cut_at: tuple[str, ...] = ()) -> RawAnswer:
     """Send ``request`` and collect the answer (streamed, or whole when ``stream`` is False), all within
     ``seconds``. A streamed answer that ends without a finish reason was interrupted by the server
-    (``finish_reason`` None).
+    (``finish_reason`` None); one that wrote a mark of ``cut_at`` (lower case; any case matches) is
+    closed there, with :data:`CUT_AT_MARK`.
 
     Raises ``openai`` errors as the SDK does, and :class:`openai.APITimeoutError` when the deadline
     passes; in every case the connection is closed before this returns."""
-    collect = _collect(client, request, seconds) if stream else _whole(client, request, seconds)
+    collect = _collect(client, request, seconds, cut_at) if stream else _whole(client, request, seconds)
     try:
         return await asyncio.wait_for(collect, timeout=seconds)
     except TimeoutError:
@@ -52,21 +57,23 @@ async def _whole(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: f
     """One answer in one piece (for servers that interrupt streams); a timeout still closes the connection,
     and the token cap bounds what the server goes on generating."""
     response = await client.chat.completions.create(**sdk_arguments(request), timeout=seconds)
-    usage = {name: int(getattr(response.usage, name, 0) or 0) for name in USAGE_FIELDS} if response.usage else {}
+    usage = reported_usage(response.usage)
     if not response.choices:
         return RawAnswer("", None, usage)
     choice = response.choices[0]
     return RawAnswer(choice.message.content or "", choice.finish_reason or "stop", usage)
 
 
-async def _collect(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float) -> RawAnswer:
+async def _collect(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float,
+                   cut_at: tuple[str, ...]) -> RawAnswer:
     stream = await client.chat.completions.create(**sdk_arguments(request), stream=True, timeout=seconds)
     parts: list[str] = []
     size, finish, usage = 0, None, {}
+    recent, keep = "", max(map(len, cut_at), default=0)
     try:
         async for chunk in stream:
             if chunk.usage is not None:
-                usage = {name: int(getattr(chunk.usage, name, 0) or 0) for name in USAGE_FIELDS}
+                usage = reported_usage(chunk.usage)
             if not chunk.choices:
                 continue
             choice = chunk.choices[0]
@@ -74,6 +81,10 @@ async def _collect(client: openai.AsyncOpenAI, request: dict[str, Any], seconds:
             if piece:
                 parts.append(piece)
                 size += len(piece)
+                recent = (recent + piece.lower())[-(keep + len(piece)):] if keep else ""
+                if any(mark in recent for mark in cut_at):
+                    finish = CUT_AT_MARK
+                    break
             finish = choice.finish_reason or finish
             if size > MAX_ANSWER_CHARS:
                 finish = "length"

@@ -1,8 +1,9 @@
 """What a person may be shown of the model's answer to a turn, and how the turn's format is asked for.
 
 :func:`read_turn_answer` turns whatever came back (reasoning, fences, prose, a cut or empty object,
-the schema written back) into a :class:`TurnReading`: the validated output, or only a reply that
-is safe to show (salvaged from a cut object, or plain words), or nothing, with the reason. Pure.
+the schema written back, the app note copied back) into a :class:`TurnReading`: the validated
+output, or only a reply that is safe to show (salvaged from a cut object, or plain words), or
+nothing, with the reason. Pure.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from shared.llm.answers import (
 from shared.llm.modes import bounded
 from shared.llm.turn_schema import (
     MAX_RESPONSE_CHARS,
+    NOTE_MARKS,
     TURN_JSON_SCHEMA,
     InvalidTurnOutput,
     TurnOutput,
@@ -73,7 +75,8 @@ class TurnReading:
     output: TurnOutput | None
     reply: str
     problem: str | None = None
-    """None, or why there is no output: blank, schema_echo, cut (max_tokens), invalid."""
+    """None, or why there is no output: blank, schema_echo, cut (max_tokens), invalid, note_echo (the
+    reply began to copy the app note back; what came before it is kept)."""
 
     @property
     def worth_asking_again(self) -> bool:
@@ -92,6 +95,13 @@ def whole_sentences(text: str) -> str:
     return text[: ends[-1]].strip() if ends and ends[-1] >= len(text) / 3 else text
 
 
+def before_the_note(text: str) -> str:
+    """``text`` up to where it starts to copy the app note back (all of it when it does not)."""
+    lowered = text.lower()
+    cuts = [at for mark in NOTE_MARKS if (at := lowered.find(mark)) >= 0]
+    return text[: min(cuts)] if cuts else text
+
+
 def read_turn_answer(text: str, finish_reason: str | None = None) -> TurnReading:
     """Read one answer; never raises."""
     cleaned = strip_reasoning(text)
@@ -108,14 +118,17 @@ def read_turn_answer(text: str, finish_reason: str | None = None) -> TurnReading
             output = parse_turn_data(data)
         except InvalidTurnOutput:
             output = None
-        if output is not None and presentable(output.response) and output.response not in ECHO_TEXTS:
+        if (output is not None and presentable(output.response) and output.response not in ECHO_TEXTS
+                and before_the_note(output.response) == output.response):
             return TurnReading(output, output.response)
     problem = "cut" if finish_reason == "length" else "invalid"
     reply = salvage_string_field(cleaned, "response")
     if not reply and "{" not in cleaned:
         reply = without_fences(cleaned)  # plain words: instructions-only servers and chatty models
     reply = reply[:MAX_RESPONSE_CHARS].strip()
-    if problem == "cut":
+    if (kept := before_the_note(reply)) != reply:
+        problem, reply = "note_echo", kept.strip().rstrip(":：-—").strip()
+    if problem in ("cut", "note_echo"):
         reply = whole_sentences(reply)
     if reply and presentable(reply) and reply not in ECHO_TEXTS:
         return TurnReading(None, reply, problem)

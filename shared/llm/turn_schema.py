@@ -29,6 +29,10 @@ MAX_MEMORY_ENTRIES = 10
 MAX_TODOS = 5
 MAX_CONTEXT_VARIABLES = 10
 MAX_OBJECT_STARTS = 20  # how many '{' in prose are tried as the start of the object
+NOTE_OPEN, NOTE_CLOSE = "<app_note>", "</app_note>"
+"""The markup around the app's note in the turn's last user message (what changes every turn). A reply
+that writes it has begun to copy the prompt back (small models do): it is cut there."""
+NOTE_MARKS = ("<app_note", "</app_note")
 
 
 def _strict_object(**properties: Any) -> dict[str, Any]:

@@ -4,6 +4,7 @@ monitor or the offline rules found it. Pure."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 
 @dataclass(frozen=True)
@@ -15,3 +16,7 @@ class StatedMemory:
     predicate: str
     content: str
     tier: str = "long"
+    entities: tuple[str, ...] = ()
+    """What it is about (people, pets, places, things), when the one who read it could tell."""
+    happened_at: datetime | None = None
+    """When what it tells of happened, when that differs from when it is said."""

@@ -93,7 +93,8 @@ def _add(uow: UnitOfWork, user_id: int, entry: StatedMemory, subject: str, predi
     """A new memory, superseding the current ones of the same key."""
     memory = uow.memories.add(Memory(
         user_id=user_id, type=entry.type, subject=subject, predicate=predicate, content=entry.content,
-        source="user_stated", confidence=STATED_CONFIDENCE, tier=_tier(entry.tier),
+        entities=list(entry.entities), happened_at=entry.happened_at, source="user_stated",
+        confidence=STATED_CONFIDENCE, tier=_tier(entry.tier),
         expires_at=now + TRANSIENT_LIFETIME if entry.tier == "transient" else None,
         source_turn_id=source_turn_id, session_id=session_id, created_at=now, updated_at=now))
     uow.events.record(user_id, memory.id, "add", actor, after=snapshot(memory), reason="stated by the user")

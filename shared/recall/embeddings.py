@@ -3,19 +3,22 @@
 Both are optional. ``EMBEDDING_BASE_URL`` selects :class:`OpenAIEmbedder`; otherwise
 ``EMBEDDING_MODEL`` selects :class:`LocalEmbedder` (the ``local-embeddings`` extra); otherwise
 there is no embedder and retrieval is lexical only. Every vector must have
-``EMBEDDING_DIMENSIONS`` values, the size of the database's ``vector(N)`` columns.
+``EMBEDDING_DIMENSIONS`` values, the size of the database's ``vector(N)`` columns. An endpoint's
+requests are noted on the caller's usage meter (:mod:`shared.llm.metering`); a local model's are not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 
 from shared.errors import EmbeddingError
+from shared.llm.metering import note_embedding
 from shared.llm.sdk import openai
 from shared.settings import Settings
 from shared.text import clean_text
@@ -60,10 +63,12 @@ class OpenAIEmbedder:
         return vectors
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:
+        sent_at = time.perf_counter()
         try:
             response = asyncio.run(self._request(batch))
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"the embedding endpoint failed for model {self.name!r}: {exc}") from exc
+        note_embedding(self.name, getattr(response, "usage", None), batch, time.perf_counter() - sent_at)
         rows = sorted(response.data, key=lambda row: row.index)
         if len(rows) != len(batch):
             raise EmbeddingError(f"the embedding endpoint returned {len(rows)} vectors for {len(batch)} texts")

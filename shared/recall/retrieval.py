@@ -2,24 +2,31 @@
 
 Stages: weighted terms of the message, the session's topic and the user's previous lines
 (:mod:`shared.search.recall_query`) → the 50 best matches by BM25 over this user's own memories
-(:mod:`shared.repositories.ranked_search`), topped up by the LIKE fallback → each candidate
-borrows a share of its best neighbour's match (memories noted in the same sitting) → optionally
-mixed with the cosine similarity of the vector nearest neighbours (the user filter sits inside
-each branch) → the seed's score → top N. Every query here is scoped to the speaking user.
+(:mod:`shared.repositories.ranked_search`), topped up by the LIKE fallback, and the memories noted
+right before and after the 10 best → memories noted in the time the message names ("last week",
+:mod:`shared.search.temporal`) match better → each match, mixed with the cosine similarity of the
+vector nearest neighbours when there are vectors (the user filter sits inside each branch; one weight,
+``VECTOR_SHARE``) → each sitting scored by its best match, which every memory of it borrows a share
+of, and the memory noted right beside a match borrows from it → the seed's score → top N. Every
+query here is scoped to the speaking user.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.db.memory_models import Episode, Memory, Profile
+from shared.metrics import record
+from shared.repositories.ranked_search import RankedCandidates
 from shared.repositories.uow import UnitOfWork
 from shared.repositories.vectors import VectorIndex
 from shared.search.recall_query import RecallQuery, build_recall_query
 from shared.search.scoring import (
     ScoreBreakdown,
+    adjacent_support,
     combine,
     frequency_score,
     fused_relevance,
@@ -27,11 +34,15 @@ from shared.search.scoring import (
     recency_score,
     relative_scores,
     with_neighbours,
+    with_time_cue,
 )
 from shared.search.scoring import term_coverage as coverage_of
+from shared.search.temporal import TimeSpan, asked_span
 from shared.search.tokenizer import matches_by_prefix
 
 CANDIDATE_LIMIT = 50
+ADJACENT_SEEDS = 10
+"""The memories noted right before and after this many of the best matches are candidates too."""
 EPISODE_LIMIT = 2
 
 
@@ -51,57 +62,72 @@ class Recall:
     query_terms: tuple[str, ...]
     mode: str = "lexical"
     notes: tuple[str, ...] = field(default=())
+    episodes_matched: bool = True
+    """False when ``episodes`` holds only the latest one, offered for continuity (nothing matched)."""
+    decisive_ids: frozenset[int] = frozenset()
+    """Memories that answer the question's own key (see ``shared.conversation.prepare``)."""
 
 
 def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, limit: int,
                     topic: str | None = None, query_vector: Sequence[float] | None = None,
-                    vectors: VectorIndex | None = None, context: Sequence[str] = ()) -> Recall:
+                    vectors: VectorIndex | None = None, context: Sequence[str] = (),
+                    local_now: datetime | None = None) -> Recall:
     """Everything worth remembering for this message of ``user_id``; ``context`` holds the user's
-    previous lines in this conversation, oldest first (they widen the search at a lower weight)."""
+    previous lines in this conversation, oldest first (they widen the search at a lower weight);
+    time cues ("last week") are read against ``local_now``, the user's wall clock (default ``now``)."""
+    started = time.perf_counter()
     query = build_recall_query(text, topic=topic, context=context)
+    span = asked_span(text, local_now or now)
     lexical = _lexical_candidates(uow, user_id, query)
     nearest: list[tuple[int, float]] = []
     if query_vector is not None and vectors is not None:
         nearest = vectors.nearest_memories(uow, user_id, query_vector, CANDIDATE_LIMIT)
-    scored = _score(uow, user_id, lexical, nearest, query, now)
-    return Recall(
+    scored = _score(uow, user_id, lexical, nearest, query, now, span)
+    episode_terms = list(query.message_terms + query.topic_terms)
+    episodes = _episodes(uow, user_id, episode_terms)
+    recall = Recall(
         memories=tuple(scored[:limit]),
-        episodes=tuple(_episodes(uow, user_id, list(query.message_terms + query.topic_terms))),
+        episodes=tuple(episodes),
         profile=uow.profiles.get(user_id),
         query_terms=query.terms,
         mode="hybrid" if nearest else "lexical",
+        episodes_matched=any(coverage_of(episode_terms, episode.search_tokens.split()) > 0 for episode in episodes),
     )
+    record.retrieval(recall.mode, time.perf_counter() - started)
+    return recall
 
 
-def _lexical_candidates(uow: UnitOfWork, user_id: int, query: RecallQuery) -> list[tuple[Memory, float]]:
+def _lexical_candidates(uow: UnitOfWork, user_id: int, query: RecallQuery) -> RankedCandidates:
     """BM25-ranked matches, then LIKE for what the tokens missed (e.g. 猫 inside 猫咪; an English stem
-    matches whole, so it is not looked for inside other words)."""
+    matches whole, so it is not looked for inside other words), and the memories noted beside the best."""
     if not query.weighted_terms:
-        return []
-    return uow.memories.ranked_candidates(user_id, query.weighted_terms, CANDIDATE_LIMIT,
-                                          contains=[term for term in query.message_terms if matches_by_prefix(term)])
+        return RankedCandidates([])
+    return uow.memories.ranked_with_adjacent(
+        user_id, query.weighted_terms, CANDIDATE_LIMIT, seeds=ADJACENT_SEEDS,
+        contains=[term for term in query.message_terms if matches_by_prefix(term)])
 
 
-def _score(uow: UnitOfWork, user_id: int, lexical: list[tuple[Memory, float]], nearest: list[tuple[int, float]],
-           query: RecallQuery, now: datetime) -> list[ScoredMemory]:
-    memories = {memory.id: memory for memory, _ in lexical}
-    own = {memory.id: score for memory, score in lexical}
-    similarity = dict(nearest)
-    for memory_id in [memory_id for memory_id in similarity if memory_id not in memories]:
-        memory = uow.memories.get(user_id, memory_id)
-        if memory is not None:
-            memories[memory_id] = memory
+def _score(uow: UnitOfWork, user_id: int, lexical: RankedCandidates, nearest: list[tuple[int, float]],
+           query: RecallQuery, now: datetime, span: TimeSpan | None = None) -> list[ScoredMemory]:
+    memories = {memory.id: memory for memory, _ in lexical.found}
+    own = {memory.id: score for memory, score in lexical.found}
+    vector_only = [memory_id for memory_id, _ in nearest if memory_id not in memories]
+    if vector_only:  # one round trip for the memories only the vectors found
+        memories.update((memory.id, memory) for memory in uow.memories.active_among(user_id, vector_only))
+    similarity = {memory_id: value for memory_id, value in nearest if memory_id in memories}
     if not memories:
         return []
-    support = neighbour_support(own, {memory_id: _noted_at(memories[memory_id]) for memory_id in own})
-    lexical_relevance = relative_scores(with_neighbours(own, support))
-    fused = fused_relevance(lexical_relevance, similarity) if nearest else {}
+    noted_at = {memory_id: _noted_at(memory) for memory_id, memory in memories.items()}
+    if span is not None:  # when it happened, where the monitor could tell, else when it was noted
+        own = with_time_cue(own, [memory_id for memory_id in own
+                                  if span.holds(memories[memory_id].happened_at or noted_at[memory_id])])
+    relevance, support = _relevance(own, similarity, lexical.next_to, noted_at)
     keyword, neighbours = relative_scores(own), relative_scores(support)
     max_uses = max(memory.access_count for memory in memories.values())
     results = []
-    for memory in memories.values():
+    for memory in (memories[memory_id] for memory_id in relevance):
         breakdown = combine(
-            relevance=fused.get(memory.id, 0.0) if nearest else lexical_relevance.get(memory.id, 0.0),
+            relevance=relevance.get(memory.id, 0.0),
             keyword=keyword.get(memory.id, 0.0),
             neighbours=neighbours.get(memory.id, 0.0),
             memory_type=memory.type,
@@ -114,6 +140,24 @@ def _score(uow: UnitOfWork, user_id: int, lexical: list[tuple[Memory, float]], n
         results.append(ScoredMemory(memory, breakdown))
     results.sort(key=lambda item: (item.score.total, item.memory.id), reverse=True)
     return results
+
+
+def _relevance(own: dict[int, float], similarity: dict[int, float], next_to: dict[int, tuple[int, ...]],
+               noted_at: dict[int, datetime]) -> tuple[dict[int, float], dict[int, float]]:
+    """Each memory's relevance (0-1) and its sitting's support. A memory's own match is its BM25 score
+    relative to the best, mixed with its vector similarity when there is one (one weight,
+    ``VECTOR_SHARE``); a sitting is then scored by its best-matching memory (late interaction) and the
+    memory noted right beside a match borrows from it, whichever signal found them."""
+    matched = relative_scores(own)
+    if similarity:
+        matched = fused_relevance(matched, similarity)
+    support = neighbour_support(matched, {key: noted_at[key] for key in matched})
+    beside = adjacent_support(matched, next_to, noted_at)
+    relevance = relative_scores(with_neighbours(matched, support, adjacent=beside))
+    for key in next_to:  # found only beside a match of another sitting: nothing to recall it for
+        if matched.get(key, 0.0) == 0.0 and beside.get(key, 0.0) == 0.0:
+            relevance.pop(key, None)
+    return relevance, support
 
 
 def _noted_at(memory: Memory) -> datetime:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
@@ -119,11 +119,14 @@ class ReminderClaim:
 
 @dataclass(frozen=True)
 class DeliveryOutcome:
-    """``kind`` is sent, skipped, retry (see ``retry_after``) or refused; ``reason`` says why."""
+    """``kind`` is sent, skipped, retry (see ``retry_after``) or refused; ``reason`` says why. A reminder that
+    was sent names its ``platform`` and how many seconds after its time it went (``lateness_seconds``)."""
 
     kind: str
     reason: str = ""
     retry_after: float | None = None
+    platform: str | None = field(default=None, compare=False)  # for the metrics, not part of what happened
+    lateness_seconds: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,7 @@ class _Delivery:
     user_id: int
     target: ReminderTarget
     text: str
+    remind_at: datetime
 
 
 def idempotency_key(todo_id: int) -> str:
@@ -177,21 +181,21 @@ def deliver_reminder(uow_factory: UowFactory, senders: Mapping[str, ReminderSend
             uow.todos.cancel_refused(user_id, todo_id, attempt, exc.reason, now)
             uow.commit()
         log.warning("reminder %s refused and cancelled: %s", todo_id, exc.reason)
-        return DeliveryOutcome("refused", exc.reason)
+        return DeliveryOutcome("refused", exc.reason, platform=platform)
     except ChatMoved as exc:
         record_chat_move(uow_factory, platform, delivery.target.platform_chat_id, exc.new_platform_chat_id)
         _note_failure(uow_factory, user_id, todo_id, attempt, exc.reason, now)
-        return DeliveryOutcome("retry", exc.reason, retry_after=0.0)
+        return DeliveryOutcome("retry", exc.reason, retry_after=0.0, platform=platform)
     except RetryLater as exc:
         hold_until = now + timedelta(seconds=exc.seconds) + SEND_WINDOW
         _note_failure(uow_factory, user_id, todo_id, attempt, exc.reason, now, hold_until=hold_until)
-        return DeliveryOutcome("retry", exc.reason, retry_after=exc.seconds)
+        return DeliveryOutcome("retry", exc.reason, retry_after=exc.seconds, platform=platform)
     with uow_factory() as uow:
         marked = uow.todos.mark_sent(user_id, todo_id, attempt, now)
         uow.commit()
     if not marked:
         log.warning("reminder %s was sent but changed meanwhile; not marked sent by attempt %s", todo_id, attempt)
-    return DeliveryOutcome("sent")
+    return DeliveryOutcome("sent", platform=platform, lateness_seconds=(now - delivery.remind_at).total_seconds())
 
 
 def console_reminders_sent_since(uow_factory: UowFactory, user_id: int, since: datetime,
@@ -225,7 +229,7 @@ def _take_over(uow: UnitOfWork, todo_id: int, attempt: int, now: datetime) -> _D
     target = ReminderTarget(chat.platform, chat.platform_chat_id,
                             identity.platform_user_id if identity else None, chat.kind)
     text = reminder_text(todo.content, todo.due_at, todo.timezone, identity.locale if identity else None)
-    return _Delivery(todo.user_id, target, text)
+    return _Delivery(todo.user_id, target, text, todo.remind_at)
 
 
 def _hold(uow_factory: UowFactory, user_id: int, todo_id: int, attempt: int, now: datetime,

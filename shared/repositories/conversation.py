@@ -148,6 +148,29 @@ class TurnRepository:
             query = query.where(ConversationTurn.id < before_turn_id)
         return list(reversed(self.session.scalars(query).all()))
 
+    def recent_counted(self, user_id: int, session_id: int, limit: int, *,
+                       before_turn_id: int | None = None) -> tuple[list[ConversationTurn], int]:
+        """:meth:`recent`, and how many turns the session holds in all (before ``before_turn_id``), in one query."""
+        in_all = func.count().over().label("in_all")
+        query = (
+            select(ConversationTurn, in_all)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.session_id == session_id)
+            .order_by(ConversationTurn.id.desc())
+            .limit(max(limit, 1))
+        )
+        if before_turn_id is not None:
+            query = query.where(ConversationTurn.id < before_turn_id)
+        rows = self.session.execute(query).all()
+        turns = [turn for turn, _ in reversed(rows)][-limit:] if limit else []
+        return turns, rows[0].in_all if rows else 0
+
+    def show_memories(self, user_id: int, turn_id: int, memory_ids: tuple[int, ...]) -> None:
+        """Record which memories the prompt answering the user's turn showed, so later prompts show them
+        again the same way."""
+        self.session.execute(update(ConversationTurn)
+                             .where(ConversationTurn.id == turn_id, ConversationTurn.user_id == user_id)
+                             .values(memory_ids=list(memory_ids)))
+
     def unanswered(self, platform: str, since: datetime, limit: int, *,
                    platform_user_id: str | None = None) -> list[UnansweredTurn]:
         """Messages on ``platform`` that are the last turn of a conversation still open and active since
@@ -182,6 +205,12 @@ class TurnRepository:
             .limit(limit)
         )
         return list(self.session.scalars(query))
+
+    def hold_for_reply(self, user_id: int, turn_id: int) -> None:
+        """Lock the user's message ``turn_id`` until the transaction ends: of two processes answering it at once
+        (a replica that just started answers what looks unanswered), the second sees the first's reply."""
+        self.session.execute(select(ConversationTurn.id).where(ConversationTurn.user_id == user_id,
+                                                               ConversationTurn.id == turn_id).with_for_update())
 
     def reply_in_session(self, user_id: int, session_id: int | None, after_turn_id: int) -> ConversationTurn | None:
         """The first assistant turn of the session after ``after_turn_id``: the answer to that message."""
@@ -276,3 +305,4 @@ class TurnRepository:
             .where(ConversationTurn.user_id == user_id, ConversationTurn.id.in_(turn_ids))
             .values(extracted=True)
         )
+

@@ -24,15 +24,9 @@ from sqlalchemy.orm import Session, aliased
 
 from shared.db.memory_models import Memory, MemoryEvent
 from shared.repositories.bulk_rows import insert_values
-from shared.repositories.ranked_search import MEMORY_BM25
-from shared.search.scoring import BM25_B, BM25_K1
-from shared.search.tsquery import MAX_QUERY_TERMS, like_pattern, prefix_tsquery, weighted_prefix_queries
+from shared.repositories.ranked_search import MEMORY_BM25, RankedCandidates, bm25_parameters
+from shared.search.tsquery import like_pattern, prefix_tsquery
 from shared.text import clean_text
-
-BM25_POOL_LIMIT = 2000
-"""At most this many matching memories (the newest) are scored for one query."""
-BM25_POPULATION_CAP = 20000
-"""The user's memories are counted up to here for IDF; beyond it the figure barely moves."""
 
 SNAPSHOT_FIELDS = ("type", "subject", "predicate", "content", "value", "importance", "confidence",
                    "source", "tier", "verified", "superseded_by", "expires_at", "deleted_at")
@@ -47,7 +41,8 @@ def snapshot(memory: Memory) -> dict[str, Any]:
     return picture
 
 
-_RANKED_MEMORIES = (select(Memory, MEMORY_BM25.c.score).join(MEMORY_BM25, Memory.id == MEMORY_BM25.c.id)
+_RANKED_MEMORIES = (select(Memory, MEMORY_BM25.c.score, MEMORY_BM25.c.next_to)
+                    .join(MEMORY_BM25, Memory.id == MEMORY_BM25.c.id)
                     .order_by(MEMORY_BM25.c.score.desc(), Memory.id.desc()))
 
 
@@ -129,15 +124,17 @@ class MemoryRepository:
         """Active memories matching any term as a prefix, with their BM25 score over this user's
         memories (rare words count more; see :mod:`shared.repositories.ranked_search`), best first;
         then, up to ``limit``, the newest whose content ``contains`` one of those words (score 0)."""
-        queries = weighted_prefix_queries(weighted_terms)
-        if not queries:
-            return []
-        patterns = [like_pattern(term) for term in list(dict.fromkeys(contains))[:MAX_QUERY_TERMS] if term]
-        parameters = {"queries": [query for query, _ in queries], "weights": [weight for _, weight in queries],
-                      "any_query": " | ".join(query for query, _ in queries), "user_id": user_id, "limit": limit,
-                      "patterns": patterns, "pool_limit": BM25_POOL_LIMIT, "population_cap": BM25_POPULATION_CAP,
-                      "k1": BM25_K1, "b": BM25_B}
-        return [(memory, float(score)) for memory, score in self.session.execute(_RANKED_MEMORIES, parameters)]
+        return self.ranked_with_adjacent(user_id, weighted_terms, limit, contains).found
+
+    def ranked_with_adjacent(self, user_id: int, weighted_terms: Sequence[tuple[str, float]], limit: int = 50,
+                             contains: Sequence[str] = (), seeds: int = 0) -> RankedCandidates:
+        """:meth:`ranked_candidates`, and the memories noted just before and after the best ``seeds``."""
+        parameters = bm25_parameters(user_id, weighted_terms, limit, contains, seeds)
+        if parameters is None:
+            return RankedCandidates([])
+        rows = self.session.execute(_RANKED_MEMORIES, parameters).all()
+        return RankedCandidates([(memory, float(score)) for memory, score, _ in rows],
+                                {memory.id: tuple(next_to) for memory, _, next_to in rows if next_to})
 
     def touch(self, user_id: int, memory_ids: Sequence[int], now: datetime) -> None:
         """Access tracking for memories that went into a prompt."""

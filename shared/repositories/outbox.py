@@ -1,4 +1,8 @@
-"""The jobs outbox: background work recorded in the same transaction as its cause."""
+"""The jobs outbox: background work recorded in the same transaction as its cause.
+
+A job remembers the log context it was owed in (the turn, platform and user hash of
+:mod:`shared.log_context`), so the worker's log lines about it carry the same fields.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from shared import log_context
 from shared.db.memory_models import OutboxJob
 from shared.repositories.bulk_rows import insert_values
 
@@ -22,7 +27,8 @@ class OutboxRepository:
     def add(self, task: str, payload: dict[str, Any], *, dedup_key: str | None = None,
             user_id: int | None = None, available_at: datetime | None = None) -> int | None:
         """Record a job; returns its id, or None when a job with the same key already exists."""
-        values: dict[str, Any] = {"task": task, "payload": payload, "dedup_key": dedup_key, "user_id": user_id}
+        values: dict[str, Any] = {"task": task, "payload": payload, "dedup_key": dedup_key, "user_id": user_id,
+                                  "log_context": log_context.carried() or None}
         if available_at is not None:
             values["available_at"] = available_at
         statement = insert(OutboxJob).values(**values).returning(OutboxJob.id)
@@ -34,8 +40,10 @@ class OutboxRepository:
     def add_each(self, task: str, jobs: dict[str, dict[str, Any]], *, user_id: int | None = None) -> None:
         """Record one job per dedup key (key) with its payload (value), in one statement; a key already
         owed is skipped."""
+        context = log_context.carried() or None
         insert_values(self.session, OutboxJob, [{"task": task, "payload": payload, "dedup_key": key,
-                                                 "user_id": user_id} for key, payload in jobs.items()],
+                                                 "user_id": user_id, "log_context": context}
+                                                for key, payload in jobs.items()],
                       skip_conflicts=True)
 
     def owed(self, older_than: datetime, limit: int = 100) -> list[OutboxJob]:
@@ -59,16 +67,27 @@ class OutboxRepository:
         job = self.session.get(OutboxJob, job_id)
         return job is None or job.status == "done"
 
+    def user_of(self, job_id: int) -> int | None:
+        """Whose work the job is (None for a job of no one, or one gone)."""
+        return self.session.scalar(select(OutboxJob.user_id).where(OutboxJob.id == job_id))
+
+    def put_off(self, job_id: int, until: datetime) -> None:
+        """Owe the job again from ``until`` (a user over quota): the sweep sends it after that, not before."""
+        self.session.execute(
+            update(OutboxJob).where(OutboxJob.id == job_id, OutboxJob.status != "done")
+            .values(status="pending", available_at=until)
+        )
+
     def mark_sent(self, job_id: int, now: datetime) -> None:
         self.session.execute(
             update(OutboxJob).where(OutboxJob.id == job_id, OutboxJob.status != "done")
             .values(status="sent", sent_at=now, available_at=now, attempts=OutboxJob.attempts + 1)
         )
 
-    def mark_done(self, job_id: int, now: datetime) -> bool:
-        """Mark a job done; False when it already was (the task ran twice)."""
-        result = self.session.execute(
+    def mark_done(self, job_id: int, now: datetime) -> tuple[str, datetime] | None:
+        """Mark a job done; its task and when it was owed, or None when it already was done (the task ran twice)."""
+        row = self.session.execute(
             update(OutboxJob).where(OutboxJob.id == job_id, OutboxJob.status != "done")
-            .values(status="done", done_at=now)
-        )
-        return result.rowcount == 1
+            .values(status="done", done_at=now).returning(OutboxJob.task, OutboxJob.created_at)
+        ).one_or_none()
+        return (row.task, row.created_at) if row is not None else None

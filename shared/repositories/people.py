@@ -63,6 +63,13 @@ class UserRepository:
         if user is not None:
             user.paused_at = paused_at
 
+    def set_quota_lifted(self, user_id: int, lifted_at: datetime | None) -> bool:
+        """Lift the daily token quota for this user (a time), or apply it again (None); False for no such user."""
+        user = self.session.get(User, user_id)
+        if user is not None:
+            user.quota_lifted_at = lifted_at
+        return user is not None
+
     def _create(self, platform: str, platform_user_id: str) -> Identity:
         """Insert user and identity; if another process won the race, use its identity."""
         user = User()

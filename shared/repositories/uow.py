@@ -1,6 +1,8 @@
 """The unit of work: one transaction and the repositories that share it.
 
-It rolls back unless told to commit, so a service that fails half-way leaves nothing behind.
+It rolls back unless told to commit, so a service that fails half-way leaves nothing behind. The
+first commit made while a bot handles a platform update marks that update handled in the same
+transaction (:mod:`shared.db.update_log`).
 Objects loaded inside stay readable after the block (detached, not expired). A database that cannot
 be reached, or drops the connection, leaves the block as :class:`DatabaseUnavailable`.
 """
@@ -13,12 +15,15 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db.availability import database_unreachable
+from shared.db.update_log import marked_in
 from shared.errors import DatabaseUnavailable
+from shared.repositories.access import AccessRepository
 from shared.repositories.accounts import AccountDataRepository
 from shared.repositories.conversation import SessionRepository, TurnRepository
 from shared.repositories.episodes import EpisodeRepository
 from shared.repositories.memories import MemoryEventRepository, MemoryRepository
 from shared.repositories.memory_sweeps import MemorySweepRepository
+from shared.repositories.operations import OperationsRepository
 from shared.repositories.outbox import OutboxRepository
 from shared.repositories.people import ChatRepository, UserRepository
 from shared.repositories.profiles import ProfileRepository
@@ -26,6 +31,7 @@ from shared.repositories.reminders import TodoRepository
 from shared.repositories.retention import RetentionRepository
 from shared.repositories.search_index import SearchIndexRepository
 from shared.repositories.tokens import OneTimeTokenRepository
+from shared.repositories.usage import UsageRepository
 from shared.repositories.web_sessions import WebSessionRepository
 
 
@@ -55,6 +61,9 @@ class UnitOfWork:
         self.tokens = OneTimeTokenRepository(self.session)
         self.web_sessions = WebSessionRepository(self.session)
         self.accounts = AccountDataRepository(self.session)
+        self.operations = OperationsRepository(self.session)
+        self.usage = UsageRepository(self.session)
+        self.access = AccessRepository(self.session)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -64,7 +73,9 @@ class UnitOfWork:
             raise DatabaseUnavailable("database_unavailable") from exc
 
     def commit(self) -> None:
-        self.session.commit()
+        """Commit; a platform update being handled (:mod:`shared.db.update_log`) is marked handled with it."""
+        with marked_in(self.session):
+            self.session.commit()
 
     def flush(self) -> None:
         """Send pending changes (ids become known) without committing."""

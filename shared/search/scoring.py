@@ -7,9 +7,10 @@ fits this message, so they count in proportion to relevance: they decide between
 match about as well, and never lift last week's weak match over an exact one from months ago.
 
 ``relevance`` is lexical: the memory's BM25 score (rare words count more) plus a share of the best
-score among its neighbours (memories noted within the same sitting, ``NEIGHBOUR_WINDOW``), relative
-to the best candidate; when vectors are in play it is mixed with the cosine similarity of the
-memory's embedding (``VECTOR_SHARE``). Every result keeps its breakdown, so ``/memories why`` and the
+score among its neighbours (memories noted within the same sitting, ``NEIGHBOUR_WINDOW``) and a share
+of the score of the memory noted right before or after it (``ADJACENT_SHARE``), relative to the best
+candidate; when vectors are in play the memory's own match is first mixed with the cosine similarity
+of its embedding (``VECTOR_SHARE``). Every result keeps its breakdown, so ``/memories why`` and the
 tests can explain it.
 """
 
@@ -33,15 +34,24 @@ NEIGHBOUR_WINDOW = timedelta(minutes=30)
 """Memories noted this close together come from one sitting (the idle time that closes a session)."""
 NEIGHBOUR_SHARE = 0.3
 """How much of its best neighbour's match a memory borrows: things said together belong together."""
+ADJACENT_SHARE = 0.3
+"""How much of its best match a memory noted right before or after it lends: a line often answers or
+continues the one before it ("it was rich and creamy" after "I made coconut milk ice cream")."""
+TIME_CUE_BOOST = 0.5
+"""A memory noted within the time the message asks about ("last week", "在去年夏天", "in June") matches
+this much better (its BM25 score × 1.5)."""
 BM25_K1 = 1.2
 """Okapi BM25 term-frequency saturation (the usual 1.2)."""
 BM25_B = 0.75
 """Okapi BM25 length normalisation (the usual 0.75): a match in a short memory counts more."""
 VECTOR_SHARE = 0.3
-"""With vectors, relevance is ``0.7·lexical + 0.3·cosine similarity`` (a convex combination, which
-keeps how strong each match is; reciprocal rank fusion over 50-item lists flattens a clear lexical
-winner to the level of a memory both branches ranked mediocre, and lost a third of the hits on LoCoMo
-with a small embedder). Words the user actually said lead; vectors add what is said differently."""
+"""With vectors, a memory's own match is ``0.7·lexical + 0.3·cosine similarity`` (lexical: its BM25
+relative to the best), the one weight of the fusion. It is mixed per memory, before the sitting and
+adjacent shares, so a sitting is scored by its best memory whichever signal found it (late
+interaction), and a stronger embedder adds on top of the same rules. A convex combination keeps how
+strong each match is; reciprocal rank fusion over 50-item lists flattens a clear lexical winner to the
+level of a memory both branches ranked mediocre, and lost a third of the hits on LoCoMo with a small
+embedder. Words the user actually said lead; vectors add what is said differently."""
 
 CATEGORY_BOOST = {"preference": 1.5, "fact": 1.2, "person": 1.2, "event": 1.1, "pattern": 1.0,
                   "rule": 1.0, "todo": 1.0}
@@ -112,10 +122,29 @@ def neighbour_support(scores: dict[int, float], noted_at: dict[int, datetime],
     return support
 
 
-def with_neighbours(scores: dict[int, float], support: dict[int, float],
-                    share: float = NEIGHBOUR_SHARE) -> dict[int, float]:
-    """A memory's own score plus ``share`` of its best neighbour's."""
-    return {key: value + share * support.get(key, 0.0) for key, value in scores.items()}
+def with_time_cue(scores: dict[int, float], in_span: Iterable[int], boost: float = TIME_CUE_BOOST) -> dict[int, float]:
+    """The scores, those of the memories noted within the asked-about time raised by ``boost``."""
+    raised = set(in_span)
+    return {key: value * (1 + boost) if key in raised else value for key, value in scores.items()}
+
+
+def adjacent_support(scores: dict[int, float], next_to: dict[int, Sequence[int]], noted_at: dict[int, datetime],
+                     window: timedelta = NEIGHBOUR_WINDOW) -> dict[int, float]:
+    """For each item noted right beside others (``next_to``), the best score among those noted within
+    ``window`` of it (one sitting)."""
+    return {key: max((scores.get(other, 0.0) for other in others
+                      if other in noted_at and abs(noted_at[key] - noted_at[other]) <= window), default=0.0)
+            for key, others in next_to.items() if key in noted_at}
+
+
+def with_neighbours(scores: dict[int, float], support: dict[int, float], share: float = NEIGHBOUR_SHARE,
+                    adjacent: dict[int, float] | None = None,
+                    adjacent_share: float = ADJACENT_SHARE) -> dict[int, float]:
+    """A memory's own score plus ``share`` of its best neighbour's in the sitting and ``adjacent_share``
+    of the best of those noted right beside it."""
+    adjacent = adjacent or {}
+    return {key: value + share * support.get(key, 0.0) + adjacent_share * adjacent.get(key, 0.0)
+            for key, value in scores.items()}
 
 
 def fused_relevance(lexical: dict[int, float], similarity: dict[int, float],

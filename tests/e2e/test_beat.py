@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 from celery.schedules import crontab
+from sqlalchemy import create_engine, text
 
 from tests.waiting import wait_for
+from worker.beat import BEAT_LEASE_SECONDS
 from worker.schedule import beat_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,6 +61,34 @@ def test_a_second_beat_for_the_same_database_refuses_to_run(migrated_system_db, 
     finally:
         stop_beat(first)
     assert schedule_files(tmp_path / "one") and not schedule_files(tmp_path / "two")
+
+
+def test_a_beat_that_lost_its_lease_stops_and_one_that_stopped_gives_it_back(migrated_system_db, tmp_path):
+    first = beat(migrated_system_db, tmp_path / "one")
+    try:
+        wait_until_beating(first, tmp_path / "one")
+        engine = create_engine(migrated_system_db.replace("postgresql://", "postgresql+psycopg://", 1))
+        with engine.begin() as connection:  # it stalled past its lease, and another beat took over
+            connection.execute(text("UPDATE process_leases SET holder = 'another beat', "
+                                    "expires_at = now() + interval '1 minute'"))
+        assert first.wait(timeout=BEAT_LEASE_SECONDS) is not None
+        assert "lease was lost" in log_of(tmp_path / "one")
+        with engine.begin() as connection:
+            connection.execute(text("DELETE FROM process_leases"))
+        engine.dispose()
+    finally:
+        if first.poll() is None:
+            stop_beat(first)
+    again = beat(migrated_system_db, tmp_path / "two")
+    try:
+        wait_until_beating(again, tmp_path / "two")
+    finally:
+        stop_beat(again)
+    third = beat(migrated_system_db, tmp_path / "three")  # a clean stop gave the lease back: no wait
+    try:
+        wait_until_beating(third, tmp_path / "three")
+    finally:
+        stop_beat(third)
 
 
 def test_the_schedule_scans_reminders_every_minute_and_maintains_memory_daily_at_the_set_hour():

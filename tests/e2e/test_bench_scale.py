@@ -21,7 +21,11 @@ def test_scale_bench_writes_latencies_for_every_size_and_explains_the_slowest_qu
         assert step["retrieval"]["count"] == step["hot_path"]["count"] == 20
         assert step["load_s"] > 0
         assert "text_candidates" in step["explain_slowest"]["plans"]
-    assert "target retrieval p99" in scale.report(written)
+        stored = step["storage"]
+        assert stored["memories_per_user"]["max"] >= stored["memories_per_user"]["mean"] > 0
+        assert 0 < stored["table_mib"] < stored["total_mib"] <= stored["database_mib"]
+        assert stored["index_mib"] and sum(stored["index_mib"].values()) <= stored["indexes_mib"] + 0.5
+    assert "target retrieval p99" in scale.report(written) and "memories per user mean" in scale.report(written)
 
 
 def test_memory_rows_carry_the_product_tokens_of_their_text() -> None:

@@ -37,6 +37,8 @@ def test_prompt_cost_replays_a_conversation_with_one_llm_call_per_message(system
     assert tokens["count"] == figures["user_messages"] and 0 <= tokens["p50"] <= tokens["p95"] <= tokens["max"]
     assert tokens["max"] > 0 and figures["full_conversation_tokens"]["max"] > tokens["max"]
     assert "memory-context tokens per turn" in prompt_cost.report(figures) and prompt_cost_rows(figures)
+    reusable = figures["reusable_prefix"]
+    assert reusable["per_turn"]["count"] == figures["user_messages"] - 1 and 0 < reusable["per_turn"]["mean"] < 1
 
 
 def test_worker_bench_drains_real_jobs_on_both_brokers_and_counts_background_calls(system_pg_admin_url, tmp_path,
@@ -55,3 +57,5 @@ def test_worker_bench_drains_real_jobs_on_both_brokers_and_counts_background_cal
     assert calls["per_message"]["turn"] == 1.0 and calls["llm_calls"]["episode_summary"] == 1
     assert 0 < calls["per_message"]["extraction"] <= 1.0
     assert "jobs/s" in worker.report(figures) and worker_rows(figures)
+    tokens = calls["prompt_tokens_per_message"]
+    assert tokens["turn"] > 0 and tokens["extraction"] > 0 and "hot path" in worker.report(figures)

@@ -322,7 +322,7 @@ class FakeDiscord(LoopbackFake):
 
     def slash_command(self, name: str, options: Mapping[str, object] | None = None, *, user_id: str,
                       guild_id: str | None = None, channel_id: str | None = None,
-                      locale: str = "en-US") -> dict[str, Any]:
+                      locale: str = "en-US", roles: tuple[str, ...] = ()) -> dict[str, Any]:
         """An INTERACTION_CREATE for ``/name``; attachments (from ``add_attachment``) become type 11."""
         raw_options, resolved = [], {}
         for option, value in (options or {}).items():
@@ -335,7 +335,8 @@ class FakeDiscord(LoopbackFake):
         data: dict[str, Any] = {"id": self._command_id(name), "name": name, "type": 1, "options": raw_options}
         if resolved:
             data["resolved"] = resolved
-        return self._interaction(2, data, user_id=user_id, guild_id=guild_id, channel_id=channel_id, locale=locale)
+        return self._interaction(2, data, user_id=user_id, guild_id=guild_id, channel_id=channel_id, locale=locale,
+                                 roles=roles)
 
     def button_press(self, message: dict[str, Any], custom_id: str, *, user_id: str, guild_id: str | None = None,
                      channel_id: str | None = None, locale: str = "en-US") -> dict[str, Any]:
@@ -348,8 +349,10 @@ class FakeDiscord(LoopbackFake):
 
     def incoming_message(self, content: str, *, user_id: str, channel_id: str | None = None,
                          guild_id: str | None = None, mentions: tuple[dict[str, Any], ...] = (),
-                         reply_to: dict[str, Any] | None = None, bot: bool = False) -> dict[str, Any]:
-        """A MESSAGE_CREATE: a DM when ``guild_id`` is None (in the user's DM channel by default)."""
+                         reply_to: dict[str, Any] | None = None, bot: bool = False,
+                         roles: tuple[str, ...] = ()) -> dict[str, Any]:
+        """A MESSAGE_CREATE: a DM when ``guild_id`` is None (in the user's DM channel by default); in a server
+        the sender has ``roles``."""
         channel_id = channel_id or (self.dm_channel(user_id) if guild_id is None else self.new_id())
         message: dict[str, Any] = {
             "id": self.new_id(), "channel_id": channel_id, "type": 19 if reply_to else 0, "content": content,
@@ -358,13 +361,25 @@ class FakeDiscord(LoopbackFake):
             "mention_roles": [], "attachments": [], "embeds": [], "pinned": False, "flags": 0, "components": []}
         if guild_id is not None:
             message["guild_id"] = guild_id
-            message["member"] = {"roles": [], "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False,
+            message["member"] = {"roles": list(roles), "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False,
                                  "mute": False, "flags": 0}
         if reply_to is not None:
             message["message_reference"] = {"type": 0, "message_id": reply_to["id"],
                                             "channel_id": reply_to["channel_id"], "guild_id": guild_id}
             message["referenced_message"] = reply_to
         return message
+
+    def guild_create(self, guild_id: str, role_ids: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The GUILD_CREATE the gateway sends for each server the bot is in (with the guilds intent): its
+        roles, the @everyone role (whose id is the server's) among them."""
+        roles = [{"id": role_id, "name": "@everyone" if role_id == guild_id else f"role{role_id[-4:]}",
+                  "color": 0, "hoist": False, "position": index, "permissions": "0", "managed": False,
+                  "mentionable": False, "flags": 0} for index, role_id in enumerate((guild_id, *role_ids))]
+        return {"id": guild_id, "name": f"server{guild_id[-4:]}", "unavailable": False, "roles": roles,
+                "channels": [], "threads": [], "members": [], "member_count": 2, "emojis": [], "stickers": [],
+                "features": [], "owner_id": self.new_id(), "afk_timeout": 300, "verification_level": 0,
+                "default_message_notifications": 0, "explicit_content_filter": 0, "mfa_level": 0,
+                "premium_tier": 0, "preferred_locale": "en-US", "nsfw_level": 0, "large": False}
 
     def dm_channel(self, user_id: str) -> str:
         """The id of the DM channel with ``user_id`` (created on first use, as Discord does)."""
@@ -473,7 +488,8 @@ class FakeDiscord(LoopbackFake):
         return self.new_id()
 
     def _interaction(self, kind: int, data: dict[str, Any], *, user_id: str, guild_id: str | None,
-                     channel_id: str | None, locale: str, message: dict[str, Any] | None = None) -> dict[str, Any]:
+                     channel_id: str | None, locale: str, message: dict[str, Any] | None = None,
+                     roles: tuple[str, ...] = ()) -> dict[str, Any]:
         user, interaction_id = self.user(user_id), self.new_id()
         token = f"aW50ZXJhY3Rpb246{interaction_id}OjEyMzQ1Njc4OTA6{interaction_id[::-1]}"
         permissions = "2248473465835073"
@@ -491,7 +507,7 @@ class FakeDiscord(LoopbackFake):
             payload.update(
                 guild_id=guild_id, guild_locale="en-US", guild={"id": guild_id, "locale": "en-US", "features": []},
                 context=0, authorizing_integration_owners={"0": guild_id},
-                member={"user": user, "roles": [], "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False,
+                member={"user": user, "roles": list(roles), "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False,
                         "mute": False, "flags": 0, "pending": False, "nick": None, "avatar": None,
                         "permissions": permissions},
                 channel={"id": channel_id, "type": 0, "guild_id": guild_id, "name": "general", "position": 0,
@@ -683,7 +699,9 @@ def _failure(failure: _Failure) -> _Answer:
     if failure.status == 429:
         wait = 0.2 if failure.retry_after is None else failure.retry_after
         body = {"message": failure.message or "You are being rate limited.", "retry_after": wait, "global": False}
-        headers = {"Retry-After": str(math.ceil(wait)), "X-RateLimit-Scope": "user"}
+        # Discord's own 429s come through its Google front (``Via: 1.1 google``); one without it is Cloudflare's
+        # ban, which discord.py raises instead of waiting out.
+        headers = {"Retry-After": str(math.ceil(wait)), "X-RateLimit-Scope": "user", "Via": "1.1 google"}
         return _Answer(429, body, headers)
     default = {401: "401: Unauthorized", 403: "Missing Access", 404: "Unknown Channel"}.get(
         failure.status, f"{failure.status}: Internal Server Error" if failure.status >= 500 else "Bad Request")

@@ -13,9 +13,16 @@ thread::
 
 A bot polls it like Telegram: the test pushes what users do (``push_message``, ``push_callback``)
 and ``getUpdates`` serves it, holding the request up to its ``timeout`` until something arrives and
-forgetting updates below the ``offset`` it is given. What the bot does is recorded in Bot API shapes:
-``messages`` (its messages as they are now, edits applied, keyboards included), ``documents`` (the
-uploaded bytes), ``callback_answers``, ``chat_actions``, ``my_commands(language_code)``.
+forgetting updates below the ``offset`` it is given. A ``getUpdates`` that arrives while another is
+held ends the held one with Telegram's 409 ("Conflict: terminated by other getUpdates request").
+Webhook mode as Telegram has it: ``setWebhook`` (an empty ``url`` or ``deleteWebhook`` removes it) and
+``getWebhookInfo``; while a webhook is set, ``getUpdates`` is refused with Telegram's 409 ("can't use
+getUpdates method while webhook is active"). The test is Telegram's sender and the load balancer:
+``take_updates`` hands over what users did, ``post_update`` POSTs one update to a replica's address
+with the secret token the bot set.
+What the bot does is recorded in Bot API shapes: ``messages`` (its messages as they are now, edits
+applied, keyboards included), ``documents`` (the uploaded bytes), ``callback_answers``,
+``chat_actions``, ``my_commands(language_code)``.
 
 Methods are a table: ``telegram.methods["getUpdates"] = handler`` replaces one. A handler takes the
 request's parameters and returns the ``result``, or raises :class:`TelegramApiError`. Scripted
@@ -34,6 +41,8 @@ import logging
 import re
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,7 +153,8 @@ class FakeTelegram(LoopbackFake):
                          "can_read_all_group_messages": False, "supports_inline_queries": False}
         self.methods: dict[str, Handler] = {
             "getMe": self._get_me, "sendMessage": self._send_message, "getUpdates": self._get_updates,
-            "deleteWebhook": lambda _params: True, "setWebhook": lambda _params: True,
+            "deleteWebhook": self._delete_webhook, "setWebhook": self._set_webhook,
+            "getWebhookInfo": self._get_webhook_info,
             "setMyCommands": self._set_my_commands, "getMyCommands": self._get_my_commands,
             "deleteMyCommands": self._delete_my_commands, "editMessageText": self._edit_message_text,
             "editMessageReplyMarkup": self._edit_message_reply_markup,
@@ -160,6 +170,7 @@ class FakeTelegram(LoopbackFake):
         self._stalls: deque[_Stall] = deque()
         self._updates: list[dict[str, Any]] = []
         self._next_update_id = 1
+        self._polls = 0  # getUpdates requests so far: a held one ends with 409 when a newer one arrives
         self._messages: dict[tuple[int | str, int], dict[str, Any]] = {}
         self._outgoing: list[tuple[int | str, int]] = []
         self._files: dict[str, _StoredFile] = {}
@@ -171,6 +182,7 @@ class FakeTelegram(LoopbackFake):
         self._forbidden: dict[int | str, str] = {}
         self._migrated: dict[int | str, int] = {}
         self._chats: dict[int | str, dict[str, Any]] = {}
+        self._webhook: dict[str, Any] | None = None
 
     @property
     def base_file_url(self) -> str:
@@ -249,6 +261,31 @@ class FakeTelegram(LoopbackFake):
         self._push_update({"callback_query": {"id": query_id, "from": dict(from_user), "message": current,
                                               "chat_instance": f"ci{current['chat']['id']}", "data": data}})
         return query_id
+
+    def take_updates(self) -> list[dict[str, Any]]:
+        """The updates not yet served, removed from the queue: what Telegram POSTs to a webhook."""
+        with self._lock:
+            taken, self._updates = self._updates, []
+        return taken
+
+    def post_update(self, url: str, update: dict[str, Any], timeout: float = 10.0) -> int:
+        """POST ``update`` to ``url`` (a replica behind the load balancer) as Telegram delivers it to a webhook,
+        with the secret token the bot set; returns the HTTP status."""
+        secret = (self._webhook or {}).get("secret_token")
+        request = urllib.request.Request(url, data=json.dumps(update).encode(), method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  **({"X-Telegram-Bot-Api-Secret-Token": secret} if secret else {})})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                return answer.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    @property
+    def webhook(self) -> dict[str, Any] | None:
+        """What the last ``setWebhook`` set (url, secret_token, allowed_updates), or None."""
+        with self._lock:
+            return dict(self._webhook) if self._webhook is not None else None
 
     def add_file(self, data: bytes, file_name: str, mime_type: str = "application/json") -> dict[str, Any]:
         """A file a user uploads: the Document object to pass to :meth:`push_message`."""
@@ -380,14 +417,42 @@ class FakeTelegram(LoopbackFake):
     def _get_me(self, _params: dict[str, Any]) -> dict[str, Any]:
         return dict(self.bot_user)
 
+    def _set_webhook(self, params: dict[str, Any]) -> bool:
+        url = str(params.get("url") or "")
+        with self._lock:
+            self._webhook = {"url": url, "secret_token": params.get("secret_token"),
+                             "allowed_updates": _json_value(params.get("allowed_updates")) or None} if url else None
+        return True
+
+    def _delete_webhook(self, _params: dict[str, Any]) -> bool:
+        with self._lock:
+            self._webhook = None
+        return True
+
+    def _get_webhook_info(self, _params: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            info = {"url": (self._webhook or {}).get("url", ""), "has_custom_certificate": False,
+                    "pending_update_count": len(self._updates)}
+            if self._webhook is not None and self._webhook["allowed_updates"]:
+                info["allowed_updates"] = self._webhook["allowed_updates"]
+        return info
+
     def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.webhook is not None:
+            raise TelegramApiError(409, WEBHOOK_ACTIVE)
         offset, limit = int(params.get("offset") or 0), min(max(int(params.get("limit") or 100), 1), 100)
         timeout = min(max(float(params.get("timeout") or 0), 0.0), LONG_POLL_CAP_SECONDS)
         allowed = _json_value(params.get("allowed_updates")) or None
         with self._updates_ready:
+            self._polls += 1
+            mine = self._polls
+            self._updates_ready.notify_all()
             if offset > 0:
                 self._updates = [u for u in self._updates if u["update_id"] >= offset]
-            self._updates_ready.wait_for(lambda: self._updates or self._stopping.is_set(), timeout)
+            self._updates_ready.wait_for(lambda: self._updates or self._stopping.is_set() or self._polls != mine,
+                                         timeout)
+            if self._polls != mine:
+                raise TelegramApiError(409, CONFLICT)
             wanted = [u for u in self._updates if allowed is None or any(kind in u for kind in allowed)]
             return json.loads(json.dumps(wanted[:limit]))
 
@@ -556,6 +621,11 @@ class _Upload:
     filename: str | None
     content_type: str | None
     data: bytes
+
+
+CONFLICT = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
+WEBHOOK_ACTIVE = ("Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the "
+                  "webhook first")
 
 
 def user_object(user_id: int, first_name: str = "User", *, username: str | None = None,

@@ -19,7 +19,7 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -29,9 +29,11 @@ from sqlalchemy.orm.instrumentation import manager_of_class
 from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.sql.functions import now as sql_now
 
+from shared import log_context
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import Base, Chat, ConversationSession, ConversationTurn, Identity, User
 from shared.db.token_models import OneTimeToken
+from shared.db.usage_models import NO_CHAT, SUMMED, UsageCall, UsageDay, UsageTotals, sums_by_kind, usage_day
 from shared.db.web_session_models import WebSession
 from shared.repositories.accounts import LEARNT_FROM_THE_USER
 from shared.repositories.conversation import UnansweredTurn
@@ -44,7 +46,9 @@ _MODELS = {mapper.local_table: mapper.class_ for mapper in Base.registry.mappers
 
 
 def _key(row: Base) -> Any:
-    return getattr(row, orm_inspect(type(row)).primary_key[0].key)
+    """The row's primary key: its value, or a tuple of them for a key of several columns."""
+    values = tuple(getattr(row, column.key) for column in orm_inspect(type(row)).primary_key)
+    return values[0] if len(values) == 1 else values
 
 
 @cache
@@ -146,6 +150,7 @@ class FakeUnitOfWork:
         self.tokens = FakeOneTimeTokenRepository(self._rows)
         self.web_sessions = FakeWebSessionRepository(self._rows)
         self.accounts = FakeAccountDataRepository(self._rows)
+        self.usage = FakeUsageRepository(self._rows)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -266,6 +271,12 @@ class FakeUserRepository(_Repository):
         user = self.get(user_id)
         if user is not None:
             user.paused_at = paused_at
+
+    def set_quota_lifted(self, user_id: int, lifted_at: datetime | None) -> bool:
+        user = self.get(user_id)
+        if user is not None:
+            user.quota_lifted_at = lifted_at
+        return user is not None
 
 
 class FakeChatRepository(_Repository):
@@ -460,8 +471,17 @@ class FakeOutboxRepository(_Repository):
         if dedup_key is not None and self._rows.select(OutboxJob, dedup_key=dedup_key):
             return None
         job = OutboxJob(task=task, payload=payload, dedup_key=dedup_key, user_id=user_id,
-                        available_at=available_at)
+                        available_at=available_at, log_context=log_context.carried() or None)
         return self._rows.insert(job).id
+
+    def user_of(self, job_id: int) -> int | None:
+        job = self._rows.table(OutboxJob).get(job_id)
+        return job.user_id if job is not None else None
+
+    def put_off(self, job_id: int, until: datetime) -> None:
+        job = self._rows.table(OutboxJob).get(job_id)
+        if job is not None and job.status != "done":
+            job.status, job.available_at = "pending", until
 
 
 class FakeOneTimeTokenRepository(_Repository):
@@ -502,6 +522,54 @@ class FakeAccountDataRepository(_Repository):
     def delete_learnt(self, user_id: int) -> None:
         for model in LEARNT_FROM_THE_USER:
             self._rows.delete(model, [_key(row) for row in self._rows.select(model, user_id=user_id)])
+
+
+class FakeUsageRepository(_Repository):
+    def record(self, user_id: int, chat_id: int | None, calls: Sequence[Any], now: datetime, *,
+               messages: int = 0) -> None:
+        day, chat_key = usage_day(now), chat_id or NO_CHAT
+        for call in calls:
+            self._rows.insert(UsageCall(user_id=user_id, chat_id=chat_id, kind=call.kind, model=call.model,
+                                        prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens,
+                                        cached_tokens=call.cached_tokens, estimated=call.estimated,
+                                        latency_ms=call.latency_ms, created_at=now))
+        table = self._rows.table(UsageDay)
+        for kind, added in sums_by_kind(calls, messages).items():
+            row = table.get((user_id, day, kind, chat_key))
+            if row is None:
+                row = self._rows.insert(UsageDay(user_id=user_id, day=day, kind=kind, chat_id=chat_key))
+            for name in SUMMED:
+                setattr(row, name, getattr(row, name) + getattr(added, name))
+
+    def tokens_on(self, user_id: int, day: date) -> int:
+        return sum(row.prompt_tokens + row.completion_tokens for row in self._days(user_id=user_id, day=day))
+
+    def chat_tokens_on(self, chat_id: int, day: date) -> int:
+        return sum(row.prompt_tokens + row.completion_tokens for row in self._days(chat_id=chat_id, day=day))
+
+    def by_day(self, since: date, *, user_id: int | None = None) -> list[tuple[date, UsageTotals]]:
+        return sorted(self._summed(lambda row: row.day, since, user_id).items())
+
+    def by_kind(self, since: date, *, user_id: int | None = None) -> list[tuple[str, UsageTotals]]:
+        return sorted(self._summed(lambda row: row.kind, since, user_id).items(),
+                      key=lambda item: (-item[1].tokens, item[0]))
+
+    def top_users(self, since: date, limit: int) -> list[tuple[int, UsageTotals]]:
+        ranked = sorted(self._summed(lambda row: row.user_id, since, None).items(),
+                        key=lambda item: (-item[1].tokens, item[0]))
+        return ranked[:limit]
+
+    def _days(self, **equal: object) -> list[UsageDay]:
+        return [row for row in self._rows.table(UsageDay).values()
+                if all(getattr(row, name) == value for name, value in equal.items())]
+
+    def _summed(self, key: Callable[[UsageDay], Any], since: date, user_id: int | None) -> dict[Any, UsageTotals]:
+        sums: dict[Any, UsageTotals] = {}
+        for row in self._rows.table(UsageDay).values():
+            if row.day >= since and user_id in (None, row.user_id):
+                sums[key(row)] = sums.get(key(row), UsageTotals()) + UsageTotals(
+                    *(getattr(row, name) for name in SUMMED))
+        return sums
 
 
 class Clock:

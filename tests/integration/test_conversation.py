@@ -6,15 +6,19 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy import select
 
 from bench.fakes.openai_server import FakeOpenAI
+from shared.commands.memories import forget_memories
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
+from shared.conversation.prompt import app_note
 from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.llm.client import ChatModel
+from shared.metrics.record import MESSAGE_OUTCOMES
 from shared.recall.embeddings import OpenAIEmbedder
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS
 from tests.waiting import wait_for
@@ -71,7 +75,9 @@ def say(service, text: str, *, user="u1", chat="c1", private=True, message_id=No
 
 
 def system_prompt(llm, index: int = -1) -> str:
-    return llm.chat_requests()[index]["messages"][0]["content"]
+    """The system message and the app notes after the user's messages: all the prompt says besides the chat."""
+    messages = llm.chat_requests()[index]["messages"]
+    return "\n\n".join([messages[0]["content"], *(app_note(m["content"]) for m in messages[1:] if m["role"] == "user")])
 
 
 def test_a_reply_records_both_turns_emotion_and_exactly_one_llm_call(service, llm, uow_factory):
@@ -90,6 +96,28 @@ def test_a_duplicate_platform_message_is_answered_once(service, llm):
     again = say(service, "hi", message_id="42")
     assert (again.duplicate, again.text) == (True, first.text)
     assert len(llm.chat_requests()) == 1
+
+
+def messages_counted(outcome: str) -> float:
+    return REGISTRY.get_sample_value("mnemo_messages_total", {"platform": "telegram", "outcome": outcome}) or 0.0
+
+
+def test_each_message_is_counted_by_how_it_was_answered(service, llm, uow_factory, clock):
+    before = {outcome: messages_counted(outcome) for outcome in MESSAGE_OUTCOMES}
+    llm.queue_reply(turn("hello there"))
+    say(service, "hi", message_id="1")
+    say(service, "hi", message_id="1")
+    llm.queue_error(401)  # the key is refused: the offline responder answers
+    say(service, "how are you?", message_id="2")
+    say(ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock), "and now?", message_id="3")
+
+    def broken_database():
+        raise RuntimeError("a bug")
+
+    with pytest.raises(RuntimeError):
+        say(ConversationService(broken_database, CONFIG, chat_model=None, clock=clock), "anyone?", message_id="4")
+    counted = {outcome: messages_counted(outcome) - before[outcome] for outcome in MESSAGE_OUTCOMES}
+    assert counted == {"model": 1, "duplicate": 1, "fallback": 1, "offline": 1, "busy": 0, "limited": 0, "failed": 1}
 
 
 def test_working_memory_opens_counts_takes_the_topic_and_closes_after_idle(service, llm, clock, uow_factory):
@@ -112,17 +140,40 @@ def test_working_memory_opens_counts_takes_the_topic_and_closes_after_idle(servi
         assert "close_session" in {job.task for job in uow.session.scalars(select(OutboxJob))}
 
 
-def test_only_the_last_15_turns_of_the_session_go_into_the_prompt(service, llm):
-    for i in range(10):
+def test_at_most_15_turns_of_the_session_go_into_the_prompt_and_the_oldest_leave_in_blocks(service, llm):
+    for i in range(11):
         llm.queue_reply(turn(f"reply {i}"))
         say(service, f"message {i}")
-    llm.queue_reply(turn("last"))
-    say(service, "message 10")
-    messages = llm.chat_requests()[-1]["messages"]
-    history = messages[1:-1]
-    # the last 15 turns, less the assistant's line that opens them: chat templates want the user first
-    assert len(history) == 14 and history[0] == {"role": "user", "content": "message 3"}
-    assert history[-1]["content"] == "reply 9" and messages[-1]["content"] == "message 10"
+    prompts = [request["messages"] for request in llm.chat_requests()]
+    # 16 turns before the 9th message: the window's start moved past the first eight, and stays there
+    assert [len(messages) - 2 for messages in prompts] == [0, 2, 4, 6, 8, 10, 12, 14, 8, 10, 12]
+    history = prompts[-1][1:-1]
+    assert history[0] == {"role": "user", "content": "message 4"} and history[-1]["content"] == "reply 9"
+    assert prompts[-1][-1]["content"].startswith("message 10\n\n<app_note>")
+    assert prompts[-1][:len(prompts[-2]) - 1] == prompts[-2][:-1]
+
+
+def test_a_recalled_memory_stays_in_the_note_of_the_turn_that_showed_it_until_it_is_forgotten(service, llm,
+                                                                                             uow_factory):
+    llm.queue_reply(turn("Berlin is lovely!", entries=[("fact", "user", "lives_in", "I live in Berlin")]))
+    first = say(service, "I live in Berlin")
+    llm.queue_reply(turn("You live in Berlin."))
+    say(service, "Where do I live again?")
+    llm.queue_reply(turn("Sure."))
+    say(service, "Tell me a joke")
+    asked, later = (llm.chat_requests()[i]["messages"] for i in (1, 2))
+    assert "I live in Berlin" in app_note(asked[-1]["content"])
+    assert later[3]["content"].startswith("Where do I live again?\n\n<app_note>")
+    assert asked[-1]["content"].startswith(later[3]["content"].removesuffix("\n\n</app_note>"))
+    assert "I live in Berlin" not in app_note(later[-1]["content"])  # shown once, where it was recalled
+
+    with uow_factory() as uow:
+        user_id = uow.users.identity("telegram", "u1").user_id
+        forget_memories(uow, user_id, list(first.stored_memory_ids))
+        uow.commit()
+    llm.queue_reply(turn("Ok."))
+    say(service, "And now?")
+    assert not any("I live in Berlin" in app_note(m["content"]) for m in llm.chat_requests()[-1]["messages"])
 
 
 def test_a_fact_stated_in_one_turn_is_recalled_in_the_next_before_any_worker_runs(service, llm, uow_factory):

@@ -16,6 +16,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from prometheus_client import REGISTRY
 from pydantic import SecretStr
 from sqlalchemy import select
 
@@ -398,6 +399,17 @@ def test_a_direct_message_is_answered_in_the_dm_with_typing_and_the_offline_labe
     assert "message_reference" not in answer
 
 
+def test_a_rate_limit_discord_py_waits_out_by_itself_is_still_counted(run, fake_discord):
+    counted = REGISTRY.get_sample_value
+    labels = {"platform": "discord", "reason": "rate_limited"}
+    before = counted("mnemo_platform_api_errors_total", labels) or 0.0
+    fake_discord.fail_next(429, retry_after=0, path_contains="/messages")
+    run(lambda bot: bot.receive(fake_discord.incoming_message("hi, I love green tea", user_id=ALICE)))
+
+    assert len(fake_discord.messages_in(fake_discord.dm_channel(ALICE))) == 1  # sent on the second try
+    assert counted("mnemo_platform_api_errors_total", labels) == before + 1
+
+
 def test_a_mention_in_a_server_is_answered_as_a_reply_without_the_mention(run, fake_discord, uow_factory):
     me = fake_discord.bot_user
     said = fake_discord.incoming_message(f"<@{me['id']}> remember that I like jazz", user_id=ALICE,
@@ -487,7 +499,8 @@ def test_a_message_sent_while_the_database_is_away_is_kept_and_answered_when_it_
     assert kept["content"] == texts.waiting_for_database_text("zh")
     assert answer["content"] and answer["content"] != kept["content"]
     with uow_factory() as uow:
-        assert [turn.role for turn in uow.session.scalars(select(ConversationTurn))] == ["user", "assistant"]
+        assert [turn.role for turn in uow.session.scalars(select(ConversationTurn).order_by(ConversationTurn.id))] == [
+            "user", "assistant"]
 
 
 def test_server_messages_not_addressed_to_the_bot_and_other_bots_are_ignored(run, fake_discord):
@@ -555,7 +568,7 @@ def test_commands_are_synced_to_a_development_guild_with_chinese_localizations(f
     [sync] = fake_discord.command_syncs
     assert sync["guild_id"] == GUILD and sorted(names) == sorted(c["name"] for c in sync["commands"])
     assert {"memories", "memories_why", "forget", "remember", "reminders", "remind", "cancel", "done", "snooze",
-            "export", "import", "pause", "resume", "link", "unlink", "panel", "help"} == set(names)
+            "export", "import", "pause", "resume", "link", "unlink", "panel", "usage", "help", "access"} == set(names)
     memories = next(c for c in sync["commands"] if c["name"] == "memories")
     assert memories["description_localizations"]["zh-CN"]
     kind = next(option for option in memories["options"] if option["name"] == "type")
@@ -571,7 +584,7 @@ def test_mnemo_discord_sync_publishes_globally_once_and_exits(fake_discord, caps
     assert [sync["guild_id"] for sync in fake_discord.command_syncs] == [None]
     assert [request.path for request in fake_discord.requests] == [
         "/users/@me", "/oauth2/applications/@me", f"/applications/{fake_discord.application['id']}/commands"]
-    assert "Synced 17 commands" in capsys.readouterr().out
+    assert "Synced 19 commands" in capsys.readouterr().out
 
 
 # -- rendering rules --------------------------------------------------------------------------------------------

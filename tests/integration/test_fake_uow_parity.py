@@ -19,6 +19,8 @@ from sqlalchemy import select
 
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import Base, ConversationTurn
+from shared.db.usage_models import UsageCall
+from shared.llm.metering import CallUsage
 from shared.repositories.uow import UnitOfWork
 from tests.fakes.uow import FakeDatabase, FakeUnitOfWork
 
@@ -332,11 +334,35 @@ def a_message_ending_an_open_conversation_is_owed_an_answer(db: Backend) -> dict
     return seen
 
 
+def usage_is_summed_per_user_day_kind_and_chat(db: Backend) -> dict:
+    alice, bob, chat = two_users(db)
+    turn = CallUsage("turn", "m", prompt_tokens=100, completion_tokens=20, cached_tokens=60, latency_ms=5)
+    guess = CallUsage("turn", "m", prompt_tokens=50, completion_tokens=5, estimated=True)
+    with db.uow_factory() as uow:
+        uow.usage.record(alice, chat, [turn, guess], NOW, messages=1)
+        uow.usage.record(alice, chat, [], NOW, messages=1)
+        uow.usage.record(alice, None, [CallUsage("review", "m", 30, 3)], NOW + timedelta(days=1))
+        uow.usage.record(bob, chat, [CallUsage("extraction", "m", 10, 1)], NOW)
+        uow.commit()
+    with db.uow_factory() as uow:
+        uow.usage.record(bob, chat, [CallUsage("extraction", "m", 999, 1)], NOW)  # never committed
+    since, names, chats = NOW.date(), {alice: "alice", bob: "bob"}, {chat: "chat", None: None}
+    with db.uow_factory() as uow:
+        return {"alice today": uow.usage.tokens_on(alice, since), "bob today": uow.usage.tokens_on(bob, since),
+                "chat today": uow.usage.chat_tokens_on(chat, since),
+                "alice by day": uow.usage.by_day(since, user_id=alice), "by kind": uow.usage.by_kind(since),
+                "alice's kinds": uow.usage.by_kind(since, user_id=alice),
+                "top": [(names[user], totals) for user, totals in uow.usage.top_users(since, 1)],
+                "calls": [(names[c.user_id], c.kind, chats[c.chat_id], c.prompt_tokens, c.cached_tokens, c.estimated)
+                          for c in db.rows(UsageCall)]}
+
+
 SCENARIOS = [a_todo_is_the_users_alone_and_gets_the_databases_defaults, only_a_commit_keeps_changes,
              due_reminders_are_claimed_under_a_lease, one_users_backlog_leaves_room_for_everyone_elses_reminders,
              memories_are_paged_searched_and_purged_with_their_history,
              forgetting_leaves_tombstones_and_deletes_what_was_learnt, one_time_tokens_are_the_owners_and_single_use,
-             users_chats_and_jobs_are_found_again, a_message_ending_an_open_conversation_is_owed_an_answer]
+             users_chats_and_jobs_are_found_again, a_message_ending_an_open_conversation_is_owed_an_answer,
+             usage_is_summed_per_user_day_kind_and_chat]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda scenario: scenario.__name__)

@@ -13,6 +13,7 @@ from shared.db.models import ConversationTurn
 from shared.lifecycle.extraction import BOOST_STEP, extract_turns
 from shared.llm.client import ChatModel
 from shared.memory.writes import StatedMemory, store_stated_memories
+from shared.recall.retrieval import recall_for_turn
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)
 NOW = START + timedelta(hours=1)
@@ -268,3 +269,25 @@ def test_nothing_is_stored_while_remembering_is_paused(uow_factory, llm, model):
     extract_turns(uow_factory, model, [turn_id], [], NOW)
     assert memories_of(uow_factory, user_id) == [] and llm.chat_requests() == []
     assert extracted(uow_factory, [turn_id]) == [True]
+
+
+def test_what_a_memory_is_about_goes_into_its_search_tokens_so_a_question_in_other_words_finds_it(
+        uow_factory, llm, model):
+    user_id, [english, chinese, cat] = conversation(uow_factory, [
+        ("We got a puppy last week and named him Biscuit", "What a cute name!"),
+        ("我们还养了一只小狗，叫饼干二号", "好可爱！"), ("And the kitten is Whiskers", "Aww!")])
+    llm.queue_reply(operations(
+        {**add("Biscuit", predicate="pet_name"), "about": ["dog", "Biscuit", 7, ""], "when": "2025-12-28"},
+        {**add("饼干二号", predicate="second_pet_name"), "about": ["狗", "饼干二号"], "when": "2099-01"},
+        add("Whiskers", predicate="pet_name_2")))
+    extract_turns(uow_factory, model, [english, chinese, cat], [], NOW)
+    biscuit, second, whiskers = memories_of(uow_factory, user_id)
+    assert (biscuit.entities, biscuit.happened_at) == (["dog", "Biscuit"], datetime(2025, 12, 28, tzinfo=UTC))
+    assert "dog" in biscuit.search_tokens.split() and "2025" in biscuit.search_tokens.split()
+    assert (second.entities, second.happened_at) == (["狗", "饼干二号"], None)  # a time to come is no memory's
+    with uow_factory() as uow:
+        dog = recall_for_turn(uow, user_id, "what's my dog called?", now=NOW, limit=5)
+        dog_zh = recall_for_turn(uow, user_id, "我的狗的名字", now=NOW, limit=5)
+        kitten = recall_for_turn(uow, user_id, "what's my cat called?", now=NOW, limit=5)
+    assert dog.memories[0].memory.id == biscuit.id and dog_zh.memories[0].memory.id == second.id
+    assert whiskers.id not in [item.memory.id for item in kitten.memories]  # nothing said it is about a cat

@@ -24,6 +24,7 @@ from bench.fakes.llm_personalities import PERSONALITIES
 from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
+from shared.conversation.prompt import app_note
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Episode, Memory
@@ -50,6 +51,7 @@ def ideal_answer(request: dict[str, Any]) -> dict[str, Any]:
     """What a capable model would answer to each of Mnemo's requests, in the user's language."""
     system = request["messages"][0]["content"]
     last = request["messages"][-1]["content"]
+    last = last[:len(last) - len(app_note(last))]  # the user's words, without what the app added
     if system.startswith("You are the memory keeper"):
         return {"operations": [{"op": "ADD", "type": "preference", "subject": "user", "predicate": "likes_tea",
                                 "content": "I love jasmine tea", "tier": "long"}]}
@@ -117,6 +119,11 @@ def test_the_hot_path_answers_in_words_in_the_users_language(server: FakeOpenAI,
         assert stored and not any(reply.offline for reply in replies)
     if personality == "rambler":
         assert all(reply.text.startswith(("茉莉花茶很香", "Jasmine tea is lovely")) for reply in replies)
+    if stored:  # what was remembered reached the model, in an app note, as each server received it
+        last = server.chat_requests()[-1]["messages"]
+        notes = [app_note(message["content"]) for message in last if message["role"] == "user"]
+        assert app_note(last[-1]["content"]).startswith("<app_note>") and "Current time" in notes[-1]
+        assert any("jasmine tea" in note or "茉莉花茶" in note for note in notes)
     assert all(r.get("max_tokens") for r in server.chat_requests())
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from bench.fakes.openai_server import FakeOpenAI, error_body
 from shared.llm.client import ChatModel, LLMUnavailable, alternating
+from shared.llm.transport import CUT_AT_MARK
 from shared.settings import Settings
 from tests.waiting import wait_for
 
@@ -55,6 +56,25 @@ def test_a_rambling_model_is_capped_and_its_reply_salvaged() -> None:
         assert completion.finish_reason == "length" and completion.output is None
         assert completion.reply.startswith("Pepper is a great name.") and "{" not in completion.reply
         assert llm.chat_requests()[0]["max_tokens"] == 200
+
+
+def test_a_reply_that_copies_the_app_note_back_is_cut_there_and_the_stream_closed() -> None:
+    echo = "Hello Lin, good to see you. I remember this: <app_note>\n\nCurrent time for the user: " + "x " * 3000
+    with FakeOpenAI(stream_chunk_delay=0.01) as llm:
+        llm.queue_reply({**TURN, "response": echo})
+
+        completion = model_for(llm).complete_turn(MESSAGES)
+
+        assert completion.reply == "Hello Lin, good to see you." and completion.problem == "note_echo"
+        assert completion.output is None and completion.finish_reason == CUT_AT_MARK
+        wait_for(lambda: llm.abandoned_streams, 10, "the fake to see the client close the stream")
+        assert llm.abandoned_streams == 1 and len(llm.chat_requests()) == 1
+
+
+def test_a_background_answer_may_quote_the_note_markup(llm: FakeOpenAI) -> None:
+    llm.queue_reply({"summary": "They wrote <app_note> in a message."})
+
+    assert model_for(llm).complete_json(MESSAGES, 50) == {"summary": "They wrote <app_note> in a message."}
 
 
 def test_extra_body_is_sent_unchanged_on_every_request(llm: FakeOpenAI) -> None:

@@ -10,6 +10,7 @@ from sqlalchemy import text
 from shared.db.memory_models import Memory
 from shared.recall.reindex import retokenize_all_stale
 from shared.recall.retrieval import recall_for_turn
+from shared.repositories.ranked_search import MEMORY_BM25_SQL, bm25_parameters
 from shared.search.tokenizer import TOKENIZER_VERSION
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -81,6 +82,36 @@ def test_memories_noted_in_the_same_sitting_lend_each_other_support(uow_factory)
     assert scores[proud_of_race.id].keyword == scores[proud_of_garden.id].keyword
 
 
+def test_the_line_noted_right_after_a_match_is_found_though_it_shares_no_word_with_the_question(uow_factory):
+    alice, bob = users(uow_factory, "alice", "bob")
+    with uow_factory() as uow:
+        sitting = NOW - timedelta(days=30)
+        made = remember(uow, alice, "I made coconut milk ice cream", at=sitting)
+        remember(uow, bob, "an interleaved memory of someone else", at=sitting)
+        answer = remember(uow, alice, "It was rich and creamy, a new favourite", at=sitting + timedelta(minutes=1))
+        later = remember(uow, alice, "Then we watched a film", at=sitting + timedelta(hours=5))
+        for day in range(5):
+            remember(uow, alice, f"a walk by the river on day {day}", at=NOW - timedelta(days=day))
+        uow.commit()
+        recall = recall_for_turn(uow, alice, "What did she think of the coconut milk ice cream?", now=NOW, limit=10)
+    found = [item.memory.id for item in recall.memories]
+    assert found[:2] == [made.id, answer.id] and later.id not in found
+    assert all(item.memory.user_id == alice for item in recall.memories)
+
+
+def test_memories_noted_in_the_time_the_question_names_come_first(uow_factory):
+    [alice] = users(uow_factory, "alice")
+    with uow_factory() as uow:
+        in_may = remember(uow, alice, "went hiking with Sam in the hills", at=datetime(2026, 5, 10, 18, 0, tzinfo=UTC))
+        recent = remember(uow, alice, "went hiking with Sam by the lake", at=NOW - timedelta(days=6))
+        uow.commit()
+        plain = ranked(uow, alice, "where did I go hiking with Sam?")
+        cued = ranked(uow, alice, "where did I go hiking with Sam in May?")
+        cued_zh = ranked(uow, alice, "我5月和Sam去哪徒步了", local_now=NOW)
+    assert plain == [recent.id, in_may.id]
+    assert cued == [in_may.id, recent.id] and cued_zh[0] == in_may.id
+
+
 def test_rows_left_by_an_older_tokenizer_are_re_tokenised_and_found_again(uow_factory):
     [alice] = users(uow_factory, "alice")
     with uow_factory() as uow:
@@ -96,3 +127,17 @@ def test_rows_left_by_an_older_tokenizer_are_re_tokenised_and_found_again(uow_fa
         assert stored.tokenizer_version == TOKENIZER_VERSION and "比赛" in stored.search_tokens.split()
         [(found, score)] = uow.memories.ranked_candidates(alice, [("比赛", 1.0)])
         assert found.id == memory.id and score > 0
+
+
+def test_a_word_in_most_of_a_users_memories_costs_in_proportion_to_them_not_their_square(uow_factory):
+    """The per-query statistics are computed once, not again for every matching memory."""
+    [alice] = users(uow_factory, "alice")
+    with uow_factory() as uow:
+        for day in range(300):
+            remember(uow, alice, f"coffee with the team on day {day} and a walk in the park")
+        uow.commit()
+        parameters = bm25_parameters(alice, [("coffee", 1.0), ("park", 1.0)], 50)
+        plan = uow.session.execute(text("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + MEMORY_BM25_SQL.text),
+                                   parameters).scalar_one()[0]["Plan"]
+    # 300 short memories fill a few dozen pages; statistics re-computed per matching row read thousands
+    assert plan["Shared Hit Blocks"] + plan.get("Shared Read Blocks", 0) < 500

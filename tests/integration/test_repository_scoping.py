@@ -89,6 +89,23 @@ def test_a_duplicate_message_finds_its_reply_only_among_its_own_users_turns(uow_
         assert uow.turns.reply_in_session(bob, session.id, asked.id) is None
 
 
+def test_the_memories_a_prompt_showed_are_recorded_on_the_owners_turn_only(uow_factory):
+    with uow_factory() as uow:
+        alice, bob, chat = people(uow)
+        session = uow.sessions.start(alice, chat, NOW)
+        for number in range(5):
+            turn = uow.turns.add(ConversationTurn(user_id=alice, chat_id=chat, session_id=session.id, role="user",
+                                                  text=f"line {number}"))
+        uow.turns.show_memories(bob, turn.id, (41,))
+        uow.turns.show_memories(alice, turn.id, (42, 43))
+        uow.commit()
+        turns, in_all = uow.turns.recent_counted(alice, session.id, 3)
+        assert [t.text for t in turns] == ["line 2", "line 3", "line 4"] and in_all == 5
+        assert turns[-1].memory_ids == [42, 43] and turns[0].memory_ids is None
+        assert uow.turns.recent_counted(bob, session.id, 3) == ([], 0)
+        assert uow.turns.recent_counted(alice, session.id, 0, before_turn_id=turn.id) == ([], 4)
+
+
 def test_summary_reads_locks_and_links_only_the_session_owners_turns(uow_factory):
     with uow_factory() as uow:
         alice, bob, chat = people(uow)

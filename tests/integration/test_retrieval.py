@@ -16,8 +16,8 @@ NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 def remember(uow, user_id, content, type_="fact", **fields):
     return uow.memories.add(Memory(user_id=user_id, type=type_, content=content, source="user_stated",
-                                   confidence=fields.pop("confidence", 0.9), created_at=NOW, updated_at=NOW,
-                                   **fields))
+                                   confidence=fields.pop("confidence", 0.9), created_at=fields.pop("created_at", NOW),
+                                   updated_at=NOW, **fields))
 
 
 @pytest.fixture
@@ -75,8 +75,10 @@ def test_episodes_that_match_come_back_and_otherwise_the_latest_one(uow_factory,
         latest = uow.episodes.add(Episode(user_id=alice, summary="[2026-11-21 18:00] talked about cooking",
                                           started_at=NOW, ended_at=NOW - timedelta(days=1)))
         uow.commit()
-        assert [e.id for e in recall_for_turn(uow, alice, "面试怎么样了", now=NOW, limit=5).episodes] == [interview.id]
-        assert [e.id for e in recall_for_turn(uow, alice, "hello", now=NOW, limit=5).episodes] == [latest.id]
+        matched = recall_for_turn(uow, alice, "面试怎么样了", now=NOW, limit=5)
+        continuity = recall_for_turn(uow, alice, "hello", now=NOW, limit=5)
+    assert [e.id for e in matched.episodes] == [interview.id] and matched.episodes_matched
+    assert [e.id for e in continuity.episodes] == [latest.id] and not continuity.episodes_matched
 
 
 def unit_vector(index: int, dims: int = 384) -> list[float]:
@@ -91,7 +93,8 @@ def test_vector_neighbours_are_fused_with_lexical_results_and_stay_within_the_us
     with uow_factory() as uow:
         bob = uow.users.identify("console", "bob").user_id
         lexical = remember(uow, alice, "my dog is called Rex")
-        semantic = remember(uow, alice, "adopted a puppy from the shelter last spring")
+        semantic = remember(uow, alice, "adopted a puppy from the shelter last spring",
+                            created_at=NOW - timedelta(days=40))  # another sitting: not the dog line's neighbour
         bobs = remember(uow, bob, "bob's secret puppy")
         enabled = vectors.enabled(uow)
         for memory, index in ((lexical, 1), (semantic, 0), (bobs, 0)):
@@ -121,7 +124,7 @@ def test_a_chinese_word_finds_the_longer_words_it_begins_like_the_seeds_prefix_s
 def test_an_english_word_finds_every_form_of_itself_and_no_word_that_merely_starts_like_it(uow_factory, alice):
     with uow_factory() as uow:
         walk = remember(uow, alice, "I went hiking with my dogs", type_="event")
-        remember(uow, alice, "A special offer on dogma books", type_="event")
+        remember(uow, alice, "A special offer on dogma books", type_="event", created_at=NOW - timedelta(days=1))
         uow.commit()
         hike = recall_for_turn(uow, alice, "shall we hike with the dog?", now=NOW, limit=5)
         species = recall_for_turn(uow, alice, "which species?", now=NOW, limit=5)

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from prometheus_client import REGISTRY
 from pydantic import SecretStr
 from sqlalchemy import select
 from telegram.ext import Application
@@ -23,6 +24,7 @@ from shared.commands import texts
 from shared.commands.service import Caller, ImportReport, MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply
+from shared.conversation.pressure import busy_notice
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Memory, Todo
@@ -157,7 +159,7 @@ def test_a_statement_is_remembered_and_used_in_a_later_reply(telegram, settings,
     run_bot(settings, conversation(uow_factory, settings, llm), commands, scenario)
 
     assert [m["text"] for m in telegram.messages_to(1001)] == ["Noted!", "You like green tea."]
-    assert "likes green tea" in llm.chat_requests()[1]["messages"][0]["content"]
+    assert "likes green tea" in llm.chat_requests()[1]["messages"][-1]["content"]
     assert {"chat_id": 1001, "action": "typing"} in telegram.chat_actions
     assert [m.content for m in commands.list_memories(ALICE_CALLER).items] == ["likes green tea"]
 
@@ -435,6 +437,8 @@ def test_a_group_upgraded_to_a_supergroup_is_recorded_under_its_new_id(telegram,
 
 
 def test_flood_control_is_waited_out_and_the_message_sent_again(telegram, settings, commands, uow_factory):
+    rate_limited = {"platform": "telegram", "reason": "rate_limited"}
+    counted_before = REGISTRY.get_sample_value("mnemo_platform_api_errors_total", rate_limited) or 0.0
     telegram.fail_next(429, retry_after=1, method="sendMessage")
 
     async def scenario(_app: Application) -> None:
@@ -446,6 +450,7 @@ def test_flood_control_is_waited_out_and_the_message_sent_again(telegram, settin
     refused, accepted = telegram.calls_to("sendMessage")
     assert accepted.at - refused.at >= 1.0
     assert [m["text"] for m in telegram.messages_to(1001)] == [texts.help_text("en")]
+    assert REGISTRY.get_sample_value("mnemo_platform_api_errors_total", rate_limited) == counted_before + 1
 
 
 def test_a_slow_llm_reply_does_not_hold_other_users(telegram, settings, commands, uow_factory, llm):
@@ -473,6 +478,42 @@ def test_a_slow_llm_reply_does_not_hold_other_users(telegram, settings, commands
 
     assert telegram.messages_to(1002)[0]["text"] == texts.help_text("zh")
     assert telegram.messages_to(1001)[0]["text"].startswith("Sorry for the wait.")
+
+
+def test_when_the_model_is_swamped_one_waits_hearing_busy_and_one_past_the_queue_is_answered_at_once(
+        telegram, settings, commands, uow_factory, llm):
+    llm_answers = threading.Event()
+
+    def slow_llm(_request: dict) -> dict:
+        llm_answers.wait(30)
+        return llm_turn("Sorry for the wait.")
+
+    llm.set_responder(slow_llm)
+    carol = user_object(1003, "Carol", language_code="en")
+    swamped = settings.model_copy(update={"turn_llm_concurrency": 1, "turn_queue_limit": 1,
+                                          "turn_busy_notice_seconds": 0.0})
+    service = conversation(uow_factory, swamped, llm)
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "hi")
+        await until(lambda: llm.chat_requests())
+        telegram.push_message(1002, BOB, "你好")
+        await until(lambda: telegram.messages_to(1002))
+        assert telegram.messages_to(1002)[0]["text"] == texts.busy_text("zh")
+        telegram.push_message(1003, carol, "hello?")
+        await until(lambda: telegram.messages_to(1003))  # past the queue: an offline answer, at once
+        llm_answers.set()
+        await until(lambda: telegram.messages_to(1001) and len(telegram.messages_to(1002)) == 2)
+
+    try:
+        run_bot(settings, service, commands, scenario)
+    finally:
+        llm_answers.set()
+
+    assert telegram.messages_to(1001)[0]["text"].startswith("Sorry for the wait.")
+    assert telegram.messages_to(1002)[1]["text"].startswith("Sorry for the wait.")
+    carols = "\n".join(message["text"] for message in telegram.messages_to(1003))
+    assert busy_notice(chinese=False) in carols and len(llm.chat_requests()) == 2
 
 
 def test_a_message_recorded_but_unanswered_when_the_bot_stopped_is_answered_as_a_reply_on_start(
@@ -523,7 +564,8 @@ def test_a_message_sent_while_the_database_is_away_is_kept_and_answered_when_it_
     assert kept["text"] == texts.waiting_for_database_text("en")
     assert answer["text"].startswith("Lisbon it is, then.")
     with uow_factory() as uow:
-        assert [turn.role for turn in uow.session.scalars(select(ConversationTurn))] == ["user", "assistant"]
+        assert [turn.role for turn in uow.session.scalars(select(ConversationTurn).order_by(ConversationTurn.id))] == [
+            "user", "assistant"]
 
 
 def test_an_unexpected_error_is_logged_and_the_user_told(telegram, settings, commands, uow_factory,

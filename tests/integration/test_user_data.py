@@ -71,7 +71,8 @@ def build_a_history(commands, conversation, uow_factory) -> None:
     alice = user_of(uow_factory, ALICE)
     with uow_factory() as uow:
         uow.memories.add(Memory(user_id=alice, type="event", subject="user", predicate="trip", content="去了杭州",
-                                value={"city": "杭州", "days": 3}, importance=1.7, confidence=0.8, source="inferred",
+                                value={"city": "杭州", "days": 3}, entities=["杭州", "西湖"], importance=1.7,
+                                happened_at=START - timedelta(days=30), confidence=0.8, source="inferred",
                                 tier="short", access_count=4, last_accessed=START, deleted_at=START,
                                 expires_at=START + timedelta(days=1), created_at=START, updated_at=START))
         episode = uow.episodes.add(Episode(user_id=alice, summary="[2026-11-22 10:00] 聊了茶和搬家",
@@ -100,6 +101,7 @@ def test_an_export_holds_all_of_the_callers_data_and_nothing_of_anyone_else(comm
     source = next(t for t in document["turns"] if t["id"] == chain["我喜欢乌龙茶"]["source_turn"])
     assert source["text"] == "我喜欢乌龙茶" and source["episode"] == 1
     assert document["profile"]["scratchpad"] == {"current_focus": "搬家"}
+    assert (chain["去了杭州"]["entities"], chain["去了杭州"]["happened_at"][:10]) == (["杭州", "西湖"], "2026-10-23")
     assert [t["content"] for t in document["todos"]] == ["开会"]
     raw = exported.data.decode()
     assert "green tea" not in raw and "call mom" not in raw

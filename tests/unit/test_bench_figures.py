@@ -11,7 +11,7 @@ from bench import llm_calls
 from bench.prompt_cost import memory_section, replay_of
 from bench.report import recall_curves, render_markdown
 from bench.stats import distribution, percentile
-from shared.conversation.prompt import MemoryLine, PromptInputs, build_turn_prompt
+from shared.conversation.prompt import MemoryLine, PastTurn, PromptInputs, build_turn_prompt
 from shared.lifecycle.episodes import SessionWork, summary_messages
 from shared.lifecycle.extraction import BatchTurn, build_extraction_messages
 from shared.text import estimate_tokens
@@ -22,7 +22,8 @@ NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
 def turn_prompt(memories: list[MemoryLine]) -> list[dict[str, str]]:
     inputs = PromptInputs(bot_name="Mnemo", personality="a friend", strategy=None, user_name=None,
                           user_message="what should I cook tonight?", local_now=NOW, timezone="UTC", is_group=False,
-                          profile=None, memories=memories, episodes=[], history=[("user", "hi"), ("assistant", "hey")],
+                          profile=None, memories=memories, episodes=[],
+                          history=[PastTurn("user", "hi"), PastTurn("assistant", "hey")],
                           memory_budget_tokens=700)
     return build_turn_prompt(inputs).messages
 
@@ -46,9 +47,9 @@ def test_each_product_prompt_is_counted_as_its_own_kind_of_llm_call():
     assert llm_calls.per_message(counts, 2)["extraction"] == 1.0
 
 
-def test_the_memory_section_is_read_from_the_system_prompt_and_holds_the_remembered_lines():
+def test_the_memory_section_is_read_from_the_app_note_and_holds_the_remembered_lines():
     lines = [MemoryLine(i, "preference", f"likes dish number {i} with extra garlic", NOW) for i in range(5)]
-    section = memory_section(turn_prompt(lines)[0]["content"])
+    section = memory_section(turn_prompt(lines))
     assert section.startswith("What you know about the user") and section.endswith("</memories>")
     assert all(line.content in section for line in lines)
     assert "Answer with one JSON object" not in section
@@ -56,7 +57,7 @@ def test_the_memory_section_is_read_from_the_system_prompt_and_holds_the_remembe
 
 
 def test_a_prompt_without_memories_has_an_empty_memory_section():
-    assert memory_section(turn_prompt([])[0]["content"]) == ""
+    assert memory_section(turn_prompt([])) == ""
 
 
 def test_a_locomo_sample_replays_the_first_speaker_as_the_user_and_the_other_as_the_reply():
@@ -91,7 +92,8 @@ RESULTS = {
                                "dialogues": 20}},
         "prompt_cost": {"memory_context_tokens": {"mean": 366.2, "p95": 484, "max": 736},
                         "full_conversation_tokens": {"mean": 20864}, "target_tokens": 700,
-                        "reference_tokens": {"mem0": 1800}, "llm_calls_per_message": {"turn": 1.0}},
+                        "reference_tokens": {"mem0": 1800}, "llm_calls_per_message": {"turn": 1.0},
+                        "reusable_prefix": {"per_turn": {"mean": 0.758}, "token_weighted": 0.778, "target": 0.75}},
         "worker": {"error": "RuntimeError: timed out waiting for the worker"},
     },
 }
@@ -104,6 +106,8 @@ def test_the_report_sets_each_figure_against_its_target_and_the_bm25_baseline():
     assert "| memory-context tokens per turn (mean / p95 / max) | 366 / 484 / 736 | ≤ 700 | **missed** |" in text
     assert "| LLM calls per user message on the hot path | 1.00 | = 1 | met |" in text
     assert "| full conversation, same data (tokens) | 20,864 |" in text
+    assert "| reusable prefix per turn (hot path, what a prefix cache reuses) | 75.8% (of all prompt tokens 77.8%) " \
+           "| ≥ 75% | met |" in text
     assert "- worker: RuntimeError: timed out waiting for the worker" in text
 
 
@@ -126,8 +130,11 @@ def test_worker_rows_give_jobs_per_second_per_broker_and_the_background_calls_pe
 
     runs = [{"concurrency": 1, "jobs_per_s": 44.4}, {"concurrency": 2, "jobs_per_s": 41.0}]
     figures = {"throughput": {"redis": runs},
-               "calls_per_message": {"per_message": {"turn": 1.0, "extraction": 1.0, "episode_summary": 0.094}}}
+               "calls_per_message": {"per_message": {"turn": 1.0, "extraction": 1.0, "episode_summary": 0.094},
+                                     "prompt_tokens_per_message": {"turn": 2100.4, "extraction": 900.0,
+                                                                   "episode_summary": 120.2}}}
     rows = [(row.figure, row.measured) for row in worker_rows(figures)]
     assert rows == [("extraction jobs/s, one worker, concurrency 1, redis broker", "44.4"),
                     ("extraction jobs/s, one worker, concurrency 2, redis broker", "41.0"),
-                    ("background LLM calls per user message", "extraction 1.000, episode_summary 0.094 (total 1.094)")]
+                    ("background LLM calls per user message", "extraction 1.000, episode_summary 0.094 (total 1.094)"),
+                    ("prompt tokens per user message, hot path / background", "2100 / 1020")]

@@ -25,9 +25,12 @@ DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 
 INFRASTRUCTURE = ("postgres", "redis")
-LONG_RUNNING = ("bot-discord", "bot-telegram", "api", "worker", "beat")
+LONG_RUNNING = ("bot-discord", "bot-discord-shards-even", "bot-discord-shards-odd", "bot-telegram",
+                "bot-telegram-webhook", "api", "worker", "beat")
 APP_SERVICES = ("migrate", "discord-sync", *LONG_RUNNING)
-PLATFORM_PROFILES = {"bot-discord": "discord", "discord-sync": "discord", "bot-telegram": "telegram"}
+PLATFORM_PROFILES = {"bot-discord": ["discord"], "discord-sync": ["discord", "discord-sharded"],
+                     "bot-discord-shards-even": ["discord-sharded"], "bot-discord-shards-odd": ["discord-sharded"],
+                     "bot-telegram": ["telegram"], "bot-telegram-webhook": ["telegram-webhook"]}
 SINGLETONS = ("beat",)
 
 _VARIABLE = re.compile(r"\$\{(?P<name>\w+)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
@@ -117,7 +120,7 @@ def test_redis_has_a_healthcheck(services: dict[str, dict[str, Any]]) -> None:
 @pytest.mark.parametrize("name", APP_SERVICES + INFRASTRUCTURE)
 def test_a_bot_runs_only_in_its_platforms_profile_and_everything_else_always(
         services: dict[str, dict[str, Any]], name: str) -> None:
-    expected = [PLATFORM_PROFILES[name]] if name in PLATFORM_PROFILES else []
+    expected = PLATFORM_PROFILES.get(name, [])
     assert services[name].get("profiles", []) == expected, (
         f"{name} runs in profiles {services[name].get('profiles')}: a deployment for one platform would start "
         "(and crash-loop) the other platform's bot")
@@ -127,7 +130,32 @@ def test_the_slash_commands_are_published_once_before_the_discord_bot_starts(
         services: dict[str, dict[str, Any]]) -> None:
     sync = services["discord-sync"]
     assert command_of(sync) == ["mnemo", "discord", "--sync"] and str(sync.get("restart")) == "no"
-    assert services["bot-discord"]["depends_on"]["discord-sync"]["condition"] == "service_completed_successfully"
+    for bot in ("bot-discord", "bot-discord-shards-even", "bot-discord-shards-odd"):
+        assert services[bot]["depends_on"]["discord-sync"]["condition"] == "service_completed_successfully"
+        assert "--sync" not in command_of(services[bot])
+
+
+def test_two_discord_processes_split_the_shards_between_them(services: dict[str, dict[str, Any]]) -> None:
+    commands = [command_of(services[name]) for name in ("bot-discord-shards-even", "bot-discord-shards-odd")]
+    counts = {command[command.index("--shard-count") + 1] for command in commands}
+    ids = [command[command.index("--shards") + 1] for command in commands]
+    assert counts == {"${DISCORD_SHARD_COUNT:-2}"} and ids == ["${DISCORD_SHARDS_EVEN:-0}", "${DISCORD_SHARDS_ODD:-1}"]
+
+
+def test_telegram_webhook_replicas_listen_for_the_proxy_and_poll_nowhere(services: dict[str, dict[str, Any]]) -> None:
+    command = command_of(services["bot-telegram-webhook"])
+    assert command[:3] == ["mnemo", "telegram", "--webhook-url"] and command[command.index("--listen") + 1] == "0.0.0.0"
+    assert services["bot-telegram-webhook"]["deploy"]["replicas"] >= 2
+    assert services["bot-telegram"]["deploy"]["replicas"] == 1
+
+
+def test_telegram_webhook_replicas_share_no_host_port_and_never_run_beside_the_poller(
+        services: dict[str, dict[str, Any]]) -> None:
+    replicas, poller = services["bot-telegram-webhook"], services["bot-telegram"]
+    assert "ports" not in replicas  # the proxy reaches them on the compose network; N replicas, no port clash
+    assert not set(replicas["profiles"]) & set(poller["profiles"])
+    command = command_of(replicas)
+    assert command[command.index("--port") + 1] == "8443"  # the port the proxy is told to forward to
 
 
 def test_the_env_example_names_every_variable_the_compose_file_reads() -> None:
@@ -216,8 +244,9 @@ def test_each_process_runs_a_mnemo_subcommand_that_exists_with_arguments_it_acce
     command = command_of(services[name])
     assert command[:1] == ["mnemo"] and len(command) >= 2, f"{name} does not run `mnemo <subcommand>`: {command}"
     assert command[1] in COMMANDS, f"{name} runs `mnemo {command[1]}`, which is not in shared.app.cli.COMMANDS"
+    as_run = [_VARIABLE.sub(lambda found: found["arg"] or "", part) for part in command]  # compose's defaults
     try:
-        build_parser().parse_args(command[1:])
+        build_parser().parse_args(as_run[1:])
     except SystemExit:
         pytest.fail(f"{name} runs `{shlex.join(command)}`, whose arguments mnemo rejects (see above)")
 
@@ -252,3 +281,60 @@ def test_secrets_and_local_state_stay_out_of_the_image() -> None:
     ignored = {line.strip() for line in DOCKERIGNORE.read_text(encoding="utf-8").splitlines()}
     for entry in (".env", ".git", ".venv", "var"):
         assert entry in ignored, f".dockerignore does not exclude {entry}"
+
+
+# --- health checks and the monitoring profile ----------------------------------------------------
+
+MONITORING = ("prometheus", "grafana")
+ONE_SHOT = ("migrate", "discord-sync")
+
+
+@pytest.mark.parametrize("name", LONG_RUNNING)
+def test_each_long_running_process_is_health_checked_through_its_readiness_endpoint(
+        services: dict[str, dict[str, Any]], name: str) -> None:
+    service = services[name]
+    check = service.get("healthcheck", {})
+    assert check.get("test") == ["CMD", "mnemo", "health"], f"{name} is not health-checked with `mnemo health`"
+    build_parser().parse_args(check["test"][2:])  # a subcommand mnemo has
+    port = environment_of(service).get("METRICS_PORT", "")
+    assert port.isdigit() and int(port) > 0, f"{name} serves no /readyz for its health check (METRICS_PORT={port!r})"
+    assert environment_of(service).get("METRICS_HOST") == "0.0.0.0", f"{name}'s /metrics is unreachable for Prometheus"
+    assert not any(str(mapping).split(":")[-1] == port for mapping in service.get("ports", [])), (
+        f"{name} publishes its operations port on the host")
+
+
+@pytest.mark.parametrize("name", ONE_SHOT)
+def test_one_shot_services_are_not_health_checked(services: dict[str, dict[str, Any]], name: str) -> None:
+    assert services[name].get("healthcheck", {}).get("disable") is True, f"{name} would report unhealthy while it runs"
+
+
+@pytest.mark.parametrize("name", MONITORING)
+def test_prometheus_and_grafana_run_only_in_the_monitoring_profile_on_loopback(
+        services: dict[str, dict[str, Any]], name: str) -> None:
+    service = services[name]
+    assert service.get("profiles") == ["monitoring"], f"{name} runs without `--profile monitoring`"
+    assert all(interpolate(str(mapping)).startswith("127.0.0.1:") for mapping in service.get("ports", [])), (
+        f"{name} is published beyond the host's loopback")
+    for volume in service.get("volumes", []):
+        source = str(volume).split(":")[0]
+        if source.startswith("./"):
+            assert (ROOT / source).exists(), f"{name} mounts {source}, which is not in the repository"
+
+
+def test_prometheus_scrapes_every_long_running_service_on_its_metrics_port(
+        services: dict[str, dict[str, Any]]) -> None:
+    config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text(encoding="utf-8"))
+    scraped = {(name, target["port"]) for job in config["scrape_configs"] for target in job.get("dns_sd_configs", [])
+               for name in target["names"]}
+    for name in LONG_RUNNING:
+        port = int(environment_of(services[name])["METRICS_PORT"])
+        assert (name, port) in scraped, f"Prometheus does not scrape {name} on port {port}"
+    assert "alerts.yml" in config["rule_files"], "Prometheus does not load the alert rules"
+
+
+def test_grafana_is_provisioned_with_prometheus_and_the_dashboard(services: dict[str, dict[str, Any]]) -> None:
+    mounts = {str(volume).split(":")[1]: str(volume).split(":")[0] for volume in services["grafana"]["volumes"]}
+    assert mounts.get("/etc/grafana/provisioning") == "./deploy/grafana/provisioning"
+    provider = yaml.safe_load((ROOT / "deploy/grafana/provisioning/dashboards/mnemo.yml").read_text(encoding="utf-8"))
+    dashboards = provider["providers"][0]["options"]["path"]
+    assert mounts.get(f"{dashboards}/mnemo.json") == "./deploy/grafana/mnemo.json"

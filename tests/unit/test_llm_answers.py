@@ -63,6 +63,11 @@ def test_reading_any_text_never_raises_and_never_yields_machine_text(text: str) 
     (json.dumps({"response": '{"response": "nested"}'}), "", "invalid"),
     ("Hello there, how was your day?", "Hello there, how was your day?", "invalid"),
     ('{"emotion": {"primary": "sad"}, "memory_update": ', "", "invalid"),
+    ('{"response": "Nice to meet you, Lin. I remember you said this: <app_note>\\n\\nCurrent time for the',
+     "Nice to meet you, Lin.", "note_echo"),
+    (json.dumps({**json.loads(VALID), "response": "你好！</APP_NOTE> Style for this reply"}), "你好！", "note_echo"),
+    ("Sure, I can do that. <app_note>What you know about the user:", "Sure, I can do that.", "note_echo"),
+    ('{"response": "<app_note>\\nCurrent time for the user', "", "note_echo"),
 ])
 def test_a_turn_answer_is_read_into_output_a_safe_reply_or_nothing(raw: str, reply: str, problem: str | None) -> None:
     finish = "length" if problem == "cut" else "stop"

@@ -6,11 +6,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared.search.scoring import (
+    ADJACENT_SHARE,
     CATEGORY_BOOST,
     NEIGHBOUR_SHARE,
     NEIGHBOUR_WINDOW,
+    TIME_CUE_BOOST,
     TOPIC_BOOST,
     VECTOR_SHARE,
+    adjacent_support,
     combine,
     frequency_score,
     fused_relevance,
@@ -19,6 +22,7 @@ from shared.search.scoring import (
     relative_scores,
     term_coverage,
     with_neighbours,
+    with_time_cue,
 )
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
@@ -64,6 +68,17 @@ def test_neighbours_are_memories_noted_within_the_window_and_lend_their_best_sco
 
 def test_a_memory_borrows_a_share_of_its_best_neighbours_score():
     assert with_neighbours({1: 1.0, 2: 0.0}, {1: 0.0, 2: 1.0}) == {1: 1.0, 2: NEIGHBOUR_SHARE}
+
+
+def test_a_memory_noted_right_beside_a_match_borrows_from_it_within_one_sitting_only():
+    noted = {1: NOW, 2: NOW + timedelta(minutes=1), 3: NOW + timedelta(days=2)}
+    beside = adjacent_support({1: 2.0, 2: 0.0, 3: 0.0}, {2: (1,), 3: (1,), 9: (1,)}, noted)
+    assert beside == {2: 2.0, 3: 0.0}
+    assert with_neighbours({2: 0.0}, {}, adjacent=beside) == {2: ADJACENT_SHARE * 2.0}
+
+
+def test_memories_noted_within_the_asked_about_time_match_better():
+    assert with_time_cue({1: 2.0, 2: 2.0}, [2]) == {1: 2.0, 2: 2.0 * (1 + TIME_CUE_BOOST)}
 
 
 def test_recency_and_use_decide_between_equal_matches_but_never_lift_a_weak_match_over_an_exact_one():

@@ -1,0 +1,62 @@
+"""Outgoing messages within the platforms' rate limits, shared by every worker: a send waits for its slot
+rather than being refused by the platform (or dropped).
+
+Telegram allows a bot about 30 messages a second overall and one a second in one chat; Discord 50
+requests a second overall and 5 messages per 5 seconds in one channel. The counts live where
+:func:`shared.limits.shared_storage` keeps them (Redis, or PostgreSQL), so two workers sending a
+burst of due reminders share one budget. A platform's own 429 is still obeyed (the send is retried).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from limits.storage import Storage
+
+from shared.limits import SharedLimit
+from shared.reminders.service import ReminderSender, ReminderTarget
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT_SECONDS = 60.0
+"""A send waits at most this long for its slot in all; past it, it goes (the platform's 429 is the judge)."""
+
+
+@dataclass(frozen=True)
+class PlatformPace:
+    overall: str
+    per_chat: str
+
+
+PACES = {"telegram": PlatformPace(overall="30/second", per_chat="1/second"),
+         "discord": PlatformPace(overall="50/second", per_chat="5 per 5 seconds")}
+
+
+class PacedSender:
+    """``sender`` with the platform's pace: each send takes a slot overall and one in its chat first."""
+
+    def __init__(self, sender: ReminderSender, platform: str, storage: Storage, *,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        pace = PACES[platform]
+        self.sender, self.sleep = sender, sleep
+        self.overall = SharedLimit(storage, f"send-{platform}", pace.overall)
+        self.per_chat = SharedLimit(storage, f"send-{platform}-chat", pace.per_chat)
+
+    def send(self, target: ReminderTarget, text: str, *, idempotency_key: str) -> None:
+        waited = 0.0
+        chat = target.platform_chat_id or target.platform_user_id or "-"
+        for limit, key in ((self.per_chat, chat), (self.overall, "all")):
+            while waited < MAX_WAIT_SECONDS and (wait := limit.hit(key)) is not None:
+                self.sleep(min(wait, MAX_WAIT_SECONDS - waited))
+                waited += wait
+        if waited:
+            log.info("a reminder waited %.1f s for its slot in the platform's rate limit", waited)
+        self.sender.send(target, text, idempotency_key=idempotency_key)
+
+    def close(self) -> None:
+        close = getattr(self.sender, "close", None)
+        if close is not None:
+            close()

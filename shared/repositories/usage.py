@@ -1,0 +1,144 @@
+"""Usage of the model and the embedder: recording requests, and reading the daily sums.
+
+:meth:`UsageRepository.record` writes a unit of work's requests and adds them to the daily sums in
+one statement (one round trip on the hot path). Every read goes to the daily sums
+(``llm_usage_daily``), never to the requests themselves: a quota check is one primary-key range and a
+user's 30-day report a few dozen rows, however many requests were made; the operators' report sums
+every user's days in its window (``mnemo bench usage`` times both at a million requests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Protocol
+
+from sqlalchemy import BigInteger, delete, desc, func, select, text, update
+from sqlalchemy.orm import Session
+
+from shared.db.usage_models import (
+    MAX_MODEL_CHARS,
+    NO_CHAT,
+    SUMMED,
+    UsageCall,
+    UsageDay,
+    UsageTotals,
+    sums_by_kind,
+    usage_day,
+)
+
+_ADD_TO_DAY = "ON CONFLICT (user_id, day, kind, chat_id) DO UPDATE SET " + ", ".join(
+    f"{name} = d.{name} + excluded.{name}" for name in SUMMED)
+_RECORD = text(f"""
+WITH calls AS (
+    INSERT INTO llm_usage (user_id, chat_id, kind, model, prompt_tokens, completion_tokens, cached_tokens,
+                           estimated, latency_ms, created_at)
+    SELECT :user_id, :chat_id, c.kind, c.model, c.prompt, c.completion, c.cached, c.estimated, c.latency, :now
+    FROM unnest(CAST(:kinds AS varchar[]), CAST(:models AS varchar[]), CAST(:prompts AS integer[]),
+                CAST(:completions AS integer[]), CAST(:cached AS integer[]), CAST(:estimated AS boolean[]),
+                CAST(:latencies AS integer[])) AS c(kind, model, prompt, completion, cached, estimated, latency)
+)
+INSERT INTO llm_usage_daily AS d (user_id, day, kind, chat_id, {", ".join(SUMMED)})
+SELECT :user_id, :day, s.kind, :chat_key, {", ".join(f"s.{name}" for name in SUMMED)}
+FROM unnest(CAST(:sum_kinds AS varchar[]), {", ".join(f"CAST(:sum_{name} AS bigint[])" for name in SUMMED)})
+     AS s(kind, {", ".join(SUMMED)})
+{_ADD_TO_DAY}""")
+"""A turn's requests and its daily sums in one statement: the sums per kind are added up before it is sent,
+which keeps it simple to plan (it is planned each time: the engine prepares no statements)."""
+
+
+class SpentCall(Protocol):
+    """One request as :class:`shared.llm.metering.CallUsage` describes it."""
+
+    kind: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    estimated: bool
+    latency_ms: int
+
+
+class UsageRepository:
+    """Records requests and reads their daily sums; every read names its user (or is an operator's total)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def record(self, user_id: int, chat_id: int | None, calls: Sequence[SpentCall], now: datetime, *,
+               messages: int = 0) -> None:
+        """The requests, on ``now``'s UTC day, and ``messages`` answered (hot-path turns), in one statement."""
+        if not calls and not messages:
+            return
+        sums = sums_by_kind(calls, messages)
+        self.session.execute(_RECORD, {
+            "user_id": user_id, "chat_id": chat_id, "chat_key": chat_id or NO_CHAT, "now": now,
+            "day": usage_day(now), "kinds": [c.kind for c in calls],
+            "models": [c.model[:MAX_MODEL_CHARS] for c in calls], "prompts": [c.prompt_tokens for c in calls],
+            "completions": [c.completion_tokens for c in calls], "cached": [c.cached_tokens for c in calls],
+            "estimated": [c.estimated for c in calls], "latencies": [c.latency_ms for c in calls],
+            "sum_kinds": list(sums), **{f"sum_{name}": [getattr(total, name) for total in sums.values()]
+                                        for name in SUMMED}})
+
+    def tokens_on(self, user_id: int, day: date) -> int:
+        """The user's tokens (prompt and completion, every kind and chat) on ``day``."""
+        query = select(func.coalesce(func.sum(UsageDay.prompt_tokens + UsageDay.completion_tokens), 0)).where(
+            UsageDay.user_id == user_id, UsageDay.day == day)
+        return int(self.session.scalar(query))
+
+    def chat_tokens_on(self, chat_id: int, day: date) -> int:
+        """Every user's tokens in one chat on ``day`` (a group's quota)."""
+        query = select(func.coalesce(func.sum(UsageDay.prompt_tokens + UsageDay.completion_tokens), 0)).where(
+            UsageDay.chat_id == chat_id, UsageDay.day == day)
+        return int(self.session.scalar(query))
+
+    def by_day(self, since: date, *, user_id: int | None = None) -> list[tuple[date, UsageTotals]]:
+        """Sums per day from ``since`` on, oldest first: one user's, or everyone's."""
+        query = _summed(UsageDay.day).where(UsageDay.day >= since).group_by(UsageDay.day).order_by(UsageDay.day)
+        return [(row[0], _totals(row)) for row in self.session.execute(_for(query, user_id))]
+
+    def by_kind(self, since: date, *, user_id: int | None = None) -> list[tuple[str, UsageTotals]]:
+        """Sums per kind from ``since`` on, the most tokens first: one user's, or everyone's."""
+        query = _summed(UsageDay.kind).where(UsageDay.day >= since).group_by(UsageDay.kind)
+        rows = [(row[0], _totals(row)) for row in self.session.execute(_for(query, user_id))]
+        return sorted(rows, key=lambda row: (-row[1].tokens, row[0]))
+
+    def top_users(self, since: date, limit: int) -> list[tuple[int, UsageTotals]]:
+        """The users with the most tokens from ``since`` on, most first."""
+        tokens = func.sum(UsageDay.prompt_tokens + UsageDay.completion_tokens)
+        query = (_summed(UsageDay.user_id).where(UsageDay.day >= since).group_by(UsageDay.user_id)
+                 .order_by(desc(tokens), UsageDay.user_id).limit(limit))
+        return [(row[0], _totals(row)) for row in self.session.execute(query)]
+
+    def recent_calls(self, user_id: int, limit: int) -> list[UsageCall]:
+        """The user's latest requests, newest first."""
+        query = (select(UsageCall).where(UsageCall.user_id == user_id)
+                 .order_by(UsageCall.created_at.desc(), UsageCall.id.desc()).limit(limit))
+        return list(self.session.scalars(query))
+
+    def move(self, source: int, target: int) -> None:
+        """Give ``target`` the requests and daily sums of ``source`` (two accounts linked into one)."""
+        self.session.execute(update(UsageCall).where(UsageCall.user_id == source).values(user_id=target)
+                             .execution_options(synchronize_session=False))
+        self.session.execute(text("""
+            INSERT INTO llm_usage_daily AS d (user_id, day, kind, chat_id, messages, calls, prompt_tokens,
+                                              completion_tokens, cached_tokens, estimated_calls)
+            SELECT :target, day, kind, chat_id, messages, calls, prompt_tokens, completion_tokens, cached_tokens,
+                   estimated_calls
+            FROM llm_usage_daily WHERE user_id = :source
+            """ + _ADD_TO_DAY),
+            {"source": source, "target": target})
+        self.session.execute(delete(UsageDay).where(UsageDay.user_id == source)
+                             .execution_options(synchronize_session=False))
+
+
+def _summed(key):
+    return select(key, *(func.coalesce(func.sum(getattr(UsageDay, name)), 0).cast(BigInteger) for name in SUMMED))
+
+
+def _for(query, user_id: int | None):
+    return query if user_id is None else query.where(UsageDay.user_id == user_id)
+
+
+def _totals(row) -> UsageTotals:
+    return UsageTotals(*(int(value) for value in row[1:]))

@@ -1,0 +1,135 @@
+"""Back-pressure on real PostgreSQL: when the model slows down, turns queue with a bound, the waiting user
+hears "busy, one moment", the one past the bound gets an offline answer at once, and nothing is lost."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from prometheus_client import REGISTRY
+from sqlalchemy import select
+
+from bench.fakes.openai_server import FakeOpenAI
+from shared.conversation.config import ConversationConfig
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.pressure import PressureConfig, busy_notice
+from shared.conversation.service import ConversationService
+from shared.db.memory_models import OutboxJob
+from shared.db.models import ConversationTurn
+from shared.llm.client import ChatModel
+
+CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
+                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
+                            default_timezone="UTC")
+pytestmark = pytest.mark.committed
+"""Turns run concurrently, each with units of work of its own on worker threads: they cannot share the one
+connection of a test that is rolled back."""
+SLOW_MODEL_SECONDS = 3.0  # long enough for every other turn to reach the gate while the first holds the slot
+REPLY = {"response": "Hello from the model.", "emotion": None, "memory_update": None, "todos": [], "topic": None,
+         "context_variables": []}
+
+
+@pytest.fixture
+def llm():
+    with FakeOpenAI(models=("fake-chat",)) as server:
+        yield server
+
+
+def service_with(uow_factory, llm: FakeOpenAI, pressure: PressureConfig) -> ConversationService:
+    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=30)
+    return ConversationService(uow_factory, replace(CONFIG, pressure=pressure), chat_model=model)
+
+
+def message(user: str, text: str = "hello, how are you?") -> IncomingMessage:
+    return IncomingMessage(platform="telegram", chat_id=f"chat-{user}", user_id=user, text=text,
+                           sent_at=datetime.now(UTC), is_private=True, display_name=user, message_id=f"{user}-1")
+
+
+def busy_count() -> float:
+    return REGISTRY.get_sample_value("mnemo_messages_total", {"platform": "telegram", "outcome": "busy"}) or 0.0
+
+
+async def three_users_at_once(service: ConversationService, llm: FakeOpenAI) -> tuple[list, list[str]]:
+    told: list[str] = []
+    llm.queue_reply(REPLY, delay=SLOW_MODEL_SECONDS)
+    first = asyncio.create_task(service.handle_message(message("u1")))
+    while not llm.chat_requests():  # u1 holds the only slot, its model call under way
+        await asyncio.sleep(0.01)
+
+    async def tell(user: str) -> None:
+        told.append(user)
+
+    second = asyncio.create_task(service.handle_message(message("u2"), on_busy=lambda: tell("u2")))
+    while service.gate.waiting == 0:
+        await asyncio.sleep(0.01)
+    third = await service.handle_message(message("u3", "我今天好累"), on_busy=lambda: tell("u3"))
+    return [await first, await second, third], told
+
+
+def test_a_slow_model_queues_turns_with_a_bound_and_nobody_is_left_in_silence(uow_factory, llm):
+    service = service_with(uow_factory, llm, PressureConfig(slots=1, queue_limit=1, busy_after=0.0,
+                                                            give_up_after=60.0))
+    llm.set_responder(lambda _request: REPLY)
+    before = busy_count()
+
+    (first, second, third), told = asyncio.run(three_users_at_once(service, llm))
+
+    assert (first.text, first.offline) == ("Hello from the model.", False)
+    assert (second.text, second.offline) == ("Hello from the model.", False) and told == ["u2"]
+    assert third.offline and third.busy and third.notice == busy_notice(chinese=True)
+    assert third.text.strip()
+    assert len(llm.chat_requests()) == 2 and busy_count() - before == 1
+    assert (service.gate.running, service.gate.waiting) == (0, 0)
+    with uow_factory() as uow:  # every message and every answer recorded; the worker still reads u3's message
+        turns = uow.session.scalars(select(ConversationTurn).order_by(ConversationTurn.id)).all()
+        assert sorted(t.text for t in turns if t.role == "user") == ["hello, how are you?"] * 2 + ["我今天好累"]
+        assert sum(t.role == "assistant" for t in turns) == 3
+        assert sum(job.task == "extract_turn" for job in uow.session.scalars(select(OutboxJob))) >= 3
+
+
+def test_a_turn_that_waits_too_long_for_the_model_is_answered_offline(uow_factory, llm):
+    service = service_with(uow_factory, llm, PressureConfig(slots=1, queue_limit=8, busy_after=0.0,
+                                                            give_up_after=0.2))
+    llm.set_responder(lambda _request: REPLY)
+
+    async def two() -> list:
+        llm.queue_reply(REPLY, delay=SLOW_MODEL_SECONDS)
+        first = asyncio.create_task(service.handle_message(message("u1")))
+        while not llm.chat_requests():
+            await asyncio.sleep(0.01)
+        return [await service.handle_message(message("u2")), await first]
+
+    late, first = asyncio.run(two())
+
+    assert late.offline and late.busy and late.notice == busy_notice(chinese=False)
+    assert not first.offline and len(llm.chat_requests()) == 1
+
+
+def test_a_user_flooding_past_the_message_rate_gets_quick_answers_and_takes_nothing_from_others(
+        uow_factory, llm, migrated_system_db):
+    from limits.storage import MemoryStorage
+
+    from shared.conversation.pressure import flood_notice
+    from shared.limits import SharedLimit
+
+    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=30)
+    service = ConversationService(uow_factory, CONFIG, chat_model=model,
+                                  message_limit=SharedLimit(MemoryStorage(), "messages", "3/minute"))
+    llm.set_responder(lambda _request: REPLY)
+
+    def say(user: str, number: int, text: str = "hello again"):
+        incoming = replace(message(user, text), message_id=f"{user}-{number}")
+        return asyncio.run(service.handle_message(incoming))
+
+    flood = [say("flooder", number) for number in range(5)]
+    other = say("neighbour", 0)
+
+    assert [reply.offline for reply in flood] == [False, False, False, True, True]
+    assert flood[3].limited and flood[3].notice.startswith(flood_notice(False, 60)[:40])
+    assert not other.offline and other.text == "Hello from the model."
+    assert len(llm.chat_requests()) == 4
+    with uow_factory() as uow:  # every message of the flood is kept, and answered
+        turns = uow.session.scalars(select(ConversationTurn)).all()
+        assert sum(t.role == "user" for t in turns) == 6 and sum(t.role == "assistant" for t in turns) == 6
