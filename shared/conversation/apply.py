@@ -59,6 +59,7 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
     output = result.output
     uow.turns.add(ConversationTurn(user_id=prepared.user_id, chat_id=prepared.chat_id,
                                    session_id=prepared.session_id, role="assistant", text=output.response,
+                                   reply_to_turn_id=prepared.user_turn_id,
                                    token_estimate=estimate_tokens(output.response), created_at=now))
     turn_count = _update_working_memory(uow, prepared, result, config, now)
     uow.memories.touch(prepared.user_id, prepared.prompt.memory_ids, now)

@@ -169,4 +169,7 @@ class ConversationTurn(Base):
     episode_id: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("episodes.id", ondelete="SET NULL"))
     memory_ids: Mapped[list[int] | None] = mapped_column(ARRAY(BigInteger))
     """On a user's turn: the memories the prompt answering it showed (prompt.py's ``PastTurn``)."""
+    reply_to_turn_id: Mapped[int | None] = mapped_column(BigInteger)
+    """On the bot's turn: the user's turn it answers (None on turns stored before migration 0021: then the
+    first bot turn after a message is taken for its answer)."""
     created_at: Mapped[datetime] = created_column()

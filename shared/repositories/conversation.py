@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -213,11 +213,12 @@ class TurnRepository:
                                                                ConversationTurn.id == turn_id).with_for_update())
 
     def reply_in_session(self, user_id: int, session_id: int | None, after_turn_id: int) -> ConversationTurn | None:
-        """The first assistant turn of the session after ``after_turn_id``: the answer to that message."""
+        """The bot's answer to the user's message ``after_turn_id`` in its session (not the answer to another
+        message the user sent a moment before, stored later)."""
         query = (
             select(ConversationTurn)
             .where(ConversationTurn.user_id == user_id, ConversationTurn.session_id == session_id,
-                   ConversationTurn.role == "assistant", ConversationTurn.id > after_turn_id)
+                   ConversationTurn.role == "assistant", ConversationTurn.id > after_turn_id, _answers(after_turn_id))
             .order_by(ConversationTurn.id)
             .limit(1)
         )
@@ -279,11 +280,11 @@ class TurnRepository:
         return list(self.session.scalars(query))
 
     def reply_text_in_chat(self, user_id: int, chat_id: int, after_turn_id: int) -> str | None:
-        """The text of the bot's first reply to the user in the chat after ``after_turn_id``."""
+        """The text of the bot's reply to the user's message ``after_turn_id`` in the chat."""
         query = (
             select(ConversationTurn.text)
             .where(ConversationTurn.user_id == user_id, ConversationTurn.chat_id == chat_id,
-                   ConversationTurn.role == "assistant", ConversationTurn.id > after_turn_id)
+                   ConversationTurn.role == "assistant", ConversationTurn.id > after_turn_id, _answers(after_turn_id))
             .order_by(ConversationTurn.id)
             .limit(1)
         )
@@ -306,3 +307,8 @@ class TurnRepository:
             .values(extracted=True)
         )
 
+
+def _answers(user_turn_id: int) -> ColumnElement[bool]:
+    """A bot turn answering the user's turn ``user_turn_id``: it says so, or (stored before the bot turns said
+    which message they answer) it is simply the first one after it."""
+    return or_(ConversationTurn.reply_to_turn_id == user_turn_id, ConversationTurn.reply_to_turn_id.is_(None))

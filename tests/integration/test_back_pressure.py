@@ -133,3 +133,28 @@ def test_a_user_flooding_past_the_message_rate_gets_quick_answers_and_takes_noth
     with uow_factory() as uow:  # every message of the flood is kept, and answered
         turns = uow.session.scalars(select(ConversationTurn)).all()
         assert sum(t.role == "user" for t in turns) == 6 and sum(t.role == "assistant" for t in turns) == 6
+
+
+def test_two_messages_of_one_user_answered_at_once_each_get_their_own_reply_whichever_lands_first(uow_factory, llm):
+    service = service_with(uow_factory, llm, PressureConfig(slots=4, queue_limit=8, busy_after=5.0,
+                                                            give_up_after=60.0))
+    slow = {**REPLY, "response": "An answer to the first message."}
+    quick = {**REPLY, "response": "An answer to the second message."}
+
+    async def both() -> list:
+        llm.queue_reply(slow, delay=1.0)
+        llm.queue_reply(quick)
+        first = asyncio.create_task(service.handle_message(message("u1", "first message")))
+        while not llm.chat_requests():
+            await asyncio.sleep(0.01)
+        second = await service.handle_message(replace(message("u1", "second message"), message_id="u1-2"))
+        return [await first, second]
+
+    first, second = asyncio.run(both())
+
+    assert (first.text, first.duplicate) == ("An answer to the first message.", False)
+    assert (second.text, second.duplicate) == ("An answer to the second message.", False)
+    with uow_factory() as uow:  # the second answer was stored first, and each says which message it answers
+        turns = {t.id: t for t in uow.session.scalars(select(ConversationTurn))}
+        answers = sorted((t for t in turns.values() if t.role == "assistant"), key=lambda t: t.id)
+        assert [turns[a.reply_to_turn_id].text for a in answers] == ["second message", "first message"]
