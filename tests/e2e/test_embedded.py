@@ -14,11 +14,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from bench.fakes.telegram_api import FakeTelegram
 from shared.db import migrate
 from shared.db.embedded import EmbeddedPostgres, server_pid
 from tests.conftest import server_data_dir
 from tests.e2e.api_process import api_answers, bound_port
-from tests.fakes.telegram_api import FakeTelegram
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

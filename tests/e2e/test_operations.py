@@ -36,12 +36,12 @@ from sqlalchemy import select
 
 from bench.databases import create_database, drop_database
 from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.telegram_api import FakeTelegram, user_object
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Memory, Todo
 from shared.db.models import Chat, Identity
 from tests.e2e.api_process import bound_port
 from tests.fakes.database_outage import DatabaseOutage
-from tests.fakes.telegram_api import FakeTelegram, user_object
 from tests.waiting import wait_for
 from worker.celery_app import configure
 from worker.tasks import send_task

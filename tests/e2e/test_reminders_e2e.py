@@ -14,10 +14,10 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
+from bench.fakes.discord_api import FakeDiscord
 from shared.db.memory_models import Todo
 from tests.e2e.test_beat import beat, log_of, stop_beat, wait_until_beating
 from tests.e2e.test_worker import Worker
-from tests.fakes.discord_api import FakeDiscord
 from tests.waiting import wait_for
 
 REDIS_URL = "redis://127.0.0.1:6379/13"

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fakes.telegram_api import FakeTelegram
+from bench.fakes.telegram_api import FakeTelegram
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

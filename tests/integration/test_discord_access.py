@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import func, select
 
+from bench.fakes.discord_api import EPHEMERAL, FakeDiscord
 from bench.fakes.openai_server import FakeOpenAI
 from bot.discord_bot import MnemoBot, use_api
 from shared.access.rule import Entry, Facts, Policy
@@ -20,7 +21,6 @@ from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.models import ConversationTurn, Identity
 from shared.llm.client import ChatModel
-from tests.fakes.discord_api import EPHEMERAL, FakeDiscord
 from tests.integration.test_discord_bot import ALICE, BOB, CHANNEL, CONFIG, GUILD, MESSAGE, ZH, Bot, alice
 from tests.waiting import until
 

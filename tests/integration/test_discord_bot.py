@@ -1,6 +1,6 @@
 """The Discord front-end through the real discord.py: gateway payloads in, REST calls out.
 
-The gateway cannot run here, so the fake Discord (``tests/fakes/discord_api.py``) makes the payloads
+The gateway cannot run here, so the fake Discord (``bench/fakes/discord_api.py``) makes the payloads
 Discord would send (INTERACTION_CREATE, MESSAGE_CREATE). They go through discord.py's own parsing
 (``ConnectionState.parse_*``) to the command tree, the buttons and ``on_message``; every answer the
 bot gives is a real HTTP request to the fake on loopback, checked there. The services behind it run
@@ -20,6 +20,7 @@ from prometheus_client import REGISTRY
 from pydantic import SecretStr
 from sqlalchemy import select
 
+from bench.fakes.discord_api import EPHEMERAL, FakeDiscord
 from bench.fakes.openai_server import FakeOpenAI
 from bot.discord_bot import MnemoBot, chat_intents, run_discord, sync_commands, use_api
 from bot.discord_render import jump_url, plain_text, reply_messages, split_message, warning_line
@@ -38,7 +39,6 @@ from shared.llm.client import ChatModel
 from shared.repositories.uow import UnitOfWork
 from shared.settings import Settings
 from tests.fakes.database_outage import DatabaseOutage
-from tests.fakes.discord_api import EPHEMERAL, FakeDiscord
 from tests.waiting import until
 
 ALICE, BOB = "300000000000000001", "300000000000000002"

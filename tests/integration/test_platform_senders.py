@@ -7,7 +7,9 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
+from bench.fakes.discord_api import FakeDiscord
 from bench.fakes.loopback import refusing_port
+from bench.fakes.telegram_api import FakeTelegram
 from shared.delivery.platform_api import (
     ConsoleSender,
     DiscordSender,
@@ -17,8 +19,6 @@ from shared.delivery.platform_api import (
 )
 from shared.reminders.service import ChatMoved, DeliveryRefused, ReminderTarget, RetryLater, SenderMisconfigured
 from shared.settings import Settings
-from tests.fakes.discord_api import FakeDiscord
-from tests.fakes.telegram_api import FakeTelegram
 from tests.waiting import wait_for
 
 KEY = "mnemo-todo-7"

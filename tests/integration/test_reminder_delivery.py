@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from bench.fakes.discord_api import FakeDiscord
+from bench.fakes.telegram_api import FakeTelegram
 from shared.db.memory_models import Todo
 from shared.delivery.platform_api import ConsoleSender, DiscordSender, TelegramSender
 from shared.reminders.chat_moves import record_chat_move
@@ -25,8 +27,6 @@ from shared.reminders.service import (
     reminder_text,
 )
 from shared.repositories.reminders import CLAIMS_PER_USER
-from tests.fakes.discord_api import FakeDiscord
-from tests.fakes.telegram_api import FakeTelegram
 
 NOW = datetime(2026, 11, 22, 1, 30, tzinfo=UTC)  # 09:30 in Shanghai
 LEASE = timedelta(seconds=30)

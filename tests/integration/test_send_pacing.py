@@ -11,12 +11,12 @@ import pytest
 import redis
 from sqlalchemy import Engine, pool
 
+from bench.fakes.telegram_api import FakeTelegram
 from shared.db.engine import make_engine
 from shared.delivery.pacing import PacedSender
 from shared.delivery.platform_api import TelegramSender
 from shared.limits import shared_storage
 from shared.reminders.service import ReminderTarget
-from tests.fakes.telegram_api import FakeTelegram
 
 REDIS_URL = "redis://127.0.0.1:6379/1"  # a Redis database no other test uses
 

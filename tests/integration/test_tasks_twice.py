@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select, update
 
+from bench.fakes.telegram_api import FakeTelegram
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
@@ -17,7 +18,6 @@ from shared.reminders import service as reminders
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import TOKENIZER_VERSION
 from shared.settings import Settings
-from tests.fakes.telegram_api import FakeTelegram
 from worker import context as worker_context
 from worker import tasks
 

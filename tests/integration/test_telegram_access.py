@@ -15,13 +15,13 @@ from sqlalchemy import func, select
 from telegram.ext import Application
 
 from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.telegram_api import FakeTelegram, user_object
 from shared.access.texts import refusal_text
 from shared.commands import texts
 from shared.commands.service import MemoryCommands
 from shared.conversation.messages import IncomingMessage
 from shared.db.models import ConversationTurn, Identity
 from shared.settings import Settings
-from tests.fakes.telegram_api import FakeTelegram, user_object
 from tests.integration.test_telegram_bot import (
     ALICE,
     ALICE_CALLER,

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from telegram.ext import Application
 
 from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_render import SNOOZE_MINUTES, TEXT_LIMIT, reply_messages, split_message, utf16_len
 from shared.app.logs import redact_every_record
@@ -37,7 +38,6 @@ from shared.reminders.service import claim_due_reminders, deliver_reminder
 from shared.repositories.uow import UnitOfWork
 from shared.settings import Settings
 from tests.fakes.database_outage import DatabaseOutage
-from tests.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from tests.waiting import until
 
 ALICE = user_object(1001, "Alice", username="alice", language_code="en")

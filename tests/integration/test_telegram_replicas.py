@@ -16,6 +16,7 @@ from pydantic import SecretStr
 from sqlalchemy import func, select, text
 
 from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.telegram_api import FakeTelegram, user_object
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_webhook import SECRET_HEADER, webhook_running
 from shared.commands.service import MemoryCommands
@@ -27,7 +28,6 @@ from shared.db.models import ConversationTurn
 from shared.db.update_log import RECLAIM_AFTER, UpdateInbox
 from shared.llm.client import ChatModel
 from shared.settings import Settings
-from tests.fakes.telegram_api import FakeTelegram, user_object
 from tests.integration.test_telegram_webhook import update
 from tests.waiting import until
 

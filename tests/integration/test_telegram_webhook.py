@@ -18,13 +18,13 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from bench.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_webhook import MAX_UPDATE_BYTES, SECRET_HEADER, webhook_running
 from shared.commands.service import MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
 from shared.settings import Settings
-from tests.fakes.telegram_api import FakeTelegram, chat_object, user_object
 
 SECRET = "webhook-secret_0123456789abcdef"
 PATH = "/telegram/hook-7f3a"

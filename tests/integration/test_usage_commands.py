@@ -12,7 +12,9 @@ import pytest
 from pydantic import SecretStr
 from telegram.ext import Application
 
+from bench.fakes.discord_api import EPHEMERAL, FakeDiscord
 from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.telegram_api import FakeTelegram, user_object
 from bot.console import chat_loop
 from bot.console_commands import ConsoleCommands
 from shared.commands.service import Caller, MemoryCommands
@@ -21,8 +23,6 @@ from shared.conversation.service import ConversationService
 from shared.llm.client import ChatModel
 from shared.settings import Settings
 from shared.usage.policy import Prices, QuotaPolicy, UsagePolicy
-from tests.fakes.discord_api import EPHEMERAL, FakeDiscord
-from tests.fakes.telegram_api import FakeTelegram, user_object
 from tests.integration.test_discord_bot import ALICE as DISCORD_ALICE
 from tests.integration.test_discord_bot import Bot
 from tests.integration.test_telegram_bot import llm_turn, run_bot
