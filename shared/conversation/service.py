@@ -165,7 +165,9 @@ class ConversationService:
     def _apply(self, prepared: PreparedTurn, result: TurnResult, spent: tuple[CallUsage, ...],
                retrying: bool) -> AppliedTurn:
         with self.uow_factory() as uow:
-            uow.turns.hold_for_reply(prepared.user_id, prepared.user_turn_id)
+            if not uow.turns.hold_for_reply(prepared.user_id, prepared.user_turn_id):
+                log.info("the conversation was forgotten while its reply was written: the reply is sent, not kept")
+                return AppliedTurn(memory_ids=(), todo_ids=(), warnings=())
             if uow.turns.reply_in_session(prepared.user_id, prepared.session_id,
                                           prepared.user_turn_id) is not None:  # our lost commit, or another's
                 return AppliedTurn(memory_ids=(), todo_ids=(), warnings=(), answered_elsewhere=not retrying)

@@ -206,11 +206,13 @@ class TurnRepository:
         )
         return list(self.session.scalars(query))
 
-    def hold_for_reply(self, user_id: int, turn_id: int) -> None:
+    def hold_for_reply(self, user_id: int, turn_id: int) -> bool:
         """Lock the user's message ``turn_id`` until the transaction ends: of two processes answering it at once
-        (a replica that just started answers what looks unanswered), the second sees the first's reply."""
-        self.session.execute(select(ConversationTurn.id).where(ConversationTurn.user_id == user_id,
-                                                               ConversationTurn.id == turn_id).with_for_update())
+        (a replica that just started answers what looks unanswered), the second sees the first's reply.
+        False when the message is gone (the user had the bot forget the conversation meanwhile)."""
+        held = self.session.execute(select(ConversationTurn.id).where(ConversationTurn.user_id == user_id,
+                                                                      ConversationTurn.id == turn_id).with_for_update())
+        return held.first() is not None
 
     def reply_in_session(self, user_id: int, session_id: int | None, after_turn_id: int) -> ConversationTurn | None:
         """The bot's answer to the user's message ``after_turn_id`` in its session (not the answer to another

@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import text
 
 from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.telegram_api import FakeTelegram, user_object
 from shared.db.engine import make_engine
-from tests.fakes.telegram_api import FakeTelegram, user_object
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +124,7 @@ def test_two_webhook_replicas_answer_every_update_once_however_often_and_whereve
             assert balancer.deliver(update, 0, 1) == [200, 200]
         asking = wait_for(lambda: forget_question(telegram), 60, said)
         wait_for(lambda: handled_everything(migrated_system_db), 60, said)  # /remember too, before Yes is pressed
+        wait_for(lambda: len(telegram.messages_to(EVE["id"])) == 6, 60, said)  # and every answer sent
         assert count(migrated_system_db, "SELECT count(*) FROM conversation_turns WHERE role = 'user'") == 2
         assert count(migrated_system_db, "SELECT count(*) FROM memories") == 1
         query_id = telegram.push_callback(EVE, asking, asking["reply_markup"]["inline_keyboard"][0][0]["callback_data"])
@@ -138,7 +139,7 @@ def test_two_webhook_replicas_answer_every_update_once_however_often_and_whereve
 
     texts = [message.get("text", "") for message in telegram.messages_to(EVE["id"])]
     assert len(texts) == 6, texts  # two chat replies, remembered, reminder set, help, the question (the edit: none)
-    assert sum(reply.startswith(REPLY) for reply in texts) == 2 and len(llm.chat_requests()) == 2
+    assert sum(reply.startswith(REPLY) for reply in texts) == 2 and len(llm.chat_requests()) == 2, texts
     assert [call.params["callback_query_id"] for call in telegram.calls_to("answerCallbackQuery")] == [query_id]
     assert count(migrated_system_db, "SELECT count(*) FROM todos") == 1
     assert count(migrated_system_db, "SELECT count(*) FROM memories WHERE deleted_at IS NULL") == 0  # forgotten

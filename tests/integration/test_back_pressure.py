@@ -16,7 +16,7 @@ from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.pressure import PressureConfig, busy_notice
 from shared.conversation.service import ConversationService
-from shared.db.memory_models import OutboxJob
+from shared.db.memory_models import Memory, OutboxJob
 from shared.db.models import ConversationTurn
 from shared.llm.client import ChatModel
 
@@ -158,3 +158,32 @@ def test_two_messages_of_one_user_answered_at_once_each_get_their_own_reply_whic
         turns = {t.id: t for t in uow.session.scalars(select(ConversationTurn))}
         answers = sorted((t for t in turns.values() if t.role == "assistant"), key=lambda t: t.id)
         assert [turns[a.reply_to_turn_id].text for a in answers] == ["second message", "first message"]
+
+
+def test_a_conversation_forgotten_while_its_reply_is_written_gets_the_reply_and_keeps_nothing_of_it(uow_factory, llm):
+    from shared.commands.memories import forget_everything
+
+    service = service_with(uow_factory, llm, PressureConfig(slots=4, queue_limit=8, busy_after=5.0,
+                                                            give_up_after=60.0))
+    remembering = {**REPLY, "response": "Green tea it is.", "memory_update": {"should_store": True, "entries": [
+        {"type": "preference", "subject": "user", "predicate": "likes", "content": "likes green tea",
+         "tier": "long"}]}}
+
+    async def forget_meanwhile():
+        llm.queue_reply(remembering, delay=1.0)
+        answering = asyncio.create_task(service.handle_message(message("u1", "I like green tea")))
+        while not llm.chat_requests():
+            await asyncio.sleep(0.01)
+        with uow_factory() as uow:  # "/forget all", pressed while the model writes
+            user_id = uow.session.scalars(select(ConversationTurn.user_id)).one()
+            forget_everything(uow, user_id, datetime.now(UTC))
+            uow.commit()
+        return await answering
+
+    reply = asyncio.run(forget_meanwhile())
+
+    assert (reply.text, reply.offline) == ("Green tea it is.", False)
+    with uow_factory() as uow:
+        assert uow.session.scalars(select(ConversationTurn)).all() == []
+        assert [job.task for job in uow.session.scalars(select(OutboxJob))] == []
+        assert uow.session.scalars(select(Memory)).all() == []
