@@ -11,7 +11,9 @@ Commands: see :mod:`bot.discord_commands`. They are synced with Discord once, by
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import logging
 import re
 import signal
@@ -34,6 +36,7 @@ from shared.commands.service import MemoryCommands
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
 from shared.errors import ConfigError
+from shared.limits import SharedLimit
 from shared.metrics import record
 from shared.settings import Settings
 
@@ -43,6 +46,9 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 # Replies ping the person answered and nobody else, whatever the model wrote (@everyone, roles).
 REPLY_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
 TOKEN_REFUSED = "DISCORD_TOKEN was refused by Discord; copy the bot token again"
+IDENTIFY_RATE = "1 per 5 seconds"
+"""Discord lets a bot IDENTIFY one shard per rate-limit bucket (shard id % ``max_concurrency``) every 5 s,
+counted over all its processes; a shard that identifies too soon has its session invalidated."""
 
 
 def chat_intents() -> discord.Intents:
@@ -85,7 +91,7 @@ class MnemoBot(discord.AutoShardedClient):
 
     def __init__(self, conversation: ConversationService, memory: MemoryCommands, *,
                  access: AccessService | None = None, intents: discord.Intents | None = None,
-                 shards: Shards | None = None) -> None:
+                 shards: Shards | None = None, identify_pace: SharedLimit | None = None) -> None:
         placement = {"shard_count": shards.count, "shard_ids": list(shards.ids)} if shards else {}
         super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS,
                          http_trace=counting_api_errors(), **placement)
@@ -95,20 +101,36 @@ class MnemoBot(discord.AutoShardedClient):
         self.tree = AccessTree(self, self.access)
         install_commands(self.tree)
         self.answering: asyncio.Task[None] | None = None
+        self.identify_pace = identify_pace
+        self.max_concurrency = 1
 
     async def launch_shards(self) -> None:
         """discord.py 2.x's ``AutoShardedClient.launch_shards``, except that the gateway's address always
         comes from ``GET /gateway/bot``, as Discord advises: with an explicit shard count discord.py would dial
-        its built-in public gateway, whatever API (self-hosted proxy, test fake) the bot was pointed at."""
+        its built-in public gateway, whatever API (self-hosted proxy, test fake) the bot was pointed at, and
+        so would a shard that identifies again after its session was invalidated."""
         if self.is_closed():
             return
-        recommended, url, _session_start_limit = await self.http.get_bot_gateway()
+        recommended, url, session_start_limit = await self.http.get_bot_gateway()
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+        self.max_concurrency = max(1, int(session_start_limit.get("max_concurrency", 1)))
         self.shard_count = self.shard_count or recommended
         self._connection.shard_count = self.shard_count
         shard_ids = self.shard_ids or range(self.shard_count)
         self._connection.shard_ids = shard_ids
         for shard_id in shard_ids:
             await self.launch_shard(yarl.URL(url), shard_id, initial=shard_id == shard_ids[0])
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Wait for this shard's IDENTIFY slot, shared with the bot's other processes when ``identify_pace``
+        is given (each process's first shard would otherwise identify at once); else discord.py's 5 s."""
+        if self.identify_pace is None:
+            await super().before_identify_hook(shard_id, initial=initial)
+            return
+        bucket = str((shard_id or 0) % self.max_concurrency)
+        while (wait := await asyncio.to_thread(self.identify_pace.hit, bucket)) is not None:
+            log.info("shard %s waits %.0f s to identify (another shard of the bot identified just now)", shard_id, wait)
+            await asyncio.sleep(wait)
 
     async def setup_hook(self) -> None:
         await self.tree.set_translator(CommandTranslator())
@@ -259,6 +281,7 @@ def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None 
     from shared.app.bootstrap import access_service, conversation_service, memory_commands, runtime
     from shared.app.ops_server import serve_operations
     from shared.app.processes import companions
+    from shared.limits import shared_storage
 
     use_api(settings.discord_api_base_url)
     with runtime(settings) as rt, companions(rt.database_url, settings.data_dir / "logs",
@@ -267,7 +290,9 @@ def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None 
             serve_operations(settings, rt.database_url, "discord"):
         service = conversation_service(rt)
         client = MnemoBot(service, memory_commands(rt, embeddings_wanted=service.embedder is not None),
-                          access=access_service(rt), shards=shards)
+                          access=access_service(rt), shards=shards,
+                          identify_pace=SharedLimit(shared_storage(settings.redis_url, rt.engine),
+                                                    f"discord-identify-{_bot_id(token)}", IDENTIFY_RATE))
         asyncio.run(_serve(client, token))
     return 0
 
@@ -295,3 +320,14 @@ def _token(settings: Settings) -> str:
         raise ConfigError("DISCORD_TOKEN is not set: create a bot at https://discord.com/developers/applications "
                           "and put its token in .env")
     return settings.discord_token.get_secret_value()
+
+
+def _bot_id(token: str) -> str:
+    """The bot's id, which a bot token begins with (base64), so two bots on one Redis pace apart; a token
+    not of that form (tests) is hashed."""
+    head = token.split(".", 1)[0]
+    try:
+        decoded = base64.b64decode(head + "=" * (-len(head) % 4), validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        decoded = ""
+    return decoded if decoded.isdigit() else hashlib.sha256(token.encode()).hexdigest()[:16]

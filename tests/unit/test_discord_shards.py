@@ -58,8 +58,8 @@ def test_the_shards_dial_the_gateway_that_the_api_names_never_the_public_one() -
 
     import discord
 
+    from bench.fakes.discord_api import FakeDiscord
     from bot.discord_bot import use_api
-    from tests.fakes.discord_api import FakeDiscord
 
     dialled: list[tuple[str, int, bool]] = []
 
@@ -77,13 +77,24 @@ def test_the_shards_dial_the_gateway_that_the_api_names_never_the_public_one() -
         finally:
             await client.close()
 
-    base = discord.http.Route.BASE
+    base, public = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+    reconnects_to = []
     with FakeDiscord() as fake:
         fake.add_route("GET", r"/gateway/bot", lambda _request: {
             "url": "ws://127.0.0.1:9", "shards": 1,
             "session_start_limit": {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}})
         try:
             asyncio.run(scenario(fake))
+            reconnects_to.append(str(discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY))
         finally:
-            discord.http.Route.BASE = base
+            discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = base, public
     assert dialled == [("ws://127.0.0.1:9", 1, True), ("ws://127.0.0.1:9", 3, False)]
+    assert reconnects_to == ["ws://127.0.0.1:9"]  # a shard identifying afresh after its session was invalidated
+
+
+def test_processes_of_one_bot_pace_their_identifies_under_the_bots_id() -> None:
+    from bot.discord_bot import _bot_id
+
+    assert _bot_id("MTAwMDAwMDAwMDAwMDAwMDAwMQ.GxYz12.abcdefghijklmnopqrstuvwxyz") == "1000000000000000001"
+    assert _bot_id("discord-token") == _bot_id("discord-token") != _bot_id("another-token")
+    assert len(_bot_id("not.base64!.token")) == 16
