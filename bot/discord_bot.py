@@ -35,6 +35,7 @@ from shared.commands import texts
 from shared.commands.service import MemoryCommands
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
+from shared.delivery.pacing import Pace
 from shared.errors import ConfigError
 from shared.limits import SharedLimit
 from shared.metrics import record
@@ -46,6 +47,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 # Replies ping the person answered and nobody else, whatever the model wrote (@everyone, roles).
 REPLY_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
 TOKEN_REFUSED = "DISCORD_TOKEN was refused by Discord; copy the bot token again"
+POSTED_MESSAGE = re.compile(r"/channels/(\d+)/messages$")
 IDENTIFY_RATE = "1 per 5 seconds"
 """Discord lets a bot IDENTIFY one shard per rate-limit bucket (shard id % ``max_concurrency``) every 5 s,
 counted over all its processes; a shard that identifies too soon has its session invalidated."""
@@ -65,10 +67,21 @@ def use_api(base_url: str) -> None:
     discord.http.Route.BASE = base_url.rstrip("/")
 
 
-def counting_api_errors() -> aiohttp.TraceConfig:
+def counting_api_errors(pace: Pace | None = None) -> aiohttp.TraceConfig:
     """discord.py's documented hook on its HTTP session: every failed REST call is counted in the metrics, the
-    429s it waits out by itself included."""
+    429s it waits out by itself included. With ``pace``, a request first waits for its slot in the bot's
+    budget that every shard process and worker shares (:mod:`shared.delivery.pacing`): 50 requests a second,
+    and 5 messages per 5 seconds in a channel; interaction answers are outside Discord's global limit."""
     trace = aiohttp.TraceConfig()
+
+    async def paced(_session: object, _context: object, params: aiohttp.TraceRequestStartParams) -> None:
+        path = params.url.path
+        if pace is None or "/interactions/" in path or "/webhooks/" in path or "/gateway" in path:
+            return
+        posted = POSTED_MESSAGE.search(path) if params.method == "POST" else None
+        await pace.wait(posted.group(1) if posted else None)
+
+    trace.on_request_start.append(paced)
 
     async def answered(_session: object, _context: object, params: aiohttp.TraceRequestEndParams) -> None:
         if params.response.status >= 400:
@@ -91,10 +104,11 @@ class MnemoBot(discord.AutoShardedClient):
 
     def __init__(self, conversation: ConversationService, memory: MemoryCommands, *,
                  access: AccessService | None = None, intents: discord.Intents | None = None,
-                 shards: Shards | None = None, identify_pace: SharedLimit | None = None) -> None:
+                 shards: Shards | None = None, identify_pace: SharedLimit | None = None,
+                 pace: Pace | None = None) -> None:
         placement = {"shard_count": shards.count, "shard_ids": list(shards.ids)} if shards else {}
         super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS,
-                         http_trace=counting_api_errors(), **placement)
+                         http_trace=counting_api_errors(pace), **placement)
         self.conversation = conversation
         self.memory = memory
         self.access = access or AccessService(memory.uow_factory, Policy())
@@ -289,10 +303,10 @@ def run_discord(settings: Settings, *, sync: bool = False, guild_id: int | None 
                                              metrics_port=settings.metrics_port), \
             serve_operations(settings, rt.database_url, "discord"):
         service = conversation_service(rt)
+        storage = shared_storage(settings.redis_url, rt.engine)  # the limits every replica and worker shares
         client = MnemoBot(service, memory_commands(rt, embeddings_wanted=service.embedder is not None),
-                          access=access_service(rt), shards=shards,
-                          identify_pace=SharedLimit(shared_storage(settings.redis_url, rt.engine),
-                                                    f"discord-identify-{_bot_id(token)}", IDENTIFY_RATE))
+                          access=access_service(rt), shards=shards, pace=Pace("discord", storage),
+                          identify_pace=SharedLimit(storage, f"discord-identify-{_bot_id(token)}", IDENTIFY_RATE))
         asyncio.run(_serve(client, token))
     return 0
 

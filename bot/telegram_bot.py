@@ -48,6 +48,7 @@ from shared.commands.service import MemoryCommands
 from shared.conversation.service import ConversationService
 from shared.db.leases import Lease
 from shared.db.update_log import UpdateHandledElsewhere, UpdateInbox
+from shared.delivery.pacing import Pace
 from shared.errors import ConfigError, MnemoError
 from shared.metrics import record
 from shared.settings import Settings
@@ -65,6 +66,8 @@ ONE_POLLER = ("run one `mnemo telegram` per bot token, or webhook mode (--webhoo
 FLOOD_RETRY_ATTEMPTS = 4
 FLOOD_MAX_WAIT_SECONDS = 60.0
 NOT_RETRIED = frozenset({"sendChatAction"})  # a late "typing…" is worthless
+PACED_METHODS = frozenset({"sendMessage", "sendDocument", "sendPhoto", "copyMessage", "forwardMessage"})
+"""What Telegram counts as a message against a bot's limits (~30 a second overall, one a second in a chat)."""
 SENDER_CHECK_GROUP, ACCESS_GROUP = -2, -1
 """The handler groups run before the commands' and the chat's: every update needs a sender, then access."""
 
@@ -90,10 +93,12 @@ def api_error_status(error: TelegramError) -> int | None:
 
 class FloodControl(BaseRateLimiter[None]):
     """Obeys flood control: a request refused with ``RetryAfter`` is sent again after the wait (bounded). Every
-    request but ``getUpdates`` passes here, so here its failures are counted."""
+    request but ``getUpdates`` passes here, so here its failures are counted. With ``pace``, a message first
+    waits for its slot in the bot's budget that every replica and worker shares (:mod:`shared.delivery.pacing`)."""
 
-    def __init__(self, attempts: int = FLOOD_RETRY_ATTEMPTS, max_wait: float = FLOOD_MAX_WAIT_SECONDS) -> None:
-        self.attempts, self.max_wait = attempts, max_wait
+    def __init__(self, attempts: int = FLOOD_RETRY_ATTEMPTS, max_wait: float = FLOOD_MAX_WAIT_SECONDS, *,
+                 pace: Pace | None = None) -> None:
+        self.attempts, self.max_wait, self.pace = attempts, max_wait, pace
 
     async def initialize(self) -> None:
         """Nothing to set up."""
@@ -104,6 +109,8 @@ class FloodControl(BaseRateLimiter[None]):
     async def process_request(self, callback: Callable[..., Coroutine[Any, Any, Any]], args: Any,
                               kwargs: dict[str, Any], endpoint: str, data: dict[str, Any],
                               rate_limit_args: None) -> Any:
+        if self.pace is not None and endpoint in PACED_METHODS:
+            await self.pace.wait(str(data.get("chat_id") or "") or None)
         attempt = 1
         while True:
             try:
@@ -202,7 +209,8 @@ def file_base_url(api_base_url: str) -> str:
 
 
 def build_application(settings: Settings, service: ConversationService, commands: MemoryCommands,
-                      access: AccessService | None = None, *, inbox: UpdateInbox | None = None) -> Application:
+                      access: AccessService | None = None, *, inbox: UpdateInbox | None = None,
+                      pace: Pace | None = None) -> Application:
     """The bot, every handler registered here in one block, with the one error handler (without ``access``,
     the lists are the settings' and the operators' table of ``commands``' database). With ``inbox`` (webhook
     replicas), each update is marked handled in the transaction of what it changed (:mod:`bot.telegram_once`)."""
@@ -213,7 +221,7 @@ def build_application(settings: Settings, service: ConversationService, commands
     application = (ApplicationBuilder().token(settings.telegram_token.get_secret_value())
                    .base_url(settings.telegram_api_base_url).base_file_url(file_base_url(settings.telegram_api_base_url))
                    .concurrent_updates(CONCURRENT_UPDATES if inbox is None else HandledOnce(inbox, CONCURRENT_UPDATES))
-                   .rate_limiter(FloodControl()).job_queue(None)
+                   .rate_limiter(FloodControl(pace=pace)).job_queue(None)
                    .post_init(OnStart(service, access)).build())
     on_command = CommandHandlers(commands, bot_name=settings.bot_name)
     application.add_handler(TypeHandler(Update, drop_without_sender), group=SENDER_CHECK_GROUP)
@@ -256,6 +264,7 @@ def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: 
     from shared.app.bootstrap import access_service, conversation_service, memory_commands, runtime
     from shared.app.ops_server import serve_operations
     from shared.app.processes import companions
+    from shared.limits import shared_storage
 
     if settings.telegram_token is None:
         raise ConfigError("TELEGRAM_TOKEN is not set: create a bot with @BotFather and put its token there")
@@ -270,7 +279,8 @@ def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: 
         service = conversation_service(rt)
         commands = memory_commands(rt, embeddings_wanted=service.embedder is not None)
         inbox = UpdateInbox(rt.engine, "telegram") if webhook_url is not None else None
-        application = build_application(settings, service, commands, access_service(rt), inbox=inbox)
+        pace = Pace("telegram", shared_storage(settings.redis_url, rt.engine))  # shared with every sender
+        application = build_application(settings, service, commands, access_service(rt), inbox=inbox, pace=pace)
         if webhook_url is None:
             _poll(application, poller_lease(rt.engine, settings.telegram_token.get_secret_value()))
         else:

@@ -4,11 +4,14 @@ rather than being refused by the platform (or dropped).
 Telegram allows a bot about 30 messages a second overall and one a second in one chat; Discord 50
 requests a second overall and 5 messages per 5 seconds in one channel. The counts live where
 :func:`shared.limits.shared_storage` keeps them (Redis, or PostgreSQL), so two workers sending a
-burst of due reminders share one budget. A platform's own 429 is still obeyed (the send is retried).
+burst of due reminders share one budget, with the bots' own replies (the Telegram replicas through
+python-telegram-bot's rate limiter, the Discord shards through their HTTP session). A platform's own
+429 is still obeyed (the send is retried).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -35,24 +38,52 @@ PACES = {"telegram": PlatformPace(overall="30/second", per_chat="1/second"),
          "discord": PlatformPace(overall="50/second", per_chat="5 per 5 seconds")}
 
 
-class PacedSender:
-    """``sender`` with the platform's pace: each send takes a slot overall and one in its chat first."""
+class Pace:
+    """One platform's budget, shared by every process that sends: the workers' reminders
+    (:class:`PacedSender`) and the bots' own replies (:meth:`wait`). A send takes a slot in its chat, then
+    one overall; without a chat (a request that posts no message), one overall."""
 
-    def __init__(self, sender: ReminderSender, platform: str, storage: Storage, *,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, platform: str, storage: Storage) -> None:
         pace = PACES[platform]
-        self.sender, self.sleep = sender, sleep
+        self.platform = platform
         self.overall = SharedLimit(storage, f"send-{platform}", pace.overall)
         self.per_chat = SharedLimit(storage, f"send-{platform}-chat", pace.per_chat)
 
-    def send(self, target: ReminderTarget, text: str, *, idempotency_key: str) -> None:
+    def slots(self, chat: str | None) -> list[tuple[SharedLimit, str]]:
+        return [(self.per_chat, chat), (self.overall, "all")] if chat else [(self.overall, "all")]
+
+    def take(self, chat: str | None, *, sleep: Callable[[float], None] = time.sleep) -> float:
+        """Wait (blocking) for the slots; the seconds waited."""
         waited = 0.0
-        chat = target.platform_chat_id or target.platform_user_id or "-"
-        for limit, key in ((self.per_chat, chat), (self.overall, "all")):
+        for limit, key in self.slots(chat):
             while waited < MAX_WAIT_SECONDS and (wait := limit.hit(key)) is not None:
-                self.sleep(min(wait, MAX_WAIT_SECONDS - waited))
+                sleep(min(wait, MAX_WAIT_SECONDS - waited))
+                waited += wait
+        return waited
+
+    async def wait(self, chat: str | None) -> float:
+        """:meth:`take` for an event loop: the counting runs on a worker thread, the waiting is a sleep."""
+        waited = 0.0
+        for limit, key in self.slots(chat):
+            while waited < MAX_WAIT_SECONDS and (wait := await asyncio.to_thread(limit.hit, key)) is not None:
+                await asyncio.sleep(min(wait, MAX_WAIT_SECONDS - waited))
                 waited += wait
         if waited:
+            log.info("a %s message waited %.1f s for its slot in the platform's rate limit", self.platform, waited)
+        return waited
+
+
+class PacedSender:
+    """``sender`` with the platform's pace: each send takes a slot in its chat and one overall first."""
+
+    def __init__(self, sender: ReminderSender, platform: str, storage: Storage, *,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.sender, self.sleep = sender, sleep
+        self.pace = Pace(platform, storage)
+
+    def send(self, target: ReminderTarget, text: str, *, idempotency_key: str) -> None:
+        chat = target.platform_chat_id or target.platform_user_id or "-"
+        if waited := self.pace.take(chat, sleep=self.sleep):
             log.info("a reminder waited %.1f s for its slot in the platform's rate limit", waited)
         self.sender.send(target, text, idempotency_key=idempotency_key)
 

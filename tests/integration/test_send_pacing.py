@@ -1,10 +1,14 @@
 """Reminder fan-out at Telegram's pace, shared by two workers (two senders over two storage clients of one
-store): one message a second in a chat, 30 a second overall, every message sent, none refused."""
+store): one message a second in a chat, 30 a second overall, every message sent, none refused. The bots'
+own replies take their slots from the same budget: a Telegram replica through python-telegram-bot's rate
+limiter, a Discord shard through discord.py's HTTP session."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +17,7 @@ from sqlalchemy import Engine, pool
 
 from bench.fakes.telegram_api import FakeTelegram
 from shared.db.engine import make_engine
-from shared.delivery.pacing import PacedSender
+from shared.delivery.pacing import Pace, PacedSender
 from shared.delivery.platform_api import TelegramSender
 from shared.limits import shared_storage
 from shared.reminders.service import ReminderTarget
@@ -73,3 +77,66 @@ def test_a_burst_to_many_chats_keeps_to_thirty_a_second_overall(two_workers, tel
     times = sorted(call.at for call in telegram.calls_to("sendMessage"))
     assert len(times) == 40
     assert times[30] - times[0] >= 0.9, times  # the 31st waited for the next second's budget
+
+
+@pytest.fixture
+def redis_storage():
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    return shared_storage(REDIS_URL, None)
+
+
+def test_a_bot_replicas_replies_and_a_workers_reminders_share_one_chats_pace(telegram, redis_storage) -> None:
+    from telegram.ext import ExtBot
+
+    from bot.telegram_bot import FloodControl
+
+    async def replies() -> None:
+        bot = ExtBot(telegram.token, base_url=telegram.base_url,
+                     rate_limiter=FloodControl(pace=Pace("telegram", redis_storage)))
+        async with bot:
+            for number in range(2):
+                await bot.send_message(4242, f"reply {number}")
+
+    replica = threading.Thread(target=asyncio.run, args=(replies(),))
+    replica.start()
+    fan_out([PacedSender(TelegramSender(telegram.base_url, telegram.token), "telegram", redis_storage)] * 2,
+            [4242, 4242])
+    replica.join(timeout=60)
+
+    times = sorted(call.at for call in telegram.calls_to("sendMessage"))
+    assert len(times) == 4 and {m["text"] for m in telegram.messages_to(4242)} >= {"reply 0", "reply 1"}
+    assert all(later - earlier >= 0.9 for earlier, later in itertools.pairwise(times)), times
+
+
+def test_a_discord_shards_messages_wait_for_a_channel_another_process_filled(redis_storage) -> None:
+    import discord
+
+    from bench.fakes.discord_api import FakeDiscord
+    from bot.discord_bot import counting_api_errors, use_api
+
+    other_process = Pace("discord", redis_storage)
+    for _ in range(5):  # 5 messages per 5 seconds in a channel: this one's are spent
+        assert other_process.per_chat.hit("777") is None
+
+    async def post(fake: FakeDiscord) -> float:
+        client = discord.Client(intents=discord.Intents.none(),
+                                http_trace=counting_api_errors(Pace("discord", redis_storage)))
+        async with client:
+            await client.login(fake.token)
+            began = time.monotonic()
+            await client.get_partial_messageable(777).send("hello")
+            await client.get_partial_messageable(778).send("hello")  # another channel: only the overall budget
+            return began
+
+    base = discord.http.Route.BASE
+    with FakeDiscord() as fake:
+        use_api(fake.base_url)
+        try:
+            began = asyncio.run(post(fake))
+        finally:
+            discord.http.Route.BASE = base
+        [first], [second] = fake.messages_in("777"), fake.messages_in("778")
+        posted = {request.params["channel_id"]: request.at for request in fake.requests
+                  if request.path.endswith("/messages")}
+    assert first["content"] == second["content"] == "hello"
+    assert posted["777"] - began >= 0.9  # it waited for the channel's next window
