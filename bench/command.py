@@ -55,6 +55,16 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     usage.add_argument("--reads", type=int, default=300)
     usage.add_argument("--per-user-day", type=int, default=50, help="requests of one active user on one day")
     usage.add_argument("--out", default="bench/results")
+    load = suites.add_parser("load", help="the whole system (2 Telegram replicas, 2 Discord shards, 2 workers, beat) "
+                                          "under a ramping load of simulated users")
+    load.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
+    load.add_argument("--redis-url", help="Redis broker and shared limits (default: the PostgreSQL)")
+    load.add_argument("--users", type=int, default=10_000)
+    load.add_argument("--llm-seconds", type=float, default=2.0, help="the fake model's time per request")
+    load.add_argument("--rates", default="2,5,10,20,40,80", help="messages/s offered, stage by stage")
+    load.add_argument("--stage-seconds", type=float, default=30.0)
+    load.add_argument("--quick", action="store_true", help="500 users, two 8-second stages (CI)")
+    load.add_argument("--out", default="bench/results")
     worker = suites.add_parser("worker", help="extraction jobs/s of one worker; background LLM calls per message")
     prompt = suites.add_parser("prompt", help="memory-context tokens per turn (LoCoMo replayed), LLM calls per message")
     every = suites.add_parser("all", help="every suite; one latest.json, report.md and plots")
@@ -86,6 +96,17 @@ def run_suite(_settings: Settings, args: argparse.Namespace) -> int:
             print(worker.report(figures))
         else:
             print(prompt_cost.report(prompt_cost.run(Path(args.locomo), args.database_url, Path(args.out), args.quick)))
+        return 0
+    if args.suite == "load":
+        from bench import load
+
+        if args.quick:
+            options = load.Options.quick(args.database_url, args.redis_url, Path(args.out))
+        else:
+            options = load.Options(args.database_url, args.redis_url, Path(args.out), users=args.users,
+                                   llm_seconds=args.llm_seconds, stage_seconds=args.stage_seconds,
+                                   rates=tuple(float(rate) for rate in args.rates.split(",") if rate.strip()))
+        print(load.report(load.run(options)))
         return 0
     if args.suite == "quality":
         from bench import quality

@@ -166,7 +166,7 @@ class FakeGateway:
         asyncio.set_event_loop(self._loop)
         app = web.Application()
         app.router.add_get("/", self._connection)
-        self._runner = web.AppRunner(app, handle_signals=False)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         self._loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         self._loop.run_until_complete(site.start())
