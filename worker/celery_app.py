@@ -8,6 +8,12 @@ from worker.database_broker import database_broker_url
 from worker.schedule import beat_schedule
 
 QUEUE = "mnemo"
+REMINDER_QUEUE = "mnemo-reminders"
+"""Reminders travel apart from the rest, and a worker takes from this queue first: a backlog of extraction
+jobs (each waiting on the model) must not make a reminder late."""
+QUEUES = (REMINDER_QUEUE, QUEUE)
+"""What a worker consumes, in the order it prefers."""
+REMINDER_TASKS = ("mnemo.scan_reminders", "mnemo.deliver_reminder")
 SOFT_SHUTDOWN_SECONDS = 2.0
 """How long a cold shutdown lets running tasks finish before it stops them and puts their messages back on
 the broker (they are acks_late and idempotent, so they simply run again). The worker a front-end starts
@@ -25,6 +31,7 @@ def configure(broker_url: str, *, reminder_scan_seconds: float = 60.0, daily_hou
         broker_connection_retry_on_startup=True,
         broker_transport_options=_transport_options(broker_url),
         task_default_queue=QUEUE,
+        task_routes={name: {"queue": REMINDER_QUEUE} for name in REMINDER_TASKS},
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         task_ignore_result=True,
@@ -42,8 +49,9 @@ def configure(broker_url: str, *, reminder_scan_seconds: float = 60.0, daily_hou
 
 def _transport_options(broker_url: str) -> dict:
     if broker_url.startswith("redis"):
-        # A task not acknowledged within this time is delivered again (long LLM jobs finish well within it).
-        return {"visibility_timeout": 3600}
+        # A task not acknowledged within this time is delivered again (long LLM jobs finish well within it);
+        # the queues are read in the order a worker names them (reminders first), not in turn.
+        return {"visibility_timeout": 3600, "queue_order_strategy": "priority"}
     return {}
 
 

@@ -151,7 +151,7 @@ def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
     with multiprocess_metrics():  # first: the pool processes count into files the main process serves
         from shared.app.bootstrap import broker_url, database_url
         from shared.app.ops_server import serve_operations
-        from worker.celery_app import QUEUE, configure
+        from worker.celery_app import QUEUES, configure
 
         with database_url(settings) as url:
             os.environ["DATABASE_URL"] = url  # the worker's processes build their own engines from it
@@ -160,7 +160,7 @@ def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
             banner = ["--quiet"] if settings.log_format == "json" else []  # JSON lines only: no banner
             with serve_operations(settings, url, "worker", registry=multiprocess_registry()):
                 app.worker_main([*banner, "worker", "--loglevel", settings.log_level, "--pool", args.pool, "-Q",
-                                 QUEUE, "--concurrency", str(args.concurrency or settings.worker_concurrency),
+                                 ",".join(QUEUES), "--concurrency", str(args.concurrency or settings.worker_concurrency),
                                  "--hostname", args.name or f"mnemo-{os.getpid()}@%h", "--without-mingle",
                                  "--without-gossip"])
     return 0

@@ -33,7 +33,7 @@ from shared.lifecycle import outbox as jobs
 from shared.llm.client import ChatModel
 from shared.repositories.uow import UnitOfWork
 from tests.waiting import wait_for
-from worker.celery_app import app, configure
+from worker.celery_app import QUEUE, app, configure
 from worker.tasks import send_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +123,7 @@ class Worker:
         """Queue a task that does nothing here (a reminder scan with nothing due) behind whatever the
         broker holds and wait until this worker has run it: everything queued before it was delivered."""
         configure(broker_url(*broker))
-        marker = app.send_task("mnemo.scan_reminders")
+        marker = app.send_task("mnemo.scan_reminders", queue=QUEUE)  # on the main queue, behind the rest
         wait_for(lambda: f"Task mnemo.scan_reminders[{marker.id}] succeeded" in self.text(), 60,
                  lambda: f"the worker to run the marker task:\n{self.text()}")
 
@@ -221,3 +221,19 @@ def test_jobs_lost_by_a_flushed_redis_are_sent_again_by_the_sweep(uow_of, llm, b
     assert FACT not in facts(uow_of) and not any(asks_the_monitor(request) for request in llm.chat_requests())
     assert sweep_now(uow_of, broker) == 1
     wait_for(lambda: FACT in facts(uow_of) and jobs_done(uow_of), 60, "the re-sent job")
+
+
+def test_a_worker_takes_a_reminder_before_the_backlog_queued_ahead_of_it(broker, tmp_path):
+    configure(broker_url(*broker))
+    for _ in range(30):  # a backlog: on a busy day, jobs that each wait on the model
+        app.send_task("mnemo.close_idle_sessions")
+    reminder = app.send_task("mnemo.scan_reminders")  # routed to the reminders' queue
+    worker = Worker(broker[0], broker[1], None, tmp_path, "prefers-reminders")
+    try:
+        wait_for(lambda: f"Task mnemo.scan_reminders[{reminder.id}] succeeded" in worker.text(), 60,
+                 lambda: f"the reminder scan to run:\n{worker.text()}")
+    finally:
+        worker.stop()
+    received = [line for line in worker.text().splitlines() if "] received" in line]
+    ahead = next(index for index, line in enumerate(received) if reminder.id in line)
+    assert ahead <= (0 if broker[1] else 1), received[:3]  # Redis: first; the database broker takes turns
