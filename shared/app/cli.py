@@ -159,8 +159,9 @@ def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
                             daily_hour_utc=settings.daily_maintenance_hour_utc)
             banner = ["--quiet"] if settings.log_format == "json" else []  # JSON lines only: no banner
             with serve_operations(settings, url, "worker", registry=multiprocess_registry()):
+                concurrency = str(args.concurrency or settings.worker_concurrency)
                 app.worker_main([*banner, "worker", "--loglevel", settings.log_level, "--pool", args.pool, "-Q",
-                                 ",".join(QUEUES), "--concurrency", str(args.concurrency or settings.worker_concurrency),
+                                 ",".join(QUEUES), "--concurrency", concurrency,
                                  "--hostname", args.name or f"mnemo-{os.getpid()}@%h", "--without-mingle",
                                  "--without-gossip"])
     return 0
