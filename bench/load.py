@@ -46,7 +46,10 @@ from bench.worker_process import wait_for
 WEBHOOK_URL = "https://bench.invalid/telegram/hook"
 SECRET = "bench-webhook-secret_0123456789"
 GUILDS = (str(4 << 22), str(5 << 22))  # one on each of the two shards
-TELEGRAM_GROUP = -1001000000001
+TELEGRAM_GROUPS = 200
+"""Group chats on Telegram, and channels per server on Discord: a user talks in the one of their number. One
+busy group gets at most a message a second from a bot (Telegram's own limit is 20 a minute there)."""
+CHANNELS_PER_GUILD = 100
 MIX = (("chat", 0.60), ("group", 0.15), ("memories", 0.15), ("remind", 0.10))
 START_SECONDS = 120
 SENDERS = 32
@@ -67,10 +70,12 @@ class Options:
     out_dir: Path
     users: int = 10_000
     llm_seconds: float = 2.0
-    rates: tuple[float, ...] = (2, 5, 10, 20, 40, 80)
+    rates: tuple[float, ...] = (2, 5, 10, 20, 30, 40, 60)
     stage_seconds: float = 30.0
     reminders_per_stage: int = 100
     reminder_scan_seconds: float = 5.0
+    worker_concurrency: int = 2
+    """Each worker's slots (``mnemo worker --concurrency``; 2 is the product's default)."""
     """Beat's reminder scan (``REMINDER_SCAN_SECONDS``; the product's default is 60 s, which alone makes a
     reminder up to a minute late)."""
 
@@ -101,12 +106,15 @@ class Stage:
     messages_per_second: float = 0.0
     overhead_p50_ms: float | None = None
     overhead_p99_ms: float | None = None
+    overhead_p99_ms_by_kind: dict[str, float] = field(default_factory=dict)
     worker_lag_p99_s: float | None = None
     reminder_lateness_p99_s: float | None = None
     reminders: int = 0
     reminders_received: int = 0
     cpu: dict[str, float] = field(default_factory=dict)
-    """Per process: share of one core over the stage."""
+    """Per process (and PostgreSQL's and Redis's processes together): share of one core over the stage."""
+    machine_busy: float = 0.0
+    """Share of all the machine's cores busy over the stage."""
     db_connections_max: int = 0
     db_connections_allowed: int = 0
     broker_depth_max: int = 0
@@ -184,7 +192,8 @@ def the_system(database_url: str, options: Options, telegram: FakeTelegram, disc
             processes.append(start(f"discord-{shard}", ["discord", "--no-workers", "--shard-count", "2", "--shards",
                                                         str(shard)], env, logs))
         for index in (0, 1):
-            processes.append(start(f"worker-{index}", ["worker", "--concurrency", "2", "--name",
+            processes.append(start(f"worker-{index}", ["worker", "--concurrency", str(options.worker_concurrency),
+                                                       "--name",
                                                        f"load-{index}@%h"], env, logs))
         processes.append(start("beat", ["beat"], env, logs))
 
@@ -248,7 +257,7 @@ class Load:
         self._pool = ThreadPoolExecutor(SENDERS, thread_name_prefix="load")
         self._replica = itertools.count()
         self._dm_channels: dict[str, str] = {}
-        self._guild_channels = {guild: discord.new_id() for guild in GUILDS}
+        self._channels = {guild: [discord.new_id() for _ in range(CHANNELS_PER_GUILD)] for guild in GUILDS}
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -264,8 +273,9 @@ class Load:
         if kind == "group":
             text = f"@{self.telegram.bot_user['username']} what should I cook tonight?"
             entity = [{"type": "mention", "offset": 0, "length": len(self.telegram.bot_user["username"]) + 1}]
-            message = self.telegram.push_message(chat_object(TELEGRAM_GROUP), user, text, entities=entity)
-            key = f"{TELEGRAM_GROUP}:{message['message_id']}"
+            group = -1001000000000 - number % TELEGRAM_GROUPS
+            message = self.telegram.push_message(chat_object(group), user, text, entities=entity)
+            key = f"{group}:{message['message_id']}"
         else:
             text = {"chat": f"I went hiking with my dog today, number {number}", "memories": "/memories",
                     "remind": "/remind in 2 hours call the bank"}[kind]
@@ -291,14 +301,14 @@ class Load:
             options = {"when": "in 2 hours", "what": "call the bank"} if kind == "remind" else None
             guild = GUILDS[number % 4 // 2] if number % 3 == 0 else None
             payload = self.discord.slash_command(kind, options, user_id=user_id, guild_id=guild,
-                                                 channel_id=self._guild_channels[guild] if guild else
+                                                 channel_id=self._channel(guild, number) if guild else
                                                  self.discord.dm_channel(user_id))
             key, event = payload["token"], "INTERACTION_CREATE"
         elif kind == "group":
             guild = GUILDS[number % 4 // 2]
             payload = self.discord.incoming_message(f"<@{self.discord.bot_user['id']}> what should I cook tonight?",
                                                     user_id=user_id, guild_id=guild,
-                                                    channel_id=self._guild_channels[guild],
+                                                    channel_id=self._channel(guild, number),
                                                     mentions=(self.discord.bot_user,))
             key, event = payload["id"], "MESSAGE_CREATE"
         else:
@@ -308,6 +318,9 @@ class Load:
         at = time.monotonic()
         self._pool.submit(self._dispatch, event, payload)
         self._record(Sent("discord", kind, key, stage, at))
+
+    def _channel(self, guild: str, number: int) -> str:
+        return self._channels[guild][number // 4 % CHANNELS_PER_GUILD]
 
     def _dispatch(self, event: str, payload: dict[str, Any]) -> None:
         try:
@@ -381,8 +394,9 @@ def run(options: Options) -> Figures:
     figures = Figures(options={"users": options.users, "llm_seconds": options.llm_seconds,
                                "stage_seconds": options.stage_seconds, "broker": "redis" if options.redis_url
                                else "postgresql", "reminders_per_stage": options.reminders_per_stage,
-                               "reminder_scan_seconds": options.reminder_scan_seconds},
-                      stages=stages, saturated_first=saturation(stages), cores=os.cpu_count() or 1)
+                               "reminder_scan_seconds": options.reminder_scan_seconds,
+                               "worker_concurrency": options.worker_concurrency},
+                      stages=stages, saturated_first=saturation(stages, options), cores=os.cpu_count() or 1)
     (options.out_dir / "load.json").write_text(json.dumps(asdict(figures), indent=2))
     return figures
 
@@ -404,6 +418,7 @@ def ramp(options: Options, load: Load, processes: list[Process], database_url: s
                 time.sleep(min(ANSWER_GRACE_SECONDS, options.llm_seconds + 10))
             measure(stage, number, load, options)
             stage.cpu, stage.db_connections_max, stage.broker_depth_max = sampler.figures()
+            stage.machine_busy = round(sampler.machine_busy, 3)
             stage.db_connections_allowed = max_connections(engine)
             stage.worker_lag_p99_s = worker_lag_p99(engine, began_wall)
             stage.reminders_received, stage.reminder_lateness_p99_s = reminder_lateness(load, reminders)
@@ -431,6 +446,7 @@ def measure(stage: Stage, number: int, load: Load, options: Options) -> None:
     answers = load.answers()
     mine = [sent for sent in load.sent if sent.stage == number]
     overheads: list[float] = []
+    by_kind: dict[str, list[float]] = {}
     for sent in mine:
         answer = answer_to(sent, answers.get((sent.platform, sent.key), []))
         if answer is None:
@@ -442,11 +458,14 @@ def measure(stage: Stage, number: int, load: Load, options: Options) -> None:
         stage.answered += 1
         model = options.llm_seconds if sent.kind in ("chat", "group") else 0.0
         overheads.append(max(0.0, at - sent.at - model))
+        by_kind.setdefault(f"{sent.platform} {sent.kind}", []).append(overheads[-1])
     stage.sent = len(mine)
     stage.messages_per_second = stage.answered / options.stage_seconds
     if overheads:
         stage.overhead_p50_ms = percentile(overheads, 0.50) * 1000
         stage.overhead_p99_ms = percentile(overheads, 0.99) * 1000
+        stage.overhead_p99_ms_by_kind = {kind: round(percentile(spent, 0.99) * 1000, 1)
+                                         for kind, spent in sorted(by_kind.items())}
     stage.sustained = (stage.answered >= SUSTAINED_SHARE * max(stage.sent, 1)
                        and (stage.overhead_p99_ms or 0) < OVERHEAD_CEILING_SECONDS * 1000)
 
@@ -528,11 +547,15 @@ class Sampler:
         self._thread = threading.Thread(target=self._sample, name="load-sampler", daemon=True)
         self._began = 0.0
         self._seconds = 0.0
+        self._machine_start = (0.0, 0.0)
+        self.machine_busy = 0.0
 
     def __enter__(self) -> Sampler:
         self._began = time.monotonic()
         self._cpu_start = {p.name: tree_cpu_seconds(p.popen.pid) for p in self.processes}
         self._cpu_start[BENCH] = own_cpu_seconds()
+        self._cpu_start.update(servers_cpu_seconds())
+        self._machine_start = machine_cpu()
         self._thread.start()
         return self
 
@@ -543,6 +566,10 @@ class Sampler:
         self._cpu = {p.name: (tree_cpu_seconds(p.popen.pid) - self._cpu_start[p.name]) / self._seconds
                      for p in self.processes}
         self._cpu[BENCH] = (own_cpu_seconds() - self._cpu_start[BENCH]) / self._seconds
+        for name, seconds in servers_cpu_seconds().items():
+            self._cpu[name] = (seconds - self._cpu_start.get(name, 0.0)) / self._seconds
+        busy, total = (now - then for now, then in zip(machine_cpu(), self._machine_start, strict=True))
+        self.machine_busy = busy / total if total else 0.0
 
     def _sample(self) -> None:
         from sqlalchemy import text
@@ -561,15 +588,42 @@ class Sampler:
                         self._depths.append(connection.execute(text(
                             "SELECT count(*) FROM jobs_outbox WHERE status <> 'done'")).scalar_one())
                 if client is not None:
-                    from worker.celery_app import QUEUE
+                    from worker.celery_app import QUEUES
 
-                    self._depths.append(int(client.llen(QUEUE)))
+                    self._depths.append(sum(int(client.llen(queue)) for queue in QUEUES))
             except Exception:  # a sample missed; the figures are maxima
                 continue
 
     def figures(self) -> tuple[dict[str, float], int, int]:
         return ({name: round(share, 3) for name, share in self._cpu.items()}, max(self._connections, default=0),
                 max(self._depths, default=0))
+
+
+SERVERS = {"postgres": "postgres", "redis-server": "redis"}
+"""The servers' processes by their command name: their CPU is reported as one figure each."""
+
+
+def servers_cpu_seconds() -> dict[str, float]:
+    """CPU seconds of every PostgreSQL and Redis process on the machine."""
+    tick, found = os.sysconf("SC_CLK_TCK"), dict.fromkeys(SERVERS.values(), 0.0)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                head, tail = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)
+            except OSError:
+                continue
+            name = SERVERS.get(head.split("(", 1)[1])
+            if name is not None:
+                fields = tail.split()
+                found[name] += (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) jiffies of all cores since boot (``/proc/stat``)."""
+    values = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]
+    return float(sum(values) - idle), float(sum(values))
 
 
 def own_cpu_seconds() -> float:
@@ -601,19 +655,43 @@ def tree_cpu_seconds(pid: int) -> float:
     return sum(times.get(member, 0.0) for member in family)
 
 
-def saturation(stages: list[Stage]) -> str:
-    """What ran out first: at the last stage, the busiest process (share of one core), or the machine."""
-    if not stages:
-        return "nothing measured"
-    last = stages[-1]
-    busiest, share = max(last.cpu.items(), key=lambda item: item[1], default=("none", 0.0))
-    total, cores = sum(last.cpu.values()), os.cpu_count() or 1
-    where = (f"the machine's CPU ({total:.0%} of {cores} cores busy; busiest {busiest} {share:.0%} of a core)"
-             if total >= 0.85 * cores else f"{busiest} ({share:.0%} of a core)")
-    state = "not sustained" if not last.sustained else "sustained; the ramp ended there"
-    return (f"at {last.rate:g} msg/s ({state}): {where}; database connections ≤ {last.db_connections_max} "
-            f"of {last.db_connections_allowed}, "
-            f"broker depth ≤ {last.broker_depth_max}")
+WORKER_LAG_CEILING_SECONDS = 30.0
+"""Past this p99 from a message to its extraction, the workers are falling behind."""
+
+
+def limits_reached(stage: Stage, options: Options) -> list[str]:
+    """What ran out at this stage, each with the figures that show it."""
+    found = []
+    cores = os.cpu_count() or 1
+    share = max(stage.cpu.values(), default=0.0)
+    if stage.machine_busy >= 0.75 or share >= 0.9:
+        top = ", ".join(f"{name} {used:.0%}" for name, used in sorted(stage.cpu.items(), key=lambda i: -i[1])[:3])
+        found.append(f"CPU ({stage.machine_busy:.0%} of the machine's {cores} cores busy; of one core: {top})")
+    if (stage.worker_lag_p99_s or 0) > WORKER_LAG_CEILING_SECONDS:
+        slots = 2 * options.worker_concurrency
+        found.append(f"the workers (worker lag p99 {stage.worker_lag_p99_s:.0f} s, up to {stage.broker_depth_max} "
+                     f"jobs waiting on the broker: each job waits on the model, {options.llm_seconds:g} s, in one of "
+                     f"{slots} worker slots)")
+    if stage.db_connections_allowed and stage.db_connections_max >= 0.8 * stage.db_connections_allowed:
+        found.append(f"database connections ({stage.db_connections_max} of {stage.db_connections_allowed})")
+    if not stage.sustained:
+        worst = max(stage.overhead_p99_ms_by_kind.items(), key=lambda item: item[1], default=("-", 0.0))
+        found.append(f"the replies ({stage.answered} of {stage.sent} answered, overhead p99 "
+                     f"{(stage.overhead_p99_ms or 0):.0f} ms, worst {worst[0]} {worst[1]:.0f} ms)")
+    return found
+
+
+def saturation(stages: list[Stage], options: Options) -> str:
+    """The first stage where something ran out, and what; and where the replies stopped keeping up."""
+    first = next(((stage, found) for stage in stages if (found := limits_reached(stage, options))), None)
+    if first is None:
+        return f"nothing up to {stages[-1].rate:g} msg/s" if stages else "nothing measured"
+    stage, found = first
+    verdict = f"at {stage.rate:g} msg/s: " + "; ".join(found)
+    unsustained = next((s for s in stages if not s.sustained), None)
+    if unsustained is not None and unsustained is not stage:
+        verdict += f". The replies stopped keeping up at {unsustained.rate:g} msg/s"
+    return verdict
 
 
 def stage_line(stage: Stage) -> str:
@@ -640,5 +718,6 @@ def report(figures: Figures) -> str:
     lines.append(f"load_saturated_first: {figures.saturated_first}")
     for stage in figures.stages:
         top = sorted(stage.cpu.items(), key=lambda item: -item[1])[:4]
-        lines.append(f"  {stage.rate:g} msg/s cpu: " + ", ".join(f"{name} {share:.0%}" for name, share in top))
+        lines.append(f"  {stage.rate:g} msg/s: machine {stage.machine_busy:.0%} busy; of one core: "
+                     + ", ".join(f"{name} {share:.0%}" for name, share in top))
     return "\n".join(lines)

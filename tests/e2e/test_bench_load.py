@@ -36,7 +36,8 @@ def test_quick_load_answers_every_message_and_reports_each_stage(tmp_path):
         assert (stage["answered"], stage["errors"]) == (stage["sent"], 0), stage
         assert stage["overhead_p50_ms"] is not None and stage["worker_lag_p99_s"] is not None
         assert stage["cpu"].keys() == {"telegram-0", "telegram-1", "discord-0", "discord-1", "worker-0", "worker-1",
-                                       "beat", "bench (fakes, load)"}
+                                       "beat", "bench (fakes, load)", "postgres", "redis"}
+        assert 0 < stage["machine_busy"] <= 1
         assert stage["db_connections_max"] > 0
     assert stages[1]["reminders"] == stages[1]["reminders_received"] > 0  # the fan-out, delivered
     assert "load_sustained_messages_per_second:" in finished.stdout
