@@ -64,7 +64,7 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     load.add_argument("--rates", default="2,5,10,20,30,40,60", help="messages/s offered, stage by stage")
     load.add_argument("--stage-seconds", type=float, default=30.0)
     load.add_argument("--worker-concurrency", type=int, default=2, help="each of the two workers' slots")
-    load.add_argument("--quick", action="store_true", help="500 users, two 8-second stages (CI)")
+    load.add_argument("--quick", action="store_true", help="500 users, two 6-second stages (CI)")
     load.add_argument("--out", default="bench/results")
     worker = suites.add_parser("worker", help="extraction jobs/s of one worker; background LLM calls per message")
     prompt = suites.add_parser("prompt", help="memory-context tokens per turn (LoCoMo replayed), LLM calls per message")

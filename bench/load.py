@@ -53,7 +53,7 @@ CHANNELS_PER_GUILD = 100
 MIX = (("chat", 0.60), ("group", 0.15), ("memories", 0.15), ("remind", 0.10))
 START_SECONDS = 120
 SENDERS = 32
-ANSWER_GRACE_SECONDS = 15.0
+ANSWER_GRACE_SECONDS = 12.0
 """How long after a stage ends its messages may still be answered (and counted) before the next starts."""
 SUSTAINED_SHARE = 0.95
 """A stage is sustained when this share of its messages was answered within the grace."""
@@ -75,14 +75,15 @@ class Options:
     reminders_per_stage: int = 100
     reminder_scan_seconds: float = 5.0
     worker_concurrency: int = 2
+    grace_seconds: float = ANSWER_GRACE_SECONDS
     """Each worker's slots (``mnemo worker --concurrency``; 2 is the product's default)."""
     """Beat's reminder scan (``REMINDER_SCAN_SECONDS``; the product's default is 60 s, which alone makes a
     reminder up to a minute late)."""
 
     @classmethod
     def quick(cls, database_url: str | None, redis_url: str | None, out_dir: Path) -> Options:
-        return cls(database_url, redis_url, out_dir, users=500, llm_seconds=0.5, rates=(2, 6), stage_seconds=8.0,
-                   reminders_per_stage=10)
+        return cls(database_url, redis_url, out_dir, users=500, llm_seconds=0.5, rates=(2, 6), stage_seconds=6.0,
+                   reminders_per_stage=10, grace_seconds=7.0)
 
 
 @dataclass
@@ -415,7 +416,7 @@ def ramp(options: Options, load: Load, processes: list[Process], database_url: s
             began_wall = datetime.now(UTC)
             with Sampler(processes, engine, options.redis_url) as sampler:
                 offer(load, users, rate, options.stage_seconds, number)
-                time.sleep(min(ANSWER_GRACE_SECONDS, options.llm_seconds + 10))
+                time.sleep(options.grace_seconds)
             measure(stage, number, load, options)
             stage.cpu, stage.db_connections_max, stage.broker_depth_max = sampler.figures()
             stage.machine_busy = round(sampler.machine_busy, 3)
