@@ -90,7 +90,8 @@ MEMORY_BM25_SQL = text("""
     contained AS MATERIALIZED (
         SELECT m.id, 0.0::float8 AS score
         FROM memories m
-        WHERE m.user_id = :user_id AND m.deleted_at IS NULL AND m.superseded_by IS NULL
+        WHERE cardinality(CAST(:patterns AS text[])) > 0  -- no pattern (English): not a row read
+          AND m.user_id = :user_id AND m.deleted_at IS NULL AND m.superseded_by IS NULL
           AND m.content ILIKE ANY (CAST(:patterns AS text[]))
           AND m.id NOT IN (SELECT id FROM ranked)
         ORDER BY m.id DESC

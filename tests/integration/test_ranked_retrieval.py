@@ -141,3 +141,26 @@ def test_a_word_in_most_of_a_users_memories_costs_in_proportion_to_them_not_thei
                                    parameters).scalar_one()[0]["Plan"]
     # 300 short memories fill a few dozen pages; statistics re-computed per matching row read thousands
     assert plan["Shared Hit Blocks"] + plan.get("Shared Read Blocks", 0) < 500
+
+
+def test_a_question_with_nothing_to_look_for_inside_words_reads_none_of_the_users_memories_for_it(uow_factory):
+    """English stems match whole, so the search inside words (LIKE, for Chinese and numbers) has no
+    pattern: it must not read the user's memories one by one only to match them against nothing."""
+    [alice] = users(uow_factory, "alice")
+    with uow_factory() as uow:
+        for day in range(30):
+            remember(uow, alice, f"a walk in the park with the team on day {day}")
+        uow.commit()
+        looked_inside = {}
+        for name, parameters in (("english", bm25_parameters(alice, [("dog", 1.0)], 50, contains=[])),
+                                 ("chinese", bm25_parameters(alice, [("猫", 1.0)], 50, contains=["猫"]))):
+            plan = uow.session.execute(text("EXPLAIN (ANALYZE, FORMAT JSON) " + MEMORY_BM25_SQL.text),
+                                       parameters).scalar_one()[0]["Plan"]
+            [contained] = [node for node in plan_nodes(plan) if node.get("Subplan Name") == "CTE contained"]
+            looked_inside[name] = sum(node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)
+                                      for node in plan_nodes(contained) if node.get("Relation Name") == "memories")
+    assert looked_inside == {"english": 0, "chinese": 30}
+
+
+def plan_nodes(node: dict) -> list[dict]:
+    return [node, *(found for child in node.get("Plans", []) for found in plan_nodes(child))]
