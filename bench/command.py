@@ -64,6 +64,8 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     load.add_argument("--rates", default="2,5,10,20,30,40,60", help="messages/s offered, stage by stage")
     load.add_argument("--stage-seconds", type=float, default=30.0)
     load.add_argument("--worker-concurrency", type=int, default=2, help="each of the two workers' slots")
+    load.add_argument("--reminders-per-stage", type=int, default=100,
+                      help="reminders falling due at one moment in each stage after the first")
     load.add_argument("--quick", action="store_true", help="500 users, two 6-second stages (CI)")
     load.add_argument("--out", default="bench/results")
     worker = suites.add_parser("worker", help="extraction jobs/s of one worker; background LLM calls per message")
@@ -107,7 +109,8 @@ def run_suite(_settings: Settings, args: argparse.Namespace) -> int:
             options = load.Options(args.database_url, args.redis_url, Path(args.out), users=args.users,
                                    llm_seconds=args.llm_seconds, stage_seconds=args.stage_seconds,
                                    rates=tuple(float(rate) for rate in args.rates.split(",") if rate.strip()),
-                                   worker_concurrency=args.worker_concurrency)
+                                   worker_concurrency=args.worker_concurrency,
+                                   reminders_per_stage=args.reminders_per_stage)
         print(load.report(load.run(options)))
         return 0
     if args.suite == "quality":
