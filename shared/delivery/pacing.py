@@ -56,7 +56,7 @@ class Pace:
         """Wait (blocking) for the slots; the seconds waited."""
         waited = 0.0
         for limit, key in self.slots(chat):
-            while waited < MAX_WAIT_SECONDS and (wait := limit.hit(key)) is not None:
+            while waited < MAX_WAIT_SECONDS and (wait := self._hit(limit, key)) is not None:
                 sleep(min(wait, MAX_WAIT_SECONDS - waited))
                 waited += wait
         return waited
@@ -65,12 +65,23 @@ class Pace:
         """:meth:`take` for an event loop: the counting runs on a worker thread, the waiting is a sleep."""
         waited = 0.0
         for limit, key in self.slots(chat):
-            while waited < MAX_WAIT_SECONDS and (wait := await asyncio.to_thread(limit.hit, key)) is not None:
+            while waited < MAX_WAIT_SECONDS and (wait := await asyncio.to_thread(self._hit, limit, key)) is not None:
                 await asyncio.sleep(min(wait, MAX_WAIT_SECONDS - waited))
                 waited += wait
         if waited:
             log.info("a %s message waited %.1f s for its slot in the platform's rate limit", self.platform, waited)
         return waited
+
+
+    def _hit(self, limit: SharedLimit, key: str) -> float | None:
+        """The wait for a slot; None (go) when the counts cannot be reached: a message is not held back, or
+        lost, because Redis or the database is away, and the platform's own 429 still applies."""
+        try:
+            return limit.hit(key)
+        except Exception as exc:  # the storage's own errors: redis, psycopg, SQLAlchemy
+            log.warning("the %s send budget could not be counted (%s): sending without waiting", self.platform,
+                        type(exc).__name__)
+            return None
 
 
 class PacedSender:

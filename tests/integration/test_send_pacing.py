@@ -140,3 +140,15 @@ def test_a_discord_shards_messages_wait_for_a_channel_another_process_filled(red
                   if request.path.endswith("/messages")}
     assert first["content"] == second["content"] == "hello"
     assert posted["777"] - began >= 0.9  # it waited for the channel's next window
+
+
+def test_a_message_is_sent_without_waiting_when_the_budget_cannot_be_counted() -> None:
+    from limits.storage import MemoryStorage
+
+    class Unreachable(MemoryStorage):
+        def incr(self, *_args, **_kwargs) -> int:
+            raise ConnectionError("the counts are away")
+
+    pace = Pace("telegram", Unreachable())
+    assert pace.take("4242", sleep=lambda _seconds: pytest.fail("it waited")) == 0.0
+    assert asyncio.run(pace.wait("4242")) == 0.0
