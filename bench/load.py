@@ -41,7 +41,7 @@ from bench.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from bench.hot_path import ROOT, scratch_database
 from bench.stats import percentile
 from bench.worker import background_answer
-from bench.worker_process import wait_for
+from bench.worker_process import stop_group, wait_for
 
 WEBHOOK_URL = "https://bench.invalid/telegram/hook"
 SECRET = "bench-webhook-secret_0123456789"
@@ -168,16 +168,6 @@ def start(name: str, argv: list[str], env: dict[str, str], logs: Path) -> Proces
     return Process(name, popen, log)
 
 
-def stop(process: Process) -> None:
-    if process.popen.poll() is None:
-        process.popen.terminate()
-    try:
-        process.popen.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.popen.pid, 9)
-        process.popen.wait(timeout=10)
-
-
 @contextmanager
 def the_system(database_url: str, options: Options, telegram: FakeTelegram, discord: FakeDiscord,
                gateway: FakeGateway, llm: FakeOpenAI, logs: Path) -> Iterator[tuple[list[Process], list[int]]]:
@@ -209,7 +199,7 @@ def the_system(database_url: str, options: Options, telegram: FakeTelegram, disc
         yield processes, ports
     finally:
         for process in processes:
-            stop(process)
+            stop_group(process.popen)
 
 
 def free_port() -> int:

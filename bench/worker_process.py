@@ -40,14 +40,15 @@ def running_worker(database_url: str, redis_url: str | None, llm: FakeOpenAI, co
                 raise RuntimeError(f"the worker exited with {process.returncode}: {_tail(log)}")
             yield
         finally:
-            _stop(process)
+            stop_group(process)
 
 
 def _tail(log: Path, lines: int = 20) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _stop(process: subprocess.Popen) -> None:
+def stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to the process and its children; SIGKILL to what is left after ``STOP_SECONDS``."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         try:

@@ -72,7 +72,6 @@ class Pace:
             log.info("a %s message waited %.1f s for its slot in the platform's rate limit", self.platform, waited)
         return waited
 
-
     def _hit(self, limit: SharedLimit, key: str) -> float | None:
         """The wait for a slot; None (go) when the counts cannot be reached: a message is not held back, or
         lost, because Redis or the database is away, and the platform's own 429 still applies."""

@@ -18,10 +18,10 @@ from bench.fakes.discord_api import FakeDiscord
 from bench.fakes.discord_gateway import IDENTIFY_INTERVAL, FakeGateway, shard_of
 from bench.fakes.openai_server import FakeOpenAI
 from shared.db.engine import make_engine
+from tests.e2e.bot_process import REPLY, replying_llm, stop
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-REPLY = "Nice to hear from you."
 START_SECONDS = 90
 ALICE, BOB = "300000000000000001", "300000000000000002"
 GUILD_ZERO = str(4 << 22)  # (id >> 22) % 2 == 0: shard 0
@@ -45,9 +45,7 @@ def gateway(discord) -> Iterator[FakeGateway]:
 
 @pytest.fixture
 def llm() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        server.set_responder(lambda _request: {"response": REPLY, "emotion": None, "memory_update": None,
-                                               "todos": [], "topic": None, "context_variables": []})
+    with replying_llm() as server:
         yield server
 
 
@@ -63,12 +61,6 @@ def shard_process(database_url: str, discord: FakeDiscord, llm: FakeOpenAI, shar
         return subprocess.Popen([sys.executable, "-m", "shared.app.cli", "discord", "--no-workers",
                                  "--shard-count", "2", "--shards", str(shard)],
                                 env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def stop(process: subprocess.Popen) -> int:
-    if process.poll() is None:
-        process.terminate()
-    return process.wait(timeout=60)
 
 
 def user_turns(database_url: str) -> int:

@@ -18,13 +18,13 @@ from sqlalchemy import text
 from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, user_object
 from shared.db.engine import make_engine
+from tests.e2e.bot_process import REPLY, replying_llm, stop
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_URL = "https://bot.example.org/telegram/hook"
 SECRET = "webhook-secret_0123456789abcdef"
 EVE = user_object(2101, "Eve", language_code="en")
-REPLY = "Nice to hear from you."
 START_SECONDS = 90
 EDIT_UPDATE_ID = 10_000
 
@@ -39,9 +39,7 @@ def telegram() -> Iterator[FakeTelegram]:
 
 @pytest.fixture
 def llm() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        server.set_responder(lambda _request: {"response": REPLY, "emotion": None, "memory_update": None,
-                                               "todos": [], "topic": None, "context_variables": []})
+    with replying_llm() as server:
         yield server
 
 
@@ -82,12 +80,6 @@ def forget_question(telegram: FakeTelegram) -> dict | None:
         if buttons[0][0].get("callback_data", "").startswith("cf:"):
             return message
     return None
-
-
-def stop(process: subprocess.Popen) -> int:
-    if process.poll() is None:
-        process.terminate()
-    return process.wait(timeout=60)
 
 
 def count(database_url: str, query: str) -> int:

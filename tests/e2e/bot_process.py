@@ -1,0 +1,28 @@
+"""What the e2e tests of bot replicas share: a model that always says the same, and stopping a bot process
+as its supervisor does (SIGTERM, its exit status)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from bench.fakes.openai_server import FakeOpenAI
+
+REPLY = "Nice to hear from you."
+
+
+@contextmanager
+def replying_llm(reply: str = REPLY) -> Iterator[FakeOpenAI]:
+    """A fake OpenAI server whose every turn answers ``reply`` and stores nothing."""
+    with FakeOpenAI(models=("fake-chat",)) as server:
+        server.set_responder(lambda _request: {"response": reply, "emotion": None, "memory_update": None,
+                                               "todos": [], "topic": None, "context_variables": []})
+        yield server
+
+
+def stop(process: subprocess.Popen) -> int:
+    """SIGTERM, then its exit status (0: it stopped cleanly)."""
+    if process.poll() is None:
+        process.terminate()
+    return process.wait(timeout=60)
