@@ -3,9 +3,9 @@
 Runs the product's ``ConversationService`` against a fake OpenAI-compatible server on loopback and
 a fresh database (an embedded PostgreSQL in a temporary directory unless ``--database-url`` names
 a server to create a scratch database on). Prints the figures and writes them as JSON. With
-``usage_ab`` it also sends messages alternately through the service as shipped and through one whose
-usage recording is a no-op, in the same run, so a busy machine slows both alike: the difference is
-what recording usage costs the hot path.
+``usage_ab`` it also sends messages in turn through the service as shipped and through one whose
+usage recording is a no-op (twice: two identical sides show how far a percentile wanders by chance), in
+the same run, so a busy machine slows all alike: the difference is what recording usage costs the hot path.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from bench.stats import percentile  # noqa: E402
 REPLY = {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
          "response": "Sounds good.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
          "topic": None, "context_variables": []}
+AB_SIDES = ("with_usage", "without_usage", "without_usage_again")
 HTTP_CLIENT_LOGGER = "httpx2"
 """The OpenAI SDK's HTTP client logs every request at INFO: thousands of lines in a benchmark."""
 
@@ -119,20 +120,29 @@ def without_usage_recording(sessions):
 
 
 async def usage_ab(recording, unrecorded, messages: int) -> dict:
-    """Messages alternately through ``recording`` and ``unrecorded`` (which goes first alternates too):
-    each side's own milliseconds, and the difference recording makes."""
-    own: dict[str, list[float]] = {"with_usage": [], "without_usage": []}
-    sides = [("with_usage", recording, 2000), ("without_usage", unrecorded, 2500)]  # users of their own
+    """Messages in turn through ``recording``, ``unrecorded`` and ``unrecorded`` again (which goes first rotates):
+    each side's own milliseconds (the whole hot path, and the apply stage, where usage is recorded), the
+    difference recording makes, and the difference between the two identical sides: the noise floor of a
+    percentile at this many messages."""
+    stages: dict[str, dict[str, list[float]]] = {name: {"own": [], "apply": []} for name in AB_SIDES}
+    sides = [("with_usage", recording, 2000), ("without_usage", unrecorded, 2500),
+             ("without_usage_again", unrecorded, 3000)]  # users of their own
     for index in range(messages):
-        for name, service, users in (sides if index % 2 == 0 else sides[::-1]):
+        shift = index % len(sides)
+        for name, service, users in sides[shift:] + sides[:shift]:
             reply = await service.handle_message(
                 message(users + index % 20, index, f"I like green tea and hiking {index}"))
-            own[name].append(reply.timings_ms["prepare"] + reply.timings_ms["apply"])
-    figures = {name: {"p50_ms": statistics.median(spent), "p95_ms": percentile(spent, 0.95),
-                      "p99_ms": percentile(spent, 0.99)} for name, spent in own.items()}
+            stages[name]["own"].append(reply.timings_ms["prepare"] + reply.timings_ms["apply"])
+            stages[name]["apply"].append(reply.timings_ms["apply"])
+    figures: dict = {name: {f"{prefix}{cut}_ms": value for stage, prefix in (("own", ""), ("apply", "apply_"))
+                            for cut, value in (("p50", statistics.median(spent[stage])),
+                                               ("p99", percentile(spent[stage], 0.99)))}
+                     for name, spent in stages.items()}
     figures["messages"] = messages
-    figures["p50_added_ms"] = figures["with_usage"]["p50_ms"] - figures["without_usage"]["p50_ms"]
-    figures["p99_added_ms"] = figures["with_usage"]["p99_ms"] - figures["without_usage"]["p99_ms"]
+    on, off, again = (figures[name] for name in AB_SIDES)
+    for key in ("p50_ms", "p99_ms", "apply_p50_ms", "apply_p99_ms"):
+        figures[key.replace("_ms", "_added_ms")] = on[key] - off[key]
+        figures[key.replace("_ms", "_noise_ms")] = abs(again[key] - off[key])
     return figures
 
 
@@ -174,7 +184,11 @@ def report(figures: dict) -> str:
     if "usage_ab" in figures:
         ab = figures["usage_ab"]
         on, off = ab["with_usage"], ab["without_usage"]
-        lines.append(f"usage recording, {ab['messages']} messages each, alternated: with p50 {on['p50_ms']:.2f} / "
+        lines.append(f"usage recording, {ab['messages']} messages each, in turn: with p50 {on['p50_ms']:.2f} / "
                      f"p99 {on['p99_ms']:.2f} ms, without p50 {off['p50_ms']:.2f} / p99 {off['p99_ms']:.2f} ms; "
-                     f"added p50 {ab['p50_added_ms']:+.2f} ms, p99 {ab['p99_added_ms']:+.2f} ms")
+                     f"added p50 {ab['p50_added_ms']:+.2f} ms, p99 {ab['p99_added_ms']:+.2f} ms (two sides without "
+                     f"it differ by {ab['p50_noise_ms']:.2f} / {ab['p99_noise_ms']:.2f} ms); in the apply stage, "
+                     f"where it is recorded: added p50 {ab['apply_p50_added_ms']:+.2f} ms, "
+                     f"p99 {ab['apply_p99_added_ms']:+.2f} ms (noise {ab['apply_p50_noise_ms']:.2f} / "
+                     f"{ab['apply_p99_noise_ms']:.2f} ms)")
     return "\n".join(lines)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Protocol
 
-from sqlalchemy import BigInteger, delete, desc, func, select, text, update
+from sqlalchemy import BigInteger, TextClause, delete, desc, func, select, text, update
 from sqlalchemy.orm import Session
 
 from shared.db.usage_models import (
@@ -29,22 +30,28 @@ from shared.db.usage_models import (
 
 _ADD_TO_DAY = "ON CONFLICT (user_id, day, kind, chat_id) DO UPDATE SET " + ", ".join(
     f"{name} = d.{name} + excluded.{name}" for name in SUMMED)
-_RECORD = text(f"""
-WITH calls AS (
-    INSERT INTO llm_usage (user_id, chat_id, kind, model, prompt_tokens, completion_tokens, cached_tokens,
-                           estimated, latency_ms, created_at)
-    SELECT :user_id, :chat_id, c.kind, c.model, c.prompt, c.completion, c.cached, c.estimated, c.latency, :now
-    FROM unnest(CAST(:kinds AS varchar[]), CAST(:models AS varchar[]), CAST(:prompts AS integer[]),
-                CAST(:completions AS integer[]), CAST(:cached AS integer[]), CAST(:estimated AS boolean[]),
-                CAST(:latencies AS integer[])) AS c(kind, model, prompt, completion, cached, estimated, latency)
-)
-INSERT INTO llm_usage_daily AS d (user_id, day, kind, chat_id, {", ".join(SUMMED)})
-SELECT :user_id, :day, s.kind, :chat_key, {", ".join(f"s.{name}" for name in SUMMED)}
-FROM unnest(CAST(:sum_kinds AS varchar[]), {", ".join(f"CAST(:sum_{name} AS bigint[])" for name in SUMMED)})
-     AS s(kind, {", ".join(SUMMED)})
-{_ADD_TO_DAY}""")
-"""A turn's requests and its daily sums in one statement: the sums per kind are added up before it is sent,
-which keeps it simple to plan (it is planned each time: the engine prepares no statements)."""
+CALLS_PER_STATEMENT = 32
+"""Requests written by one statement (a batch of background work may have made more)."""
+_CALL_COLUMNS = ("kind", "model", "prompt_tokens", "completion_tokens", "cached_tokens", "estimated", "latency_ms")
+
+
+@lru_cache(maxsize=64)
+def _record_statement(calls: int, kinds: int) -> TextClause:
+    """``calls`` requests and the daily sums of ``kinds`` kinds in one statement of plain rows, one bound value
+    per field: arrays to unnest cost the hot path twice the client time of the same request written as rows
+    (a turn has one or two requests), and the sums per kind are added up before it is sent."""
+    call_rows = ", ".join(
+        "(:user_id, :chat_id, " + ", ".join(f":c{index}_{name}" for name in _CALL_COLUMNS) + ", :now)"
+        for index in range(calls))
+    day_rows = ", ".join(
+        f"(:user_id, :day, :k{index}_kind, :chat_key, " + ", ".join(f":k{index}_{name}" for name in SUMMED) + ")"
+        for index in range(kinds))
+    insert_days = (f"INSERT INTO llm_usage_daily AS d (user_id, day, kind, chat_id, {', '.join(SUMMED)}) "
+                   f"VALUES {day_rows} {_ADD_TO_DAY}")
+    if not calls:
+        return text(insert_days)
+    return text(f"WITH calls AS (INSERT INTO llm_usage (user_id, chat_id, {', '.join(_CALL_COLUMNS)}, created_at) "
+                f"VALUES {call_rows}) {insert_days}")
 
 
 class SpentCall(Protocol):
@@ -67,18 +74,26 @@ class UsageRepository:
 
     def record(self, user_id: int, chat_id: int | None, calls: Sequence[SpentCall], now: datetime, *,
                messages: int = 0) -> None:
-        """The requests, on ``now``'s UTC day, and ``messages`` answered (hot-path turns), in one statement."""
+        """The requests, on ``now``'s UTC day, and ``messages`` answered (hot-path turns): one statement for
+        up to :data:`CALLS_PER_STATEMENT` requests (a turn's, in one round trip), one more for each further batch."""
         if not calls and not messages:
             return
+        for start in range(0, max(len(calls), 1), CALLS_PER_STATEMENT):
+            self._record(user_id, chat_id, calls[start:start + CALLS_PER_STATEMENT], now,
+                         messages if start == 0 else 0)
+
+    def _record(self, user_id: int, chat_id: int | None, calls: Sequence[SpentCall], now: datetime,
+                messages: int) -> None:
         sums = sums_by_kind(calls, messages)
-        self.session.execute(_RECORD, {
-            "user_id": user_id, "chat_id": chat_id, "chat_key": chat_id or NO_CHAT, "now": now,
-            "day": usage_day(now), "kinds": [c.kind for c in calls],
-            "models": [c.model[:MAX_MODEL_CHARS] for c in calls], "prompts": [c.prompt_tokens for c in calls],
-            "completions": [c.completion_tokens for c in calls], "cached": [c.cached_tokens for c in calls],
-            "estimated": [c.estimated for c in calls], "latencies": [c.latency_ms for c in calls],
-            "sum_kinds": list(sums), **{f"sum_{name}": [getattr(total, name) for total in sums.values()]
-                                        for name in SUMMED}})
+        values = {"user_id": user_id, "chat_id": chat_id, "chat_key": chat_id or NO_CHAT, "now": now,
+                  "day": usage_day(now)}
+        for index, call in enumerate(calls):
+            values.update({f"c{index}_{name}": getattr(call, name) for name in _CALL_COLUMNS})
+            values[f"c{index}_model"] = call.model[:MAX_MODEL_CHARS]
+        for index, (kind, total) in enumerate(sums.items()):
+            values[f"k{index}_kind"] = kind
+            values.update({f"k{index}_{name}": getattr(total, name) for name in SUMMED})
+        self.session.execute(_record_statement(len(calls), len(sums)), values)
 
     def tokens_on(self, user_id: int, day: date) -> int:
         """The user's tokens (prompt and completion, every kind and chat) on ``day``."""

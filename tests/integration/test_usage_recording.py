@@ -13,10 +13,11 @@ from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
-from shared.db.usage_models import UsageTotals
+from shared.db.usage_models import MAX_MODEL_CHARS, UsageTotals
 from shared.llm.client import ChatModel
-from shared.llm.metering import metered, reported_usage
+from shared.llm.metering import CallUsage, metered, reported_usage
 from shared.recall.embeddings import OpenAIEmbedder
+from shared.repositories.usage import CALLS_PER_STATEMENT
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 SYSTEM = "You are the memory keeper. Answer with one JSON object. " + "Keep only what the user said. " * 20
@@ -155,3 +156,23 @@ def test_a_turn_whose_model_failed_still_records_what_was_answered(uow_factory):
         reply = say(service, "I like oolong tea", "1")
     calls, _by_kind, _user = usage_of(uow_factory)
     assert reply.text and calls and all(call.estimated and call.kind == "turn" for call in calls)
+
+
+def test_a_batch_larger_than_one_statement_is_recorded_whole(uow_factory):
+    count = CALLS_PER_STATEMENT * 2 + 3
+    calls = [CallUsage("embedding" if index % 3 else "dedup", "m" * 250, prompt_tokens=index, completion_tokens=1,
+                       cached_tokens=index % 2, estimated=index % 5 == 0, latency_ms=index) for index in range(count)]
+    with uow_factory() as uow:
+        user_id = uow.users.identify("telegram", "u1").user_id
+        uow.usage.record(user_id, None, calls, NOW, messages=2)
+        uow.commit()
+    with uow_factory() as uow:
+        recorded = uow.usage.recent_calls(user_id, count + 10)
+        by_kind = dict(uow.usage.by_kind(date(2026, 11, 1), user_id=user_id))
+    assert sorted(call.latency_ms for call in recorded) == list(range(count))
+    assert {len(call.model) for call in recorded} == {MAX_MODEL_CHARS}
+    for kind in ("embedding", "dedup"):
+        mine = [call for call in calls if call.kind == kind]
+        assert by_kind[kind] == UsageTotals(0, len(mine), sum(c.prompt_tokens for c in mine), len(mine),
+                                            sum(c.cached_tokens for c in mine), sum(c.estimated for c in mine))
+    assert by_kind["turn"] == UsageTotals(messages=2)  # the answered messages are counted once, not per batch
