@@ -164,3 +164,25 @@ def test_a_question_with_nothing_to_look_for_inside_words_reads_none_of_the_user
 
 def plan_nodes(node: dict) -> list[dict]:
     return [node, *(found for child in node.get("Plans", []) for found in plan_nodes(child))]
+
+
+def test_inside_words_a_pattern_with_a_case_folds_it_and_one_without_is_matched_as_written(uow_factory):
+    """Chinese words and numbers are looked for with LIKE (bytes), a word with a case with ILIKE."""
+    [alice] = users(uow_factory, "alice")
+    with uow_factory() as uow:
+        console = remember(uow, alice, "won a PS5 and a Ärztekammer mug")
+        cat = remember(uow, alice, "给猫咪买了玩具，花了1280元")
+        remember(uow, alice, "a walk in the park")
+        uow.commit()
+
+        def inside(*terms):
+            return {memory.id for memory, _ in uow.memories.ranked_candidates(alice, [("nothing", 1.0)],
+                                                                            contains=terms)}
+
+        assert inside("ps5") == inside("äRZTE") == {console.id}
+        assert inside("猫") == inside("128") == {cat.id}
+        assert inside("猫", "Ps5") == {console.id, cat.id}
+        assert inside("狗", "xbox") == set()
+    parameters = bm25_parameters(alice, [("x", 1.0)], 10, contains=["猫", "128", "ps5", "äbc", "猫"])
+    assert parameters["exact_patterns"] == ["%猫%", "%128%"]
+    assert parameters["folded_patterns"] == ["%ps5%", "%äbc%"]
