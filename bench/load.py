@@ -55,6 +55,10 @@ START_SECONDS = 120
 SENDERS = 32
 ANSWER_GRACE_SECONDS = 12.0
 """How long after a stage ends its messages may still be answered (and counted) before the next starts."""
+WARM_UP_MESSAGES = 8
+WARM_UP_SECONDS = 60
+WARM_UP_STAGE = -1
+"""The warm-up's messages count in no stage."""
 SUSTAINED_SHARE = 0.95
 """A stage is sustained when this share of its messages was answered within the grace."""
 OVERHEAD_CEILING_SECONDS = 5.0
@@ -398,6 +402,7 @@ def ramp(options: Options, load: Load, processes: list[Process], database_url: s
     engine = make_engine(database_url)
     users = Users(options.users)
     stages: list[Stage] = []
+    warm_up(load, options.users)
     try:
         for number, rate in enumerate(options.rates):
             stage = Stage(rate=rate)
@@ -421,6 +426,24 @@ def ramp(options: Options, load: Load, processes: list[Process], database_url: s
     finally:
         engine.dispose()
     return stages
+
+
+def warm_up(load: Load, users: int) -> None:
+    """Chat messages and group mentions on each platform, answered before the first stage (or a
+    minute passed): the first messages a process answers load what it needs (the tokenizer's dictionary,
+    connections), which is part of starting it, not of any stage's figures. Its users are none of the
+    stages' users."""
+    first = users + (-users) % 4  # the group mentions then reach both Discord guilds, hence both shards
+    for index in range(WARM_UP_MESSAGES):
+        load.send(first + index, ("chat", "group")[index // 4 % 2], WARM_UP_STAGE)
+    deadline = time.monotonic() + WARM_UP_SECONDS
+    while time.monotonic() < deadline:
+        answers = load.answers()
+        if all(answer_to(sent, answers.get((sent.platform, sent.key), []))
+               for sent in load.sent if sent.stage == WARM_UP_STAGE):
+            return
+        time.sleep(0.2)
+    print(f"warm-up: not every message was answered within {WARM_UP_SECONDS} s", flush=True)
 
 
 def offer(load: Load, users: Users, rate: float, seconds: float, stage: int) -> None:

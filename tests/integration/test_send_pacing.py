@@ -115,14 +115,14 @@ def test_a_discord_shards_messages_wait_for_a_channel_another_process_filled(red
     from bot.discord_bot import counting_api_errors, use_api
 
     other_process = Pace("discord", redis_storage)
-    for _ in range(5):  # 5 messages per 5 seconds in a channel: this one's are spent
-        assert other_process.per_chat.hit("777") is None
 
     async def post(fake: FakeDiscord) -> float:
         client = discord.Client(intents=discord.Intents.none(),
                                 http_trace=counting_api_errors(Pace("discord", redis_storage)))
         async with client:
             await client.login(fake.token)
+            for _ in range(5):  # 5 messages per 5 seconds in a channel: the other process spends them now
+                assert other_process.per_chat.hit("777") is None  # (the window opens at its first message)
             began = time.monotonic()
             await client.get_partial_messageable(777).send("hello")
             await client.get_partial_messageable(778).send("hello")  # another channel: only the overall budget
