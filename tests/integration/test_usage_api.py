@@ -28,7 +28,8 @@ MONITOR = CallUsage("extraction", "fake-chat", prompt_tokens=400, completion_tok
 
 @pytest.fixture
 def api(uow_factory) -> Api:
-    panel = PanelService(uow_factory, session_lifetime=timedelta(hours=1), usage_policy=POLICY)
+    panel = PanelService(uow_factory, session_lifetime=timedelta(hours=1), usage_policy=POLICY,
+                         clock=lambda: NOW)  # the day the tests spend on, even across midnight
     app = create_app(panel, admin_token=ADMIN, public_url=BASE, limiter=SignInLimiter(per_address=100))
     return Api(app, MemoryCommands(uow_factory, panel_url=BASE), uow_factory)
 
