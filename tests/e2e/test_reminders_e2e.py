@@ -22,6 +22,9 @@ from tests.waiting import wait_for
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
 REMINDERS = 200
+GROUP_CHANNELS = 20
+"""The group reminders are spread over channels: one channel takes 5 messages per 5 seconds (Discord's pace,
+kept across workers), and 100 in one channel would spend 100 s on the pace alone."""
 
 
 def discord_worker(database_url: str, discord: FakeDiscord, data_dir, name: str) -> Worker:
@@ -49,7 +52,8 @@ def due_reminders(uow_factory, count: int) -> None:
         for index in range(count):
             user = uow.users.identify("discord", str(5_000_000_000 + index), locale="en").user_id
             private = index % 2 == 0
-            chat = uow.chats.get_or_create("discord", str(5_000_000_000 + index) if private else "777000000000",
+            group = str(777_000_000_000 + index % GROUP_CHANNELS)
+            chat = uow.chats.get_or_create("discord", str(5_000_000_000 + index) if private else group,
                                            "private" if private else "group")
             uow.todos.add(Todo(user_id=user, chat_id=chat.id, content=f"reminder {index}", due_at=now,
                                remind_at=now, timezone="UTC"))
