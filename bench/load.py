@@ -411,7 +411,7 @@ def ramp(options: Options, load: Load, processes: list[Process], database_url: s
             began_wall = datetime.now(UTC)
             with Sampler(processes, engine, options.redis_url) as sampler:
                 offer(load, users, rate, options.stage_seconds, number)
-                time.sleep(options.grace_seconds)
+                settle(load, number, engine, began_wall, reminders, options.grace_seconds)
             measure(stage, number, load, options)
             stage.cpu, stage.db_connections_max, stage.broker_depth_max = sampler.figures()
             stage.machine_busy = round(sampler.machine_busy, 3)
@@ -454,6 +454,25 @@ def offer(load: Load, users: Users, rate: float, seconds: float, stage: int) -> 
         if delay > 0:
             time.sleep(delay)
         load.send(*users.next(), stage)
+
+
+def settle(load: Load, number: int, engine, since: datetime, reminders: list[tuple[int, str, datetime]],
+           grace: float) -> None:
+    """Wait, at most ``grace`` seconds, until stage ``number`` is done: every message answered, every reminder
+    received and every extraction it owed the worker done. Its figures are final from then on (what is
+    still missing at the end of the grace counts as not answered, or as late as the time waited)."""
+    from sqlalchemy import text
+
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        answers = load.answers()
+        if (all(answer_to(sent, answers.get((sent.platform, sent.key), []))
+                for sent in load.sent if sent.stage == number)
+                and reminder_lateness(load, reminders)[0] == len(reminders)):
+            with engine.connect() as connection:
+                if connection.execute(text(OWED), {"since": since}).scalar_one() == 0:
+                    return
+        time.sleep(0.25)
 
 
 def measure(stage: Stage, number: int, load: Load, options: Options) -> None:
