@@ -84,7 +84,7 @@ def test_a_background_json_call_to_a_trickling_server_ends_at_the_deadline(llm: 
 
 
 def test_a_retry_after_a_failure_shares_the_turns_deadline(llm: FakeOpenAI) -> None:
-    llm.queue_error(503)
+    llm.queue_error(503, retry_after=0.1)  # the backoff alone (0.5–1 s) could leave no room for the retry
     trickling(llm)
 
     with pytest.raises(LLMUnavailable):
