@@ -238,11 +238,13 @@ class TurnRepository:
         return list(self.session.scalars(query))
 
     def lock_unsummarised(self, user_id: int, turn_ids: list[int]) -> list[int]:
-        """Lock those of the turns that are in no episode yet; returns their ids."""
+        """Lock those of the turns that are in no episode yet, in id order (so two lockers cannot deadlock);
+        returns their ids in that order."""
         query = (
             select(ConversationTurn.id)
             .where(ConversationTurn.user_id == user_id, ConversationTurn.id.in_(turn_ids),
                    ConversationTurn.episode_id.is_(None))
+            .order_by(ConversationTurn.id)
             .with_for_update()
         )
         return list(self.session.scalars(query))
