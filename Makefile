@@ -24,7 +24,7 @@ run: install  ## the bot on the embedded default: embedded PostgreSQL (migrated)
 services:  ## make sure PostgreSQL and Redis are up on 127.0.0.1 (tests use both)
 	./scripts/services.sh
 
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 
 test: install services  ## the import contracts, then the whole suite (unit, integration, e2e) on TEST_WORKERS processes
 	$(BIN)/lint-imports
