@@ -18,12 +18,12 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 
-from shared.conversation.offline_compose import REMIND_CUE, Composer, already_known
+from shared.conversation.offline_compose import Composer, already_known
 from shared.conversation.offline_view import OFFLINE_HINT_KEY, MemoryNote, OfflineView, replies_in_chinese
 from shared.emotion import Emotion, category_of, detect_emotion_offline
 from shared.llm.turn_schema import TodoEntry, TurnOutput
 from shared.memory.stated import StatedMemory
-from shared.reminders.timeparse import resolve_when
+from shared.reminders.timeparse import REMIND_CUE, resolve_when
 from shared.speech.recall_questions import Key, recall_ask
 from shared.speech.statements import Statement, read_statements, statement_keys
 

@@ -13,6 +13,7 @@ from shared.conversation import offline_replies as say
 from shared.conversation.echo import lower_first, second_person
 from shared.conversation.offline_view import MemoryNote, OfflineView, replies_in_chinese
 from shared.emotion import Emotion, strategy_for
+from shared.reminders.timeparse import REMIND_CUE
 from shared.search.tokenizer import query_terms
 from shared.speech.acts import sentences
 from shared.speech.guard import near_same
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 MAX_ANSWERS = 3
 LONG_MESSAGE_CHARS = 40
 """A statement this long that holds no fact the rules know is conversation a model should answer."""
-REMIND_CUE = re.compile(r"提醒我|记得叫我|remind me|don't let me forget", re.IGNORECASE)
 GENERIC_TERMS = frozenset({"喜欢", "like", "love", "有", "have", "名字", "name", "什么", "想", "字"})
 """Words of a recall question too general to pick a memory by ("我喜欢什么" names no topic)."""
 _HOW_ARE_YOU = re.compile(r"最近怎么样|最近好吗|你好吗|你怎么样|你还好吗|过得怎么样|\bhow are you\b|\bhow's it going\b|"
@@ -107,6 +107,8 @@ class Composer:
                 return say.text("intro", self.chinese, bot=self.view.bot_name)
             return ""
         notes = _answers(ask, self.view)
+        if ask.tentative and not notes:
+            return ""
         if ask.about_user:
             name = _name_in(next((n.content for n in self.view.known if n.predicate == "name"), ""))
             others = [n for n in (notes or self.view.recalled) if n.predicate != "name"][:MAX_ANSWERS]
@@ -156,7 +158,9 @@ class Composer:
         """A question, request or hypothetical that neither memory, small talk nor the bot's introduction
         answers."""
         text = self.view.text
-        if recall_ask(text) is not None or asks_about_bot(text) or _HOW_ARE_YOU.search(text):
+        ask = recall_ask(text)
+        if (ask is not None and (not ask.tentative or _answers(ask, self.view))) or asks_about_bot(text) \
+                or _HOW_ARE_YOU.search(text):
             return False
         return any(s.kind in ("request", "hypothetical", "question") for s in sentences(self.view.text))
 

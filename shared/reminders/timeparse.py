@@ -127,6 +127,8 @@ _DIGIT_CLOCK = re.compile(_AT + r"(?<![\d:：/.-])(?P<hour>\d{1,2})(?=[:：]\d{2
                           r"(?:[:：](?P<minute>\d{2})(?::\d{2})?(?![\d/]))?(?:\s*(?P<meridiem>[ap])\.?m\b\.?)?", re.I)
 _AT_HOUR = re.compile(r"(?<![A-Za-z])at\s+(?P<hour>\d{1,2})(?:\s*o'?clock)?(?![\d:：/]|\.\d|\s*[ap]\.?m\b)", re.I)
 _NAMED_CLOCK = re.compile(_AT + rf"(?P<word>{_alternation(_NAMED_HOURS)})", re.I)
+REMIND_CUE = re.compile(r"提醒我|记得叫我|remind me|don't let me forget", re.IGNORECASE)
+"""Words that ask for a reminder."""
 _CONNECTOR = re.compile(r"[\s,，]*")
 _LEADING_FILLER = re.compile(
     r"(?:[\s,，、:：;；.。!！~\-—]+|/remind\S*|(?:remind\s+me|please|to|that|about)(?![A-Za-z])"
@@ -189,6 +191,17 @@ def resolve_when(text: str, now: datetime, tz: str) -> ResolvedTime | None:
     if storable_time(due) is None:
         raise TimeOutOfRange(matched)
     return ResolvedTime(due=due, matched=matched, rest=_what_is_left(text, start, end))
+
+
+def asks_for_a_reminder(text: str, now: datetime, tz: str) -> bool:
+    """Whether ``text`` asks for a reminder ("提醒我…", "remind me …") or names a time: only then is a reminder
+    the model could not schedule worth telling the user about (one it proposed unasked is just dropped)."""
+    if REMIND_CUE.search(text or ""):
+        return True
+    try:
+        return resolve_when(text, now, tz) is not None
+    except TimeOutOfRange:
+        return True
 
 
 def parse_due(value: str, now: datetime, tz: str) -> datetime | None:

@@ -75,6 +75,12 @@ _OPEN: tuple[tuple[re.Pattern[str], tuple[Key, ...]], ...] = tuple(
     ))
 _ABOUT_ME = re.compile(r"(?:记得|认识|知道)我(?:吗|不|么)?$|你知道我是谁|\b(?:remember|know) me\??$|"
                        r"\bwhat do you (?:know|remember) about me\b|\bwho am i to you\b", re.IGNORECASE)
+_ABOUT_SELF = re.compile(
+    r"\b(?:what|where|which|who|when|how (?:many|much|often|long))\b.*\b(?:do|did|does|am|was|have|had)\s+i\b"
+    r"|\b(?:what|where|which|who|when)(?:'s|\s+(?:is|was|are|were))\s+my\b"
+    r"|我(?!们)(?:(?!应该|该|要|能|可以|想|需要|得)[^，,。！？?!]){0,10}?(?:什么|啥|哪|谁|几|多少)", re.IGNORECASE)
+"""A question about the speaker in words no slot knows ("what do I keep on my balcony", "我在阳台上养什么"),
+not asking for advice (no should/can, 应该/能/想…): only a memory that shares a word with it answers it."""
 _ABOUT_BOT = re.compile(r"你(?:是|叫)(?:谁|什么|啥)|你的名字|你是(?:机器人|人|AI)|\bwho are you\b|"
                         r"\bwhat(?:'s| is) your name\b|"
                         r"\bwhat are you\b|\bare you (?:a |an )?(?:bot|robot|human|ai|real)\b", re.IGNORECASE)
@@ -91,6 +97,9 @@ class RecallAsk:
     terms: tuple[str, ...] = ()
     about_user: bool = False
     """"你还记得我吗", "what do you know about me": anything known answers it."""
+    tentative: bool = False
+    """Only a question about the speaker in general words: a memory sharing one of ``terms`` answers it, and
+    without one it is a question like any other (it may want advice, not a memory)."""
 
 
 def recall_ask(text: str) -> RecallAsk | None:
@@ -98,22 +107,24 @@ def recall_ask(text: str) -> RecallAsk | None:
     keys: list[Key] = []
     prefixes: list[Key] = []
     words: list[str] = []
-    about_user = False
+    about_user = sure = False
     for sentence in sentences(text):
         if sentence.kind != "question":
             continue
         body = sentence.body.replace("’", "'")
         found, open_keys = _keys_in(body), [key for pattern, ks in _OPEN if pattern.search(body) for key in ks]
         about_me = bool(_ABOUT_ME.search(body))
-        if found or open_keys or about_me or (sentence.recall and not asks_about_bot(body)):
+        recalled = sentence.recall and not asks_about_bot(body)
+        if found or open_keys or about_me or recalled or _ABOUT_SELF.search(body):
             keys += found
             prefixes += open_keys
             about_user = about_user or about_me
+            sure = sure or bool(found or open_keys or about_me or recalled)
             words += [term for term in query_terms(body) if term not in CUE_TERMS]
     if not (keys or prefixes or about_user or words):
         return None
     return RecallAsk(tuple(dict.fromkeys(keys)), tuple(dict.fromkeys(prefixes)), tuple(dict.fromkeys(words)),
-                     about_user)
+                     about_user, tentative=not sure)
 
 
 def asks_about_bot(text: str) -> bool:

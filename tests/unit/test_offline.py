@@ -78,6 +78,26 @@ def test_english_recall_questions_are_answered_too(question, answer):
     assert output.response == answer and output.memory_update == ()
 
 
+@pytest.mark.parametrize(("question", "memory", "answer"), [
+    ("What do I keep on my balcony?", "My name is Lin and I keep bees on my balcony",
+     "Your name is Lin and you keep bees on your balcony."),
+    ("What did I tell you about my balcony?", "I keep bees on my balcony", "You keep bees on your balcony."),
+    ("我在阳台上养什么？", "我在阳台上养了蜜蜂", "你在阳台上养了蜜蜂。"),
+])
+def test_a_question_about_the_speaker_in_words_no_slot_knows_is_answered_by_a_memory_sharing_them(
+        question, memory, answer):
+    output = respond(question, recalled=(MemoryNote(memory, "fact", None, 1.0),))
+    assert output.response == answer and output.memory_update == ()
+
+
+def test_without_a_memory_sharing_its_words_such_a_question_is_one_it_cannot_answer_offline():
+    unrelated = (MemoryNote("I keep bees on my balcony", "fact", None, 1.0),)
+    assert "offline mode" in respond("What do I need for the party tomorrow?", recalled=unrelated).response
+    assert "offline mode" in respond("What should I keep on my balcony?", recalled=unrelated).response  # advice
+    hotpot = (MemoryNote("我喜欢吃火锅", "preference", "likes_火锅"),)
+    assert "离线模式" in respond("我们去哪吃饭？", recalled=hotpot).response
+
+
 def test_a_memory_in_the_other_language_is_quoted_as_said():
     assert respond("where do I live?", known=XIAOHONG).response == 'You told me: "我住在北京".'
 
