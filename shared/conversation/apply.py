@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -12,13 +13,15 @@ from shared.emotion import Emotion, strategy_for
 from shared.llm.turn_schema import TurnOutput
 from shared.memory.writes import store_stated_memories
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
-from shared.reminders.timeparse import parse_due
+from shared.reminders.timeparse import asks_for_a_reminder, parse_due
 from shared.repositories.uow import UnitOfWork
 from shared.text import estimate_tokens
 
 if TYPE_CHECKING:
     from shared.conversation.config import ConversationConfig
     from shared.conversation.prepare import PreparedTurn
+
+log = logging.getLogger(__name__)
 
 MESSAGES_PER_SUMMARY = 30
 """A session is summarised into an episode part each time it passes this many messages (both sides)."""
@@ -106,10 +109,16 @@ def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
                  now: datetime) -> tuple[tuple[int, ...], tuple[str, ...]]:
     ids, warnings = [], []
     room = room_for_reminders(uow, prepared.user_id) if output.todos else 0
+    asked = bool(output.todos) and asks_for_a_reminder(prepared.text, now, prepared.timezone)
     for entry in output.todos:
         due = parse_due(entry.due, now, prepared.timezone)
         if due is None or due <= now:
-            warnings.append(f"Could not schedule a reminder for {entry.content!r}: no future time in {entry.due!r}.")
+            if asked:
+                warnings.append(f"Could not schedule a reminder for {entry.content!r}: "
+                                f"no future time in {entry.due!r}.")
+            else:  # small models fill the todo list with lines of their own reply
+                log.info("dropped a reminder the model proposed without a future time, for a message that "
+                         "asks for none")
             continue
         if len(ids) >= room:
             warnings.append(f"Could not schedule a reminder for {entry.content!r}: "

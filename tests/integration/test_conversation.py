@@ -284,6 +284,20 @@ def test_todos_are_stored_at_absolute_times_in_the_users_time_zone(service, llm,
         assert todo.status == "pending" and todo.source == "conversation"
 
 
+def test_a_reminder_without_a_time_is_told_only_when_the_user_asked_for_one(service, llm, uow_factory):
+    made_up = [("I remember you said:", "at the time when it was stored in this message")]
+    llm.queue_reply(turn("I remember you said: you keep bees.", todos=made_up))  # a small model's filler
+    unasked = say(service, "I keep bees on my balcony.")
+    llm.queue_reply(turn("Sure!", todos=[("water the bees", "whenever")]))
+    asked = say(service, "remind me to water the bees")
+    assert unasked.todo_ids == asked.todo_ids == ()
+    assert not any("reminder" in warning for warning in unasked.warnings)
+    assert any("Could not schedule a reminder for 'water the bees'" in warning for warning in asked.warnings)
+    with uow_factory() as uow:
+        user_id = uow.users.identity("telegram", "u1").user_id
+        assert uow.todos.count_pending(user_id) == 0
+
+
 def test_offline_reminders_resolve_relative_times_against_the_message_time(uow_factory, clock):
     offline = ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock)
     reply = say(offline, "提醒我明天早上9点去面试", clock=clock)
