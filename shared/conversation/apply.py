@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from shared.conversation.offline import extract_reminders
+from shared.conversation.offline_compose import reminder_confirmation
 from shared.db.memory_models import Todo
 from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
 from shared.llm.turn_schema import TurnOutput
 from shared.memory.writes import store_stated_memories
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
-from shared.reminders.timeparse import asks_for_a_reminder, parse_due
+from shared.reminders.timeparse import REMIND_CUE, asks_for_a_reminder, parse_due
 from shared.repositories.uow import UnitOfWork
 from shared.text import estimate_tokens
 
@@ -54,6 +56,8 @@ class AppliedTurn:
     job_ids: tuple[int, ...] = ()
     answered_elsewhere: bool = False
     """Another process recorded a reply to this message first: this one is not sent."""
+    notice: str | None = None
+    """A reminder the user asked for and the model did not set, set by the rules: its confirmation."""
 
 
 def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult, config: ConversationConfig, *,
@@ -75,11 +79,12 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
             warnings += ("Remembering is paused; nothing new was stored.",)
         else:
             memory_ids = _store_memories(uow, prepared, output, now)
-    todo_ids, todo_warnings = _store_todos(uow, prepared, output, now) if result.trusted else ((), ())
+    todo_ids, todo_warnings, notice = _store_todos(uow, prepared, result, now)
     job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted)
     if prepared.quota.over:  # owed from the next day, when the user's allowance is back; not sent now
         job_ids = ()
-    return AppliedTurn(memory_ids=memory_ids, todo_ids=todo_ids, warnings=warnings + todo_warnings, job_ids=job_ids)
+    return AppliedTurn(memory_ids=memory_ids, todo_ids=todo_ids, warnings=warnings + todo_warnings, job_ids=job_ids,
+                       notice=notice)
 
 
 def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,
@@ -105,12 +110,19 @@ def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
     return tuple(write.memory.id for write in writes)
 
 
-def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
-                 now: datetime) -> tuple[tuple[int, ...], tuple[str, ...]]:
+def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,
+                 now: datetime) -> tuple[tuple[int, ...], tuple[str, ...], str | None]:
+    """The reminders of the reply, with warnings for those that cannot be set; when the model set none (or its
+    answer was unreadable) for a message that asks for one in words the rules read ("remind me in 10
+    minutes to stretch"), the rules' reminder, and its confirmation for the user."""
+    entries, notice, view = (result.output.todos if result.trusted else ()), None, prepared.offline_view
+    if not entries and view is not None and REMIND_CUE.search(prepared.text):
+        entries = tuple(extract_reminders(prepared.text, view.local_now, view.timezone))
+        notice = reminder_confirmation(entries[0], view) if entries else None
     ids, warnings = [], []
-    room = room_for_reminders(uow, prepared.user_id) if output.todos else 0
-    asked = bool(output.todos) and asks_for_a_reminder(prepared.text, now, prepared.timezone)
-    for entry in output.todos:
+    room = room_for_reminders(uow, prepared.user_id) if entries else 0
+    asked = bool(entries) and asks_for_a_reminder(prepared.text, now, prepared.timezone)
+    for entry in entries:
         due = parse_due(entry.due, now, prepared.timezone)
         if due is None or due <= now:
             if asked:
@@ -128,7 +140,7 @@ def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
                                   due_at=due, remind_at=due, timezone=prepared.timezone, source="conversation",
                                   source_turn_id=prepared.user_turn_id, created_at=now, updated_at=now))
         ids.append(todo.id)
-    return tuple(ids), tuple(warnings)
+    return tuple(ids), tuple(warnings), notice if ids else None
 
 
 def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tuple[int, ...], turn_count: int,

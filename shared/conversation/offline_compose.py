@@ -62,9 +62,7 @@ class Composer:
     def reminder(self, todos: tuple[TodoEntry, ...]) -> str:
         if not todos:
             return say.text("reminder_needs_time", self.chinese) if REMIND_CUE.search(self.view.text) else ""
-        due = datetime.fromisoformat(todos[0].due)
-        when = say.when_text(due, self.view.local_now, self.view.timezone, self.chinese)
-        return say.text("reminder", self.chinese, when=when, what=second_person(todos[0].content))
+        return reminder_confirmation(todos[0], self.view)
 
     def statements(self, statements: list[Statement]) -> str:
         fresh, changed, known = [], [], []
@@ -170,6 +168,13 @@ class Composer:
     def _may_ask(self) -> bool:
         """A follow-up question only where both this turn's and the session's strategy allow one."""
         return self.view.strategy.proactive_question and strategy_for(self.emotion).proactive_question
+
+
+def reminder_confirmation(todo: TodoEntry, view: OfflineView) -> str:
+    """"Okay — I'll remind you tomorrow at 09:00: …" in the language of the message."""
+    chinese = replies_in_chinese(view.text)
+    when = say.when_text(datetime.fromisoformat(todo.due), view.local_now, view.timezone, chinese)
+    return say.text("reminder", chinese, when=when, what=second_person(todo.content))
 
 
 def _answers(ask: RecallAsk, view: OfflineView) -> list[MemoryNote]:

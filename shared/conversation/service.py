@@ -250,7 +250,7 @@ class ConversationService:
             memories_used=_used(prepared.recall, prepared.prompt),
             stored_memory_ids=applied.memory_ids,
             todo_ids=applied.todo_ids,
-            notice=result.notice,
+            notice=" ".join(part for part in (result.notice, applied.notice) if part) or None,
         )
 
 

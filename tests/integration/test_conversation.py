@@ -298,6 +298,21 @@ def test_a_reminder_without_a_time_is_told_only_when_the_user_asked_for_one(serv
         assert uow.todos.count_pending(user_id) == 0
 
 
+@pytest.mark.parametrize(("answer", "trusted"), [(turn("4"), True), ("4", False)], ids=["no todo", "not json"])
+def test_a_reminder_asked_for_that_the_model_did_not_set_is_set_by_the_rules_and_confirmed(
+        service, llm, uow_factory, answer, trusted):
+    llm.queue_reply(answer)  # a small model's answer: the request for a reminder is not in it
+    reply = say(service, "remind me in 10 minutes to water the bees")
+    assert len(reply.todo_ids) == 1
+    assert reply.notice == "Okay — I'll remind you today at 10:10 (Asia/Shanghai): water the bees."
+    with uow_factory() as uow:
+        todo = uow.session.get(Todo, reply.todo_ids[0])
+        assert todo.due_at == START + timedelta(minutes=10) and todo.content == "water the bees"
+    llm.queue_reply(turn("好的", todos=[("浇花", "2026-11-22T18:00:00+08:00")]))
+    reply = say(service, "提醒我今天晚上6点浇花")
+    assert len(reply.todo_ids) == 1 and reply.notice is None  # the model set it: nothing added, nothing doubled
+
+
 def test_offline_reminders_resolve_relative_times_against_the_message_time(uow_factory, clock):
     offline = ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock)
     reply = say(offline, "提醒我明天早上9点去面试", clock=clock)
