@@ -20,6 +20,7 @@ from shared.db.engine import make_engine
 from shared.db.vectors import vector_status
 from shared.errors import MnemoError
 from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.turn_answer import PROBLEM_TEXTS
 from shared.redaction import redact
 from shared.settings import Settings
 
@@ -160,7 +161,8 @@ def _turn_probe(settings: Settings) -> Check:
             f"one turn took {seconds:.1f} s ({completion.attempts} request(s), finish {completion.finish_reason})")
     if completion.output is None:
         said = f"salvaged reply {completion.reply[:60]!r}" if completion.reply else "nothing usable: offline replies"
-        return Check("llm", "warn", f"{head}; the answer was {completion.problem} ({said}); try a larger model "
+        problem = PROBLEM_TEXTS.get(completion.problem or "", completion.problem)
+        return Check("llm", "warn", f"{head}; the answer was {problem} ({said}); try a larger model "
                                     "or LLM_MAX_OUTPUT_TOKENS")
     if completion.mode != "json_schema":
         head += f"; set LLM_OUTPUT_MODE={completion.mode.split('+')[0]} to skip the probing at start"

@@ -46,6 +46,7 @@ from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.metering import CallUsage, metered
+from shared.llm.turn_answer import PROBLEM_TEXTS
 from shared.llm.turn_schema import TurnOutput
 from shared.metrics import record
 from shared.recall.embeddings import Embedder
@@ -216,8 +217,9 @@ class ConversationService:
                                                    "offline reply.")
         reply = TurnOutput(response=completion.reply, emotion=None, memory_update=(), todos=(), topic=None,
                            context_variables={})
+        problem = PROBLEM_TEXTS.get(completion.problem or "", "unusable")
         return TurnResult(output=reply, emotion=UNKNOWN, offline=False, trusted=False,
-                          warnings=(f"The model's answer was {completion.problem}: its reply was kept, "
+                          warnings=(f"The model's answer was {problem}: its reply was kept, "
                                     "nothing was remembered from it (the worker still reads the message).",))
 
     def _offline(self, prepared: PreparedTurn, warning: str | None, *, busy: bool = False,

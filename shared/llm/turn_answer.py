@@ -68,6 +68,11 @@ def _descriptions(schema: dict[str, Any]) -> set[str]:
 ECHO_TEXTS = frozenset(_descriptions(TURN_JSON_SCHEMA) | {REPLY_PLACEHOLDER})
 
 
+PROBLEM_TEXTS = {"blank": "blank", "schema_echo": "a copy of the schema", "cut": "cut short",
+                 "invalid": "not the JSON asked for", "note_echo": "copying its instructions back"}
+"""Each :attr:`TurnReading.problem` in words for people (a reply's warning, ``mnemo doctor``)."""
+
+
 @dataclass(frozen=True)
 class TurnReading:
     """The answer as read: ``output`` when valid; else at most a ``reply`` that is safe to show."""

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from shared.llm.answers import is_machine_text, salvage_string_field, strip_reasoning
 from shared.llm.modes import LADDER, OutputFormat, bounded, ladder_for, refused_parameter, refuses_format
 from shared.llm.turn_answer import (
+    PROBLEM_TEXTS,
     TURN_BOUNDED_SCHEMA,
     TURN_EXAMPLE,
     TURN_FIELD_NAMES,
@@ -74,6 +75,7 @@ def test_a_turn_answer_is_read_into_output_a_safe_reply_or_nothing(raw: str, rep
     reading = read_turn_answer(raw, finish)
     assert (reading.reply, reading.problem) == (reply, problem)
     assert (reading.output is not None) == (problem is None)
+    assert problem is None or " " in PROBLEM_TEXTS[problem] or problem == "blank"  # words a user may read
 
 
 @pytest.mark.parametrize("text", ['{"a": 1}', "```json", "[1, 2]", 'He said "response": hi', "see memory_update",
