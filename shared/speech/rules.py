@@ -35,6 +35,10 @@ _EE = (r"(?:\s+(?:now|anymore|any more|these days|too|as well|a lot|so much|very
        r"(?=$|[,;]|\s+(?:and|but|so|also)\s+(?:I|I'm|I've|my)\b)")
 """Where an English statement ends: the sentence's end, a comma, or the next clause about the speaker
 ("I live in Porto and I have a dog")."""
+_HABITS_EN = ("keep|raise|grow|collect|play|practi[cs]e|speak|drive|ride|cook|bake|knit|paint|volunteer|teach|"
+              "brew")
+"""Verbs of a habit or skill in the present ("I keep bees", "I speak French"): the activity is the topic."""
+_HABITS_ZH = "养|种|收集|弹"
 _ENAME = r"(?P<object>[^\W\d_][\w'’. -]{0,30}?)"
 _ECOUNT = r"(?:a|an|one|two|three|four|five|\d+)"
 _EROLE_END = r"(?=$|[,;]|\s+(?:at|in|for|with|and|but|so|since|who|by|from)\b)"
@@ -145,4 +149,10 @@ RULES: tuple[StatementRule, ...] = (
     _rule(rf"\bmy\s+(?P<thing>dream|goal|star sign|zodiac sign|blood type|motto|idol|hometown)(?:'s|\s+is)\s+"
           rf"{_EO}{_EE}",
           "fact", "{thing}"),
+    # what they do as a habit: keep bees, play the guitar, speak French (last: a plainer rule above wins)
+    _rule(rf"{_ES}I\s+{_EADV}(?:(?:usually|often|always|sometimes|regularly)\s+)?(?:(?:don't|do not|no longer|never)"
+          rf"\s+{_EADV})?(?P<object>(?:{_HABITS_EN})\s+(?!(?:it|that|this|them|up|down|on|off|out|around)\b|\w+ing\b)"
+          rf"[^,;.!?，。；！？]{{1,60}}?){_EE}", "fact", "does_{topic}", "liking"),
+    _rule(rf"{_ZS}{_ZADV}(?:在[^，,。！？!?]{{1,8}}?)?(?:不再|已经不|不会|不|会)?(?P<object>(?:{_HABITS_ZH})(?:了|着)?"
+          rf"[^，,。！？!?；;了]{{1,12}}?){_ZE}", "fact", "does_{topic}", "liking"),
 )

@@ -42,6 +42,12 @@ def contents(text: str) -> list[str]:
     ("我周末喜欢去爬山", [("preference", "likes_爬山")]),
     ("我下班后喜欢打游戏", [("preference", "likes_游戏")]),
     ("我每天早上喜欢喝咖啡", [("preference", "likes_咖啡")]),
+    ("I keep bees on my balcony.", [("fact", "does_keep_bee")]),
+    ("I speak French", [("fact", "does_speak_french")]),
+    ("I volunteer at the animal shelter on weekends", [("fact", "does_volunteer_animal")]),
+    ("我在阳台上养了蜜蜂。", [("fact", "does_蜜蜂")]),
+    ("我会弹钢琴", [("fact", "does_钢琴")]),
+    ("我收集邮票", [("fact", "does_收集_邮票")]),
     ("I really love green tea", [("preference", "likes_green_tea")]),
     ("I'm a big fan of jazz", [("preference", "likes_jazz")]),
     ("I have a dog named Biscuit, he's a beagle.", [("fact", "dog_name")]),
@@ -67,6 +73,11 @@ def test_common_phrasings_of_both_languages_become_memories_under_a_stable_key(t
 def test_a_pet_and_its_name_share_one_key_across_languages():
     assert keys("我养了一只狗叫旺财") == keys("I have a dog named Max") == [("fact", "dog_name")]
     assert keys("我最喜欢的水果是芒果") == keys("my favourite fruit is mango")
+
+
+def test_a_habit_given_up_shares_its_key_so_it_supersedes_the_habit():
+    assert keys("I play the guitar") == keys("I don't play the guitar anymore") == [("fact", "does_play_guitar")]
+    assert keys("我弹钢琴") == keys("我不再弹钢琴了") == [("fact", "does_钢琴")]
 
 
 def test_likes_dislikes_and_changes_of_taste_share_the_topic_key_so_one_supersedes_the_other():
@@ -130,6 +141,7 @@ def test_quoted_speech_and_other_peoples_facts_are_not_the_speakers():
     "I'm a bit tired", "I love you", "我喜欢你", "I love your turtles so much", "I love how art lets us feel",
     "我很喜欢这个颜色", "我叫了外卖", "我住院了", "I have a question", "我有一个问题", "call me later",
     "I've got a gaming tournament next month", "I'm Canadian", "When I was young, I lived in Paris.",
+    "I keep forgetting things", "I keep thinking about her", "I play it safe", "I cook up excuses",
 ])
 def test_look_alike_sentences_that_are_not_facts_about_the_speaker_are_not_stored(text):
     assert extract_statements(text) == []
