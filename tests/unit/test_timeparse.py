@@ -13,6 +13,7 @@ from shared.reminders.timeparse import (
     MAX_SCAN_CHARS,
     ResolvedTime,
     TimeOutOfRange,
+    asks_for_a_reminder,
     parse_due,
     resolve_when,
     storable_time,
@@ -378,3 +379,12 @@ def test_a_storable_time_is_an_aware_time_from_1970_to_9998_in_utc(value, kept):
     assert (stored is not None) == kept
     if kept:
         assert stored == value and stored.tzinfo == UTC
+
+
+@pytest.mark.parametrize(("text", "asked"), [
+    ("remind me to water the bees", True), ("提醒我开会", True),  # the words, without a time
+    ("I have a dentist appointment tomorrow at 3", True), ("周五下午三点面试", True),  # a time, without the words
+    ("I keep bees on my balcony.", False), ("我在阳台上养了蜜蜂", False), ("", False),
+])
+def test_a_message_asks_for_a_reminder_with_the_words_or_by_naming_a_time(text, asked):
+    assert asks_for_a_reminder(text, SUNDAY, SHANGHAI) is asked
