@@ -6,8 +6,9 @@ that allows only the panel's own files, a same-origin referrer policy (a sign-in
 another site, and browsers still send the ``Origin`` the sign-in form is checked against), no
 framing, and ``no-store`` for the API and the sign-in page.
 
-Before any route, a body over ``max_body_bytes`` is refused (:mod:`bot.api.body_limit`); routes read
-JSON bodies strictly (:mod:`bot.api.json_body`); an unexpected error is answered 500 and logged once
+Before anything else, a request line or header block over a fixed size is refused
+(:mod:`bot.api.head_limit`); before any route, a body over ``max_body_bytes`` is refused
+(:mod:`bot.api.body_limit`); routes read JSON bodies strictly (:mod:`bot.api.json_body`); an unexpected error is answered 500 and logged once
 (:class:`bot.api.errors.ServerErrors`). Each answer is counted in the metrics by route template and status.
 """
 
@@ -25,6 +26,7 @@ from bot.api import routes_memory, routes_session, routes_usage
 from bot.api.auth import ApiContext, SignInLimiter, context
 from bot.api.body_limit import BodyLimit
 from bot.api.errors import ServerErrors, install_error_handlers
+from bot.api.head_limit import HeadLimit
 from bot.api.json_body import CheckedJsonRoute
 from shared.commands.panel import PanelService
 from shared.metrics import record
@@ -70,6 +72,8 @@ def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
         route = getattr(request.scope.get("route"), "path", None) or "unmatched"  # the template, never the path
         record.http_request(request.method, route, response.status_code, time.perf_counter() - started)
         return response
+
+    app.add_middleware(HeadLimit)  # added last, so outermost: a too-long head is refused before anything reads it
 
     @app.get("/api/v1/health", tags=["health"])
     def health(request: Request) -> dict[str, str]:

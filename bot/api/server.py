@@ -1,7 +1,8 @@
 """``mnemo api``: the memory API and panel on the configured database, served by uvicorn.
 
 uvicorn believes ``X-Forwarded-For`` and ``X-Forwarded-Proto`` only from ``TRUSTED_PROXIES``; with
-none configured it reads neither, so the address the sign-in limit counts is the connection's own.
+none configured it reads neither, so the address the sign-in limit counts is the connection's own. The h11
+parser buffers at most :data:`~bot.api.head_limit.MAX_HEAD_BYTES` of a request head that has not arrived whole.
 """
 
 from __future__ import annotations
@@ -9,13 +10,15 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from bot.api.head_limit import MAX_HEAD_BYTES
 from shared.settings import Settings
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """How uvicorn serves the API: proxy headers only from the configured proxies, no server header."""
     proxies = ",".join(settings.trusted_proxies)
-    return {"log_level": settings.log_level.lower(), "server_header": False,
+    return {"log_level": settings.log_level.lower(), "server_header": False, "http": "h11",
+            "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
             "proxy_headers": bool(proxies), "forwarded_allow_ips": proxies or None}
 
 

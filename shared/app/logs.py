@@ -22,6 +22,11 @@ from shared import log_context
 from shared.app.log_format import CONTEXT_ATTRIBUTE
 from shared.redaction import redact
 
+LOGGED_TEXT_MAX_CHARS = 16_000
+"""A log message, and each string argument of one, is cut to this many characters (after redaction, so a
+secret is never cut into a visible half): a 120,000-character request path or display name costs a log
+line of bounded size, not a line as long as the input."""
+CUT_MARK = "…[{} chars cut]"
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIRECTORY_MODE = 0o700
 _PLAIN_FORMATTER = logging.Formatter()
@@ -56,7 +61,7 @@ class SecretRedactor(logging.Filter):
         return True
 
     def _clean(self, text: str) -> str:
-        return redact(text, self.secrets)
+        return bounded(redact(text, self.secrets))
 
     def _collapse_if_still_secret(self, record: logging.LogRecord) -> None:
         """The template, or an argument that is no string (a URL object, an exception), may still show a secret."""
@@ -64,8 +69,15 @@ class SecretRedactor(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed call: logging reports it when the record is emitted
             return
-        if (cleaned := self._clean(message)) != message:
-            record.msg, record.args = cleaned, None
+        if (cleaned := redact(message, self.secrets)) != message:
+            record.msg, record.args = bounded(cleaned), None
+
+
+def bounded(text: str) -> str:
+    """``text`` cut to :data:`LOGGED_TEXT_MAX_CHARS`, saying how much was cut."""
+    if len(text) <= LOGGED_TEXT_MAX_CHARS:
+        return text
+    return text[:LOGGED_TEXT_MAX_CHARS] + CUT_MARK.format(len(text) - LOGGED_TEXT_MAX_CHARS)
 
 
 def redact_every_record(secrets: Iterable[str]) -> None:

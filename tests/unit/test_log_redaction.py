@@ -97,3 +97,19 @@ def test_a_log_file_is_created_and_kept_readable_by_its_owner_only(tmp_path):
     for path in (tmp_path / "logs" / "worker.log", loose):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert loose.read_bytes() == b"old line\nnew line\n"
+
+
+def test_a_long_record_is_redacted_whole_then_cut_to_a_bounded_size_saying_how_much_was_cut():
+    from shared.app.logs import LOGGED_TEXT_MAX_CHARS
+
+    redact_every_record([API_KEY])
+    logger, out = own_logger("mnemo.long-lines")
+    tail = "z" * (LOGGED_TEXT_MAX_CHARS * 3)
+    logger.info("path %s", "y" * (LOGGED_TEXT_MAX_CHARS - 5) + API_KEY + tail)
+    logger.warning("x" * (LOGGED_TEXT_MAX_CHARS - 3) + API_KEY)
+    first, second = out.getvalue().splitlines()
+    assert API_KEY not in out.getvalue() and API_KEY[:5] not in out.getvalue()
+    redacted_length = LOGGED_TEXT_MAX_CHARS - 5 + len("***") + len(tail)
+    assert len(first) < LOGGED_TEXT_MAX_CHARS + 100
+    assert first.endswith(f"…[{redacted_length - LOGGED_TEXT_MAX_CHARS} chars cut]")
+    assert second.endswith("x***")
