@@ -8,8 +8,9 @@ framing, and ``no-store`` for the API and the sign-in page.
 
 Before anything else, a request line or header block over a fixed size is refused
 (:mod:`bot.api.head_limit`); before any route, a body over ``max_body_bytes`` is refused
-(:mod:`bot.api.body_limit`); routes read JSON bodies strictly (:mod:`bot.api.json_body`); an unexpected error is answered 500 and logged once
-(:class:`bot.api.errors.ServerErrors`). Each answer is counted in the metrics by route template and status.
+(:mod:`bot.api.body_limit`); routes read JSON bodies strictly (:mod:`bot.api.json_body`); an
+unexpected error is answered 500 and logged once (:class:`bot.api.errors.ServerErrors`). Each answer
+is counted in the metrics by route template and status.
 """
 
 from __future__ import annotations
