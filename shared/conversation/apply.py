@@ -1,4 +1,5 @@
-"""Step 3 of a turn: record the reply, update working memory, store what the user stated, todos, jobs."""
+"""Step 3 of a turn: record the reply, update working memory, store what the user stated, key the round (the
+line, the reply and what was stored from it), todos, jobs."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
 from shared.llm.turn_schema import TurnOutput
 from shared.memory.writes import store_stated_memories
+from shared.recall.round_keys import key_round
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
 from shared.reminders.timeparse import REMIND_CUE, asks_for_a_reminder, parse_due
 from shared.repositories.uow import UnitOfWork
@@ -73,12 +75,15 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
     if prepared.prompt.memory_ids:
         uow.turns.show_memories(prepared.user_id, prepared.user_turn_id, prepared.prompt.memory_ids)
     memory_ids: tuple[int, ...] = ()
+    facts: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     if result.trusted and output.memory_update:
         if prepared.paused:
             warnings += ("Remembering is paused; nothing new was stored.",)
         else:
-            memory_ids = _store_memories(uow, prepared, output, now)
+            memory_ids, facts = _store_memories(uow, prepared, output, now)
+    key_round(uow, prepared.user_id, prepared.user_turn_id, prepared.text, output.response, facts,
+              kept=not prepared.paused)
     todo_ids, todo_warnings, notice = _store_todos(uow, prepared, result, now)
     job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted)
     if prepared.quota.over:  # owed from the next day, when the user's allowance is back; not sent now
@@ -101,13 +106,15 @@ def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: Turn
     return session.turn_count
 
 
-def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput, now: datetime) -> tuple[int, ...]:
-    """What the user stated in this message; the write path refuses questions and the bot's own words."""
+def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
+                    now: datetime) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """What the user stated in this message (the memories' ids and words); the write path refuses questions
+    and the bot's own words."""
     bot_lines = prepared.offline_view.bot_lines if prepared.offline_view is not None else ()
     writes = store_stated_memories(uow, prepared.user_id, output.memory_update, now=now,
                                    source_turn_id=prepared.user_turn_id, session_id=prepared.session_id,
                                    source_text=prepared.text, bot_lines=bot_lines)
-    return tuple(write.memory.id for write in writes)
+    return tuple(write.memory.id for write in writes), tuple(write.memory.content for write in writes)
 
 
 def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,

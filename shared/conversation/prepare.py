@@ -22,6 +22,7 @@ from shared.conversation.prompt import (
     MemoryLine,
     PastTurn,
     PromptInputs,
+    RoundLine,
     build_turn_prompt,
     history_window,
 )
@@ -113,7 +114,9 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         profile=_profile_text(recall), memories=[_line(item, recall) for item in recall.memories],
         episodes=[episode.summary for episode in recall.episodes], history=history,
         memory_budget_tokens=config.memory_budget_tokens, topic=session.current_topic,
-        memory_base_count=config.retrieval_limit, episodes_matched=recall.episodes_matched))
+        memory_base_count=config.retrieval_limit, episodes_matched=recall.episodes_matched,
+        rounds=_round_lines(recall, skip={turn_id, *(turn.turn_id for turn in history)}),
+        episode_ids=[episode.id for episode in recall.episodes]))
     if prompt.dropped_memories:
         warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
     user = uow.users.get(user_id)
@@ -137,8 +140,8 @@ def _history(uow: UnitOfWork, user_id: int, session_id: int, limit: int,
     turns = turns[-shown:] if shown else []
     wanted = list(dict.fromkeys(memory_id for turn in turns for memory_id in turn.memory_ids or ()))
     active = {memory.id: _shown(memory) for memory in uow.memories.active_among(user_id, wanted)} if wanted else {}
-    return [PastTurn(turn.role, turn.text, tuple(active[i] for i in turn.memory_ids or () if i in active))
-            for turn in turns]
+    return [PastTurn(turn.role, turn.text, tuple(active[i] for i in turn.memory_ids or () if i in active),
+                     turn_id=turn.id) for turn in turns]
 
 
 def _offline_view(text: str, local_now: datetime, timezone: str, strategy: ResponseStrategy, user_name: str | None,
@@ -260,6 +263,16 @@ def _shown(memory: Memory) -> MemoryLine:
 
 def _line(item: ScoredMemory, recall: Recall) -> MemoryLine:
     memory = item.memory
+    decisive = memory.id in recall.decisive_ids
     return MemoryLine(id=memory.id, type=memory.type, content=memory.content, noted_on=memory.created_at,
-                      relevance=item.score.relevance, decisive=memory.id in recall.decisive_ids)
+                      relevance=item.score.relevance, decisive=decisive, source_turn_id=memory.source_turn_id,
+                      rank=float("inf") if decisive else item.score.total)
+
+
+def _round_lines(recall: Recall, skip: set[int | None]) -> list[RoundLine]:
+    """The recalled rounds as the prompt shows them, but those the conversation window shows already."""
+    return [RoundLine(id=item.round.turn_id, said_on=item.round.said_at, line=item.round.line,
+                      reply=item.round.reply, relevance=item.score.relevance, rank=item.score.total,
+                      terms=recall.query_terms)
+            for item in recall.rounds if item.round.turn_id not in skip]
 

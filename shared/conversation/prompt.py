@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from shared.conversation.packing import MEMORIES_FENCE, MemoryLine, data_line, grouped_by_day, pack_memories
+from shared.conversation.packing import (
+    MEMORIES_FENCE,
+    MemoryLine,
+    PackedMemories,
+    RoundLine,
+    data_line,
+    grouped_by_day,
+    pack_memories,
+)
 from shared.emotion import ALL_EMOTIONS, EMOTION_CATEGORIES, TONE_GUIDANCE, ResponseStrategy
 from shared.llm.turn_schema import NOTE_CLOSE, NOTE_OPEN, TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
 from shared.memory.policy import TIER_POLICY
@@ -33,6 +41,7 @@ class PastTurn:
     role: str
     text: str
     memories: tuple[MemoryLine, ...] = ()
+    turn_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,10 @@ class PromptInputs:
     """Memories packed whenever they fit (``MEMORY_RETRIEVAL_LIMIT``); None: all of ``memories``."""
     episodes_matched: bool = True
     """False when ``episodes`` only hold the latest one, offered for continuity."""
+    rounds: Sequence[RoundLine] = ()
+    """Recalled rounds (what was said), ranked with ``memories`` by their ``rank``."""
+    episode_ids: Sequence[int] = ()
+    """The ids of ``episodes``, in the same order (where known)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,10 @@ class BuiltPrompt:
     memory_tokens: int
     """The tokens of this turn's memory context (what earlier turns' notes show is not counted again)."""
     dropped_memories: int
+    round_ids: tuple[int, ...] = ()
+    """The rounds (the user's turn ids) this turn's note shows."""
+    episode_ids: tuple[int, ...] = ()
+    """The episodes this turn's note shows."""
 
 
 _TIERS = "; ".join(f"{tier}: {TIER_POLICY[tier].meaning}" for tier in TURN_MEMORY_TIERS)
@@ -92,13 +109,16 @@ def build_turn_prompt(inputs: PromptInputs) -> BuiltPrompt:
         messages.append({"role": turn.role, "content": _past(turn, shown)})
     recalled = [memory for memory in inputs.memories if memory.id not in shown]
     seen = [memory for memory in inputs.memories if memory.id in shown]
-    context, memory_ids, tokens, left_out = _memory_context(inputs, recalled, seen)
+    context, packed = _memory_context(inputs, recalled, seen)
     note = "\n\n".join(part for part in (NOTE_OPEN, context, _situation(inputs), _style(inputs.strategy), NOTE_CLOSE)
                        if part)
     messages.append({"role": "user", "content": f"{_unfenced(inputs.user_message)}\n\n{note}"})
     seen_before = tuple(memory.id for memory in inputs.memories if memory.id in shown)
-    return BuiltPrompt(messages=messages, memory_ids=memory_ids + seen_before, memory_tokens=tokens,
-                       dropped_memories=left_out)
+    if packed is None:
+        return BuiltPrompt(messages=messages, memory_ids=seen_before, memory_tokens=0, dropped_memories=0)
+    return BuiltPrompt(messages=messages, memory_ids=packed.memory_ids + seen_before,
+                       memory_tokens=estimate_tokens(context) if context else 0, dropped_memories=packed.left_out,
+                       round_ids=packed.round_ids, episode_ids=packed.episode_ids)
 
 
 def _past(turn: PastTurn, shown: dict[int, None]) -> str:
@@ -178,7 +198,7 @@ def _style(strategy: ResponseStrategy | None) -> str:
 
 
 def _memory_context(inputs: PromptInputs, recalled: Sequence[MemoryLine],
-                    seen: Sequence[MemoryLine]) -> tuple[str, tuple[int, ...], int, int]:
+                    seen: Sequence[MemoryLine]) -> tuple[str, PackedMemories | None]:
     """Memories, profile and episodes as fenced data within the budget (the header and fences count; the
     profile's share reserved first). The memories come first: a later turn's copy of this note ends there.
     Recalled memories that an earlier turn's note shows (``seen``) are in the prompt already: they take
@@ -196,15 +216,15 @@ def _memory_context(inputs: PromptInputs, recalled: Sequence[MemoryLine],
         profile = _fit(data_line(inputs.profile), int(inputs.memory_budget_tokens * PROFILE_SHARE_OF_BUDGET))
         budget -= estimate_tokens(profile) + estimate_tokens("<profile></profile>")
     packed = pack_memories(recalled, inputs.episodes, max(budget, 0), base=base,
-                           episodes_matched=inputs.episodes_matched)
+                           episodes_matched=inputs.episodes_matched, rounds=inputs.rounds,
+                           episode_ids=inputs.episode_ids)
     memories = [block for block in packed.blocks if block.startswith(MEMORIES_FENCE[0])]
     others = [block for block in packed.blocks if not block.startswith(MEMORIES_FENCE[0])]
     blocks = [*memories, *([f"<profile>\n{profile}\n</profile>"] if profile else []), *others,
               *([topic] if topic else [])]
     if not blocks:
-        return "", (), 0, 0
-    context = "\n".join([MEMORY_HEADER, *blocks])
-    return context, packed.memory_ids, estimate_tokens(context), packed.left_out
+        return "", None
+    return "\n".join([MEMORY_HEADER, *blocks]), packed
 
 
 def _memories_block(memories: Sequence[MemoryLine]) -> str:

@@ -14,18 +14,20 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Computed,
     DateTime,
     ForeignKey,
     Index,
     Integer,
     MetaData,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
     func,
 )
 from sqlalchemy import text as sql_text
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from shared.db.kinds import (  # noqa: F401  (the models' vocabularies, re-exported for the schema)
@@ -155,6 +157,8 @@ class ConversationTurn(Base):
         Index(None, "user_id", "created_at"),
         Index("ix_conversation_turns_unextracted", "created_at",
               postgresql_where=sql_text("NOT extracted AND role = 'user'")),
+        Index("ix_conversation_turns_rounds", "user_id", sql_text("id DESC"),
+              postgresql_where=sql_text("role = 'user' AND search_tokens <> ''")),
         one_of("role", ROLES),
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -172,4 +176,9 @@ class ConversationTurn(Base):
     reply_to_turn_id: Mapped[int | None] = mapped_column(BigInteger)
     """On the bot's turn: the user's turn it answers (None on turns stored before migration 0021: then the
     first bot turn after a message is taken for its answer)."""
+    search_tokens: Mapped[str] = mapped_column(Text, nullable=False, server_default=sql_text("''"))
+    """On the user's turn: the search keys of its round (the line, the bot's reply, the facts drawn from it);
+    empty on the bot's turns and on rounds not kept for recall (a paused user's)."""
+    search_tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSVECTOR_SQL, persisted=True), deferred=True)
+    tokenizer_version: Mapped[int] = mapped_column(SmallInteger, nullable=False, server_default=sql_text("0"))
     created_at: Mapped[datetime] = created_column()

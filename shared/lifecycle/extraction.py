@@ -27,6 +27,7 @@ from shared.llm.turn_schema import TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
 from shared.memory.about import read_entities, read_when
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS, MODEL_CHANGED_TIERS
 from shared.memory.writes import StatedMemory, store_stated_memories
+from shared.recall.round_keys import rekey_rounds
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import keywords, query_terms
@@ -266,7 +267,9 @@ def _apply_batch(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp] | None, now
         _apply_rules(uow, batch, now, part)
     else:
         _apply_operations(uow, batch, ops, now, part)
-    uow.turns.mark_extracted(batch.user_id, [turn.turn_id for turn in batch.turns])
+    turn_ids = [turn.turn_id for turn in batch.turns]
+    rekey_rounds(uow, batch.user_id, turn_ids)  # the facts drawn from each line join its round's keys
+    uow.turns.mark_extracted(batch.user_id, turn_ids)
 
 
 def _load_batches(uow_factory: Callable[[], UnitOfWork], turn_ids: list[int],

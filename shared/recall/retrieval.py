@@ -21,6 +21,7 @@ from datetime import datetime
 from shared.db.memory_models import Episode, Memory, Profile
 from shared.metrics import record
 from shared.repositories.ranked_search import RankedCandidates
+from shared.repositories.rounds import RankedRounds, Round
 from shared.repositories.uow import UnitOfWork
 from shared.repositories.vectors import VectorIndex
 from shared.search.recall_query import RecallQuery, build_recall_query
@@ -44,11 +45,24 @@ CANDIDATE_LIMIT = 50
 ADJACENT_SEEDS = 10
 """The memories noted right before and after this many of the best matches are candidates too."""
 EPISODE_LIMIT = 2
+ROUNDS_IN_SPAN = 20
+"""A time cue ("5月2日", "last Tuesday") brings at most this many rounds said in that time, newest first,
+whatever their words."""
+ROUND_TYPE = "event"
+"""Rounds are scored as what happened: the seed's category boost of an event."""
+ROUND_CONFIDENCE = 0.5
+"""What was said is as sure as a memory of average confidence (the user's words, unverified)."""
 
 
 @dataclass(frozen=True)
 class ScoredMemory:
     memory: Memory
+    score: ScoreBreakdown
+
+
+@dataclass(frozen=True)
+class ScoredRound:
+    round: Round
     score: ScoreBreakdown
 
 
@@ -66,6 +80,8 @@ class Recall:
     """False when ``episodes`` holds only the latest one, offered for continuity (nothing matched)."""
     decisive_ids: frozenset[int] = frozenset()
     """Memories that answer the question's own key (see ``shared.conversation.prepare``)."""
+    rounds: tuple[ScoredRound, ...] = ()
+    """What was said (the user's lines and the bot's replies), ranked with the memories, best first."""
 
 
 def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, limit: int,
@@ -79,14 +95,16 @@ def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, 
     query = build_recall_query(text, topic=topic, context=context)
     span = asked_span(text, local_now or now)
     lexical = _lexical_candidates(uow, user_id, query)
+    rounds = _round_candidates(uow, user_id, query, span)
     nearest: list[tuple[int, float]] = []
     if query_vector is not None and vectors is not None:
         nearest = vectors.nearest_memories(uow, user_id, query_vector, CANDIDATE_LIMIT)
-    scored = _score(uow, user_id, lexical, nearest, query, now, span)
+    scored, scored_rounds = _score(uow, user_id, lexical, nearest, query, now, span, rounds)
     episode_terms = list(query.message_terms + query.topic_terms)
     episodes = _episodes(uow, user_id, episode_terms)
     recall = Recall(
         memories=tuple(scored[:limit]),
+        rounds=tuple(scored_rounds[:limit]),
         episodes=tuple(episodes),
         profile=uow.profiles.get(user_id),
         query_terms=query.terms,
@@ -107,39 +125,72 @@ def _lexical_candidates(uow: UnitOfWork, user_id: int, query: RecallQuery) -> Ra
         contains=[term for term in query.message_terms if matches_by_prefix(term)])
 
 
+def _round_candidates(uow: UnitOfWork, user_id: int, query: RecallQuery, span: TimeSpan | None) -> RankedRounds:
+    """The user's rounds ranked by BM25 as memories are, and those said in the asked-about time."""
+    ranked = RankedRounds([])
+    if query.weighted_terms:
+        ranked = uow.rounds.ranked_with_adjacent(
+            user_id, query.weighted_terms, CANDIDATE_LIMIT, seeds=ADJACENT_SEEDS,
+            contains=[term for term in query.message_terms if matches_by_prefix(term)])
+    if span is None:
+        return ranked
+    found = {item.turn_id for item, _ in ranked.found}
+    dated = [item for item in uow.rounds.said_between(user_id, span.start, span.end, ROUNDS_IN_SPAN)
+             if item.turn_id not in found]
+    return RankedRounds(ranked.found + [(item, 0.0) for item in dated], ranked.next_to)
+
+
 def _score(uow: UnitOfWork, user_id: int, lexical: RankedCandidates, nearest: list[tuple[int, float]],
-           query: RecallQuery, now: datetime, span: TimeSpan | None = None) -> list[ScoredMemory]:
+           query: RecallQuery, now: datetime, span: TimeSpan | None = None,
+           rounds: RankedRounds | None = None) -> tuple[list[ScoredMemory], list[ScoredRound]]:
+    """Memories and rounds scored in one ranking: relevance is relative to the best match of either, and
+    a sitting's memories and rounds lend each other support (keys: ``("m", id)`` and ``("r", turn id)``)."""
     memories = {memory.id: memory for memory, _ in lexical.found}
-    own = {memory.id: score for memory, score in lexical.found}
+    own = {("m", memory.id): score for memory, score in lexical.found}
     vector_only = [memory_id for memory_id, _ in nearest if memory_id not in memories]
     if vector_only:  # one round trip for the memories only the vectors found
         memories.update((memory.id, memory) for memory in uow.memories.active_among(user_id, vector_only))
-    similarity = {memory_id: value for memory_id, value in nearest if memory_id in memories}
-    if not memories:
-        return []
-    noted_at = {memory_id: _noted_at(memory) for memory_id, memory in memories.items()}
-    if span is not None:  # when it happened, where the monitor could tell, else when it was noted
-        own = with_time_cue(own, [memory_id for memory_id in own
-                                  if span.holds(memories[memory_id].happened_at or noted_at[memory_id])])
-    relevance, support = _relevance(own, similarity, lexical.next_to, noted_at)
+    similarity = {("m", memory_id): value for memory_id, value in nearest if memory_id in memories}
+    said = {item.turn_id: item for item, _ in (rounds.found if rounds else [])}
+    own.update({("r", item.turn_id): score for item, score in (rounds.found if rounds else [])})
+    if not memories and not said:
+        return [], []
+    noted_at = {("m", memory_id): _noted_at(memory) for memory_id, memory in memories.items()}
+    noted_at.update({("r", turn_id): item.said_at for turn_id, item in said.items()})
+    if span is not None:  # when it happened, where the monitor could tell, else when it was noted or said
+        own = with_time_cue(own, [key for key in own if span.holds(
+            (memories[key[1]].happened_at if key[0] == "m" else None) or noted_at[key])])
+    next_to = {("m", key): tuple(("m", other) for other in others) for key, others in lexical.next_to.items()}
+    if rounds:
+        next_to.update({("r", key): tuple(("r", other) for other in others) for key, others in rounds.next_to.items()})
+    relevance, support = _relevance(own, similarity, next_to, noted_at)
     keyword, neighbours = relative_scores(own), relative_scores(support)
-    max_uses = max(memory.access_count for memory in memories.values())
-    results = []
-    for memory in (memories[memory_id] for memory_id in relevance):
-        breakdown = combine(
-            relevance=relevance.get(memory.id, 0.0),
-            keyword=keyword.get(memory.id, 0.0),
-            neighbours=neighbours.get(memory.id, 0.0),
-            memory_type=memory.type,
+    max_uses = max((memory.access_count for memory in memories.values()), default=0)
+    scored_memories, scored_rounds = [], []
+    for kind, key in relevance:
+        shared = {"relevance": relevance[(kind, key)], "keyword": keyword.get((kind, key), 0.0),
+                  "neighbours": neighbours.get((kind, key), 0.0)}
+        if kind == "r":
+            item = said[key]
+            scored_rounds.append(ScoredRound(item, combine(
+                **shared, memory_type=ROUND_TYPE, recency=recency_score(item.said_at, now), frequency=0.0,
+                confidence=ROUND_CONFIDENCE, on_topic=_on_topic(query, item.search_tokens.split()))))
+            continue
+        memory = memories[key]
+        scored_memories.append(ScoredMemory(memory, combine(
+            **shared, memory_type=memory.type,
             recency=recency_score(memory.last_accessed or memory.updated_at or memory.created_at, now),
-            frequency=frequency_score(memory.access_count, max_uses),
-            confidence=memory.confidence,
-            on_topic=bool(query.topic_terms) and coverage_of(query.topic_terms, memory.search_tokens.split()) > 0,
-            vector_similarity=similarity.get(memory.id),
-        )
-        results.append(ScoredMemory(memory, breakdown))
-    results.sort(key=lambda item: (item.score.total, item.memory.id), reverse=True)
-    return results
+            frequency=frequency_score(memory.access_count, max_uses), confidence=memory.confidence,
+            on_topic=_on_topic(query, memory.search_tokens.split()), vector_similarity=similarity.get(("m", key)))))
+    scored_memories.sort(key=lambda item: (item.score.total, item.memory.id), reverse=True)
+    scored_rounds.sort(key=lambda item: (item.score.total, item.round.turn_id), reverse=True)
+    return scored_memories, scored_rounds
+
+
+def _on_topic(query: RecallQuery, tokens: Sequence[str]) -> bool:
+    return bool(query.topic_terms) and coverage_of(query.topic_terms, tokens) > 0
+
+
 
 
 def _relevance(own: dict[int, float], similarity: dict[int, float], next_to: dict[int, tuple[int, ...]],

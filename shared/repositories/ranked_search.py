@@ -53,15 +53,15 @@ class RankedCandidates:
     next_to: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
-MEMORY_BM25_SQL = text("""
+BM25_SQL_TEMPLATE = """
     WITH terms AS (
         SELECT t.ord, to_tsquery('simple', t.query) AS query, t.weight
         FROM unnest(CAST(:queries AS text[]), CAST(:weights AS float8[])) WITH ORDINALITY AS t(query, weight, ord)
     ),
     pool AS MATERIALIZED (
         SELECT m.id, m.search_tsv, greatest(length(m.search_tsv), 1) AS len
-        FROM memories m
-        WHERE m.user_id = :user_id AND m.deleted_at IS NULL AND m.superseded_by IS NULL
+        FROM {table} m
+        WHERE m.user_id = :user_id AND {active}
           AND coalesce(m.search_tsv, ''::tsvector) @@ to_tsquery('simple', :any_query)
         ORDER BY m.id DESC
         LIMIT :pool_limit
@@ -73,8 +73,8 @@ MEMORY_BM25_SQL = text("""
     frequency AS MATERIALIZED (SELECT ord, count(*) AS df FROM hits GROUP BY ord),
     population AS MATERIALIZED (
         SELECT greatest(count(*), (SELECT count(*) FROM pool)) AS n FROM (
-            SELECT 1 FROM memories
-            WHERE user_id = :user_id AND deleted_at IS NULL AND superseded_by IS NULL
+            SELECT 1 FROM {table} m
+            WHERE m.user_id = :user_id AND {active}
             LIMIT :population_cap) AS active_rows
     ),
     shape AS MATERIALIZED (SELECT avg(len) AS avg_len FROM pool),
@@ -89,11 +89,11 @@ MEMORY_BM25_SQL = text("""
     ),
     contained AS MATERIALIZED (
         SELECT m.id, 0.0::float8 AS score
-        FROM memories m
+        FROM {table} m
         WHERE cardinality(CAST(:exact_patterns AS text[])) + cardinality(CAST(:folded_patterns AS text[])) > 0
-          AND m.user_id = :user_id AND m.deleted_at IS NULL AND m.superseded_by IS NULL  -- no pattern: no row read
-          AND (m.content LIKE ANY (CAST(:exact_patterns AS text[]))
-               OR m.content ILIKE ANY (CAST(:folded_patterns AS text[])))
+          AND m.user_id = :user_id AND {active}  -- no pattern: no row read
+          AND ({text} LIKE ANY (CAST(:exact_patterns AS text[]))
+               OR {text} ILIKE ANY (CAST(:folded_patterns AS text[])))
           AND m.id NOT IN (SELECT id FROM ranked)
         ORDER BY m.id DESC
         LIMIT greatest(:limit - (SELECT count(*) FROM ranked), 0)
@@ -102,12 +102,12 @@ MEMORY_BM25_SQL = text("""
     adjacent AS MATERIALIZED (
         SELECT beside.id, seeds.id AS seed
         FROM seeds CROSS JOIN LATERAL (
-            (SELECT m.id FROM memories m
-             WHERE m.user_id = :user_id AND m.deleted_at IS NULL AND m.superseded_by IS NULL AND m.id < seeds.id
+            (SELECT m.id FROM {table} m
+             WHERE m.user_id = :user_id AND {active} AND m.id < seeds.id
              ORDER BY m.id DESC LIMIT 1)
             UNION ALL
-            (SELECT m.id FROM memories m
-             WHERE m.user_id = :user_id AND m.deleted_at IS NULL AND m.superseded_by IS NULL AND m.id > seeds.id
+            (SELECT m.id FROM {table} m
+             WHERE m.user_id = :user_id AND {active} AND m.id > seeds.id
              ORDER BY m.id LIMIT 1)
         ) AS beside
     ),
@@ -123,7 +123,19 @@ MEMORY_BM25_SQL = text("""
            coalesce((SELECT array_agg(adjacent.seed) FROM adjacent WHERE adjacent.id = found.id),
                     '{}'::bigint[]) AS next_to
     FROM found
-""")
+"""
+"""The ranking statement for a table of ``{table}`` rows whose live ones satisfy ``{active}`` (about alias ``m``),
+looked for inside words in ``{text}``."""
+
+
+def bm25_statement(table: str, active: str, text_column: str):
+    """:data:`BM25_SQL_TEMPLATE` for one kind of searchable row (memories, rounds)."""
+    shaped = BM25_SQL_TEMPLATE.replace("{table}", table).replace("{active}", active).replace("{text}", text_column)
+    return text(shaped)
+
+
+MEMORY_BM25_SQL = bm25_statement("memories", "m.deleted_at IS NULL AND m.superseded_by IS NULL", "m.content")
+
 
 MEMORY_BM25 = MEMORY_BM25_SQL.columns(id=BigInteger, score=Float, next_to=ARRAY(BigInteger)).subquery("ranked")
 """The ranking as a subquery of ``(id, score)``, built once so SQLAlchemy compiles it once."""

@@ -29,6 +29,7 @@ from shared.repositories.people import ChatRepository, UserRepository
 from shared.repositories.profiles import ProfileRepository
 from shared.repositories.reminders import TodoRepository
 from shared.repositories.retention import RetentionRepository
+from shared.repositories.rounds import RoundRepository
 from shared.repositories.search_index import SearchIndexRepository
 from shared.repositories.tokens import OneTimeTokenRepository
 from shared.repositories.usage import UsageRepository
@@ -49,6 +50,7 @@ class UnitOfWork:
         self.chats = ChatRepository(self.session)
         self.sessions = SessionRepository(self.session)
         self.turns = TurnRepository(self.session)
+        self.rounds = RoundRepository(self.session)
         self.memories = MemoryRepository(self.session)
         self.events = MemoryEventRepository(self.session)
         self.memory_sweeps = MemorySweepRepository(self.session)
