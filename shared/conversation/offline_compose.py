@@ -11,12 +11,16 @@ from typing import TYPE_CHECKING
 
 from shared.conversation import offline_replies as say
 from shared.conversation.echo import lower_first, second_person
-from shared.conversation.offline_view import MemoryNote, OfflineView, replies_in_chinese
+from shared.conversation.offline_view import MemoryNote, OfflineView, RoundNote, replies_in_chinese
+from shared.conversation.packing import excerpt
 from shared.emotion import Emotion, strategy_for
 from shared.reminders.timeparse import REMIND_CUE
+from shared.search.temporal import asked_span
 from shared.search.tokenizer import query_terms
 from shared.speech.acts import sentences
 from shared.speech.guard import near_same
+from shared.speech.lexicon import expanded
+from shared.speech.past_talk import BOT_SIDE, EITHER_SIDE, USER_SIDE, PastAsk, past_ask
 from shared.speech.recall_questions import RecallAsk, asks_about_bot, recall_ask
 from shared.speech.statements import Statement, read_statements
 
@@ -24,6 +28,8 @@ if TYPE_CHECKING:
     from shared.llm.turn_schema import TodoEntry
 
 MAX_ANSWERS = 3
+QUOTED_CHARS = 160
+"""A quoted side of a round is cut to this, around the question's words."""
 LONG_MESSAGE_CHARS = 40
 """A statement this long that holds no fact the rules know is conversation a model should answer."""
 GENERIC_TERMS = frozenset({"喜欢", "like", "love", "有", "have", "名字", "name", "什么", "想", "字"})
@@ -100,28 +106,54 @@ class Composer:
         return say.text("updated", self.chinese, items=self.echo(new.content), old=self.echo(old.content))
 
     def answer(self, ask: RecallAsk | None) -> str:
+        past = past_ask(self.view.text)
+        if past is not None:
+            said = best_round(past, self.view)
+            if said is not None:
+                return self._quoted(said, past.side)
+            notes = _answers(ask, self.view) if ask is not None else []
+            if not notes:
+                return say.text("not_said", self.chinese)
         if ask is None:
             if asks_about_bot(self.view.text):
                 return say.text("intro", self.chinese, bot=self.view.bot_name)
             return ""
         notes = _answers(ask, self.view)
+        if not notes and not ask.about_user:
+            said = best_round(PastAsk(USER_SIDE, ask.terms), self.view, needs_words=True)
+            if said is not None:
+                return self._quoted(said, USER_SIDE)
         if ask.tentative and not notes:
             return ""
         if ask.about_user:
             name = _name_in(next((n.content for n in self.view.known if n.predicate == "name"), ""))
-            others = [n for n in (notes or self.view.recalled) if n.predicate != "name"][:MAX_ANSWERS]
+            pool = _unique([*(notes or self.view.recalled), *self.view.newest])
+            others = [n for n in pool if n.predicate != "name"][:MAX_ANSWERS]
             if not (name or others):
                 return say.text("stranger", self.chinese)
             if not others:
                 return say.text("about_user_name", self.chinese, **say.name_values(name))
             items = say.join_items([self.echo(n.content) for n in others], self.chinese)
-            return say.text("about_user", self.chinese, items=items, **say.name_values(name))
+            line = say.text("about_user", self.chinese, items=items, **say.name_values(name))
+            more = self.view.memory_count - len(others) - (1 if name else 0)
+            return f"{line} {say.text('more_known', self.chinese, count=str(more))}" if more > 0 else line
         if not notes:
             return say.text("dont_know", self.chinese, **say.asked_what([p for _, p in ask.keys], self.chinese))
         quoted = any(replies_in_chinese(n.content) != self.chinese for n in notes)
         items = say.join_items([n.content if quoted else self.echo(n.content) for n in notes], self.chinese)
         items = items if self.chinese or quoted else items[:1].upper() + items[1:]
         return say.text("answer_quoted" if quoted else "answer", self.chinese, items=items)
+
+    def _quoted(self, said: RoundNote, side: str) -> str:
+        """A round quoted with its day: the user's line, the bot's reply, or both."""
+        day = say.day_text(said.said_at.astimezone(self.view.local_now.tzinfo), self.view.local_now, self.chinese)
+        terms = past_terms(self.view.text)
+        line, reply = excerpt(said.line, terms, QUOTED_CHARS), excerpt(said.reply or "", terms, QUOTED_CHARS)
+        if side == BOT_SIDE and reply:
+            return say.text("said_bot", self.chinese, day=day, reply=reply)
+        if side == EITHER_SIDE and reply:
+            return say.text("said_both", self.chinese, day=day, line=line, reply=reply)
+        return say.text("said_user", self.chinese, day=day, line=line)
 
     def small_talk(self) -> str:
         kinds = [sentence.kind for sentence in sentences(self.view.text)]
@@ -158,7 +190,7 @@ class Composer:
         text = self.view.text
         ask = recall_ask(text)
         if (ask is not None and (not ask.tentative or _answers(ask, self.view))) or asks_about_bot(text) \
-                or _HOW_ARE_YOU.search(text):
+                or _HOW_ARE_YOU.search(text) or past_ask(text) is not None:
             return False
         return any(s.kind in ("request", "hypothetical", "question") for s in sentences(self.view.text))
 
@@ -184,7 +216,7 @@ def _answers(ask: RecallAsk, view: OfflineView) -> list[MemoryNote]:
     exact = [n for key in ask.keys for n in pool if (n.type, n.predicate) == key]
     if exact:
         return _unique(exact)[:MAX_ANSWERS]
-    wanted = [term for term in ask.terms if term not in GENERIC_TERMS]
+    wanted = list(expanded(term for term in ask.terms if term not in GENERIC_TERMS))
 
     def shares_a_word(note: MemoryNote) -> bool:
         return bool(set(wanted) & set(query_terms(note.content)))
@@ -196,6 +228,32 @@ def _answers(ask: RecallAsk, view: OfflineView) -> list[MemoryNote]:
         if chosen:
             return _unique(chosen)[:MAX_ANSWERS]
     return [n for n in view.recalled if wanted and shares_a_word(n)][:MAX_ANSWERS]
+
+
+def best_round(past: PastAsk, view: OfflineView, *, needs_words: bool = False) -> RoundNote | None:
+    """The round that answers a question about what was said: of the rounds said in the time it names (all,
+    when it names none), the one whose asked side shares the most of its words; with no words to go by, the
+    best-ranked round of the time it names (also when its words only name the time); None when nothing fits."""
+    span = asked_span(view.text, view.local_now)
+    pool = [said for said in view.rounds if span is None or span.holds(said.said_at)]
+    wanted = set(expanded(term for term in past.terms if term not in GENERIC_TERMS))
+    if not wanted:
+        return pool[0] if pool and span is not None and not needs_words else None
+
+    def shared(said: RoundNote) -> int:
+        sides = {USER_SIDE: said.line, BOT_SIDE: said.reply or ""}.get(past.side, f"{said.line} {said.reply or ''}")
+        return len(wanted & set(query_terms(sides)))
+
+    scored = [(shared(said), -place, said) for place, said in enumerate(pool)]
+    best = max(scored, default=None, key=lambda item: item[:2])
+    if best is not None and best[0] > 0:
+        return best[2]
+    return pool[0] if pool and span is not None and not needs_words else None  # the words named the day
+
+
+def past_terms(text: str) -> tuple[str, ...]:
+    """The words of a question to cut a quoted round around."""
+    return tuple(query_terms(text))
 
 
 def _unique(notes: list[MemoryNote]) -> list[MemoryNote]:

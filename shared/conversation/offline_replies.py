@@ -51,6 +51,11 @@ _ZH: dict[str, tuple[str, ...]] = {
                    f"（测试过的设置见 {README_LLM_ANCHOR}）。",),
     "reminder": ("好的，{when}提醒你：{what}。",),
     "reminder_needs_time": ("好的——告诉我什么时候提醒你，比如“明天早上9点提醒我开会”。",),
+    "said_user": ("{day}你跟我说过：“{line}”。",),
+    "said_bot": ("{day}我说过：“{reply}”。",),
+    "said_both": ("{day}你说：“{line}”，我回答：“{reply}”。",),
+    "not_said": ("这个我不记得了——在我们聊过的内容里没找到。",),
+    "more_known": ("（还有{count}条，/memories 可以看全部。）",),
 }
 _EN: dict[str, tuple[str, ...]] = {
     "empathetic": ("That sounds really hard. I'm here — take your time.",
@@ -90,6 +95,11 @@ _EN: dict[str, tuple[str, ...]] = {
                    f"(tested settings: {README_LLM_ANCHOR}).",),
     "reminder": ("Okay — I'll remind you {when}: {what}.",),
     "reminder_needs_time": ("Sure — tell me when, for example \"remind me tomorrow at 9 to call Mum\".",),
+    "said_user": ("{day}, you told me: \"{line}\"",),
+    "said_bot": ("{day}, I said: \"{reply}\"",),
+    "said_both": ("{day}, you said: \"{line}\" — and I said: \"{reply}\"",),
+    "not_said": ("I don't remember that — I can't find it in what we've talked about.",),
+    "more_known": ("(And {count} more: /memories shows them all.)",),
 }
 _ASKED_ZH = {"name": "你叫什么", "lives_in": "你住在哪里", "from": "你是哪里人", "job": "你做什么工作",
              "works_at": "你在哪里工作", "age": "你多大", "birthday": "你的生日", "hobby": "你的爱好"}
@@ -132,6 +142,20 @@ def join_items(items: Sequence[str], chinese: bool) -> str:
     """Several echoed or recalled items as one phrase, without their own final stops."""
     cleaned = [item.strip().rstrip("。.!！") for item in items if item.strip()]
     return ("；" if chinese else "; ").join(cleaned)
+
+
+def day_text(said: datetime, now: datetime, chinese: bool) -> str:
+    """The day something was said, on the user's clock: "今天" / "5月2日" / "2025年5月2日", "Earlier today" /
+    "On May 2" / "On May 2, 2025"."""
+    days = (now.date() - said.date()).days
+    if chinese:
+        named = {0: "今天", 1: "昨天", 2: "前天"}.get(days)
+        return named or (f"{said.month}月{said.day}日" if said.year == now.year else
+                         f"{said.year}年{said.month}月{said.day}日")
+    named_en = {0: "Earlier today", 1: "Yesterday"}.get(days)
+    if named_en:
+        return named_en
+    return f"On {said:%B} {said.day}" if said.year == now.year else f"On {said:%B} {said.day}, {said.year}"
 
 
 def when_text(due: datetime, now: datetime, timezone: str, chinese: bool) -> str:

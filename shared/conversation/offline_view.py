@@ -26,6 +26,16 @@ class MemoryNote:
 
 
 @dataclass(frozen=True)
+class RoundNote:
+    """One recalled round as the offline responder sees it: when it was said (aware), the user's line and the
+    bot's reply."""
+
+    said_at: datetime
+    line: str
+    reply: str | None
+
+
+@dataclass(frozen=True)
 class OfflineView:
     """What the offline responder may see of the turn."""
 
@@ -47,6 +57,12 @@ class OfflineView:
     """The user paused remembering: statements are acknowledged, not claimed as remembered."""
     bot_name: str = "Mnemo"
     turn_number: int = 0
+    rounds: tuple[RoundNote, ...] = ()
+    """The rounds (what was said) the prompt shows, best first."""
+    memory_count: int = 0
+    """How many memories the speaker has in all (filled in when the message asks what is known of them)."""
+    newest: tuple[MemoryNote, ...] = ()
+    """The speaker's newest memories (filled in when the message asks what is known of them)."""
 
 
 def replies_in_chinese(text: str) -> bool:

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
 from shared.conversation.offline_replies import MODEL_HINT_MARKER
+from shared.conversation.offline_view import RoundNote
 from shared.conversation.packing import candidate_count
 from shared.conversation.prompt import (
     BuiltPrompt,
@@ -46,6 +47,8 @@ MAX_LOOKED_UP_KEYS = 8
 MAX_PREFIX_MATCHES = 50
 """How many of the user's memories of one type an open question ("我喜欢什么") looks through."""
 RECENT_BOT_LINES = 3
+NEWEST_KNOWN = 5
+"""How many of the user's newest memories "what do you know about me?" may draw on."""
 
 
 @dataclass(frozen=True)
@@ -122,8 +125,10 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     user = uow.users.get(user_id)
     paused = user is not None and user.paused_at is not None
     quota = quota_state(uow, config.quota, user_id, now, chat_id=chat.id, group=not message.is_private)
+    count, newest = _what_is_known(uow, user_id, text)
     offline_view = replace(_offline_view(text, local_now, timezone, strategy, identity.display_name, recall, prompt,
-                                         known, history, session, config.bot_name), paused=paused)
+                                         known, history, session, config.bot_name), paused=paused,
+                           memory_count=count, newest=tuple(_note(memory) for memory in newest))
     return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
                         recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings,
@@ -156,7 +161,19 @@ def _offline_view(text: str, local_now: datetime, timezone: str, strategy: Respo
         memories=tuple(item.memory.content for item in recalled), user_name=user_name,
         recalled=tuple(_note(item.memory, item.score.total) for item in recalled),
         known=tuple(_note(memory) for memory in known), bot_lines=bot_lines, hint_shown=hint_shown,
-        bot_name=bot_name, turn_number=session.turn_count)
+        bot_name=bot_name, turn_number=session.turn_count,
+        rounds=tuple(RoundNote(item.round.said_at, item.round.line, item.round.reply) for item in recall.rounds
+                     if item.round.turn_id in prompt.round_ids))
+
+
+def _what_is_known(uow: UnitOfWork, user_id: int, text: str) -> tuple[int, list[Memory]]:
+    """When the message asks what is known of the user: how many memories they have and the newest few (else
+    nothing is read)."""
+    ask = recall_ask(text)
+    if ask is None or not ask.about_user:
+        return 0, []
+    newest, count = uow.memories.page(user_id, limit=NEWEST_KNOWN)
+    return count, newest
 
 
 def _known_memories(uow: UnitOfWork, user_id: int, text: str) -> list[Memory]:

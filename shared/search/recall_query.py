@@ -3,7 +3,8 @@
 A message alone is often too short to find anything ("and what did she say?"), while the lines
 just before it say what the conversation is about. So the query holds the message's terms at full
 weight, the session topic's terms and those of the user's previous lines at lower weights that
-fall off with distance. The message's own terms always come first, so when the number of query
+fall off with distance; a general word of the message ("pets") brings the words it covers at a lower weight.
+The message's own terms always come first, so when the number of query
 terms is capped it is the context that gives way. Pure rules, no database.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shared.search.kinds import covered_by
 from shared.search.tokenizer import query_terms as terms_of
 
 MAX_QUERY_CHARS = 2000
@@ -23,6 +25,8 @@ CONTEXT_WEIGHT = 0.5
 CONTEXT_DECAY = 0.7
 """Each earlier line counts this much less than the one after it."""
 MAX_CONTEXT_LINES = 6
+COVERED_WEIGHT = 0.5
+"""Weight of the words a general word of the message covers ("pets" → dog, cat …)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,9 @@ def build_recall_query(text: str, *, topic: str | None = None, context: Sequence
     message = terms_of(text[:MAX_QUERY_CHARS])
     topic_terms = terms_of(topic or "")
     weights: dict[str, float] = {term: MESSAGE_WEIGHT for term in message}
+    for term in message:
+        for covered in covered_by(term):
+            weights.setdefault(covered, COVERED_WEIGHT)
     for term in topic_terms:
         weights.setdefault(term, TOPIC_WEIGHT)
     for distance, line in enumerate(reversed(context[-MAX_CONTEXT_LINES:])):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from shared.search.kinds import expanded  # noqa: F401  (re-exported: the answers' general words)
 from shared.search.tokenizer import keywords
 
 
