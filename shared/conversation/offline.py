@@ -61,7 +61,8 @@ class OfflineResponder:
         todos = tuple(extract_reminders(view.text, view.local_now, view.timezone))
         statements = read_statements(view.text, bot_lines=view.bot_lines)
         stored = [s for s in statements if not already_known(s, view)]
-        parts = [compose.reminder(todos), compose.statements(statements), compose.answer(recall_ask(view.text))]
+        parts = [compose.reminder(todos), compose.statements(statements), compose.reminders()
+                 or compose.answer(recall_ask(view.text))]
         parts = [part for part in parts if part] or [compose.unanswerable() or compose.small_talk()]
         hint = compose.model_hint(bool(statements or todos))
         return TurnOutput(response=" ".join(parts + ([hint] if hint else [])), emotion=emotion.to_json(),

@@ -14,6 +14,7 @@ from shared.conversation.echo import lower_first, second_person
 from shared.conversation.offline_view import MemoryNote, OfflineView, RoundNote, replies_in_chinese
 from shared.conversation.packing import excerpt
 from shared.emotion import Emotion, strategy_for
+from shared.reminders.in_note import asks_about_reminders
 from shared.reminders.timeparse import REMIND_CUE
 from shared.search.temporal import asked_span
 from shared.search.tokenizer import query_terms
@@ -67,7 +68,8 @@ class Composer:
 
     def reminder(self, todos: tuple[TodoEntry, ...]) -> str:
         if not todos:
-            return say.text("reminder_needs_time", self.chinese) if REMIND_CUE.search(self.view.text) else ""
+            asked = REMIND_CUE.search(self.view.text) and not asks_about_reminders(self.view.text)
+            return say.text("reminder_needs_time", self.chinese) if asked else ""
         return reminder_confirmation(todos[0], self.view)
 
     def statements(self, statements: list[Statement]) -> str:
@@ -104,6 +106,19 @@ class Composer:
         if new.predicate == "name":
             return say.text("renamed", self.chinese, name=new.value, old=_name_in(old.content) or old.content)
         return say.text("updated", self.chinese, items=self.echo(new.content), old=self.echo(old.content))
+
+    def reminders(self) -> str:
+        """The pending reminders, when the message asks about them."""
+        if not asks_about_reminders(self.view.text):
+            return ""
+        if not self.view.reminders:
+            return say.text("no_reminders", self.chinese)
+        items = [self._due(r.due_at) + " " + second_person(r.content) for r in self.view.reminders]
+        return say.text("reminders_list", self.chinese, items=say.join_items(items, self.chinese))
+
+    def _due(self, due: datetime) -> str:
+        local = self.view.local_now
+        return say.when_text(due.astimezone(local.tzinfo), local, self.view.timezone, self.chinese)
 
     def answer(self, ask: RecallAsk | None) -> str:
         past = past_ask(self.view.text)
@@ -191,6 +206,8 @@ class Composer:
         ask = recall_ask(text)
         if (ask is not None and (not ask.tentative or _answers(ask, self.view))) or asks_about_bot(text) \
                 or _HOW_ARE_YOU.search(text) or past_ask(text) is not None:
+            return False
+        if asks_about_reminders(text):
             return False
         return any(s.kind in ("request", "hypothetical", "question") for s in sentences(self.view.text))
 

@@ -56,6 +56,8 @@ _ZH: dict[str, tuple[str, ...]] = {
     "said_both": ("{day}你说：“{line}”，我回答：“{reply}”。",),
     "not_said": ("这个我不记得了——在我们聊过的内容里没找到。",),
     "more_known": ("（还有{count}条，/memories 可以看全部。）",),
+    "reminders_list": ("你的提醒：{items}。",),
+    "no_reminders": ("你现在没有待办的提醒。要设一个的话，比如说“明天早上9点提醒我开会”。",),
 }
 _EN: dict[str, tuple[str, ...]] = {
     "empathetic": ("That sounds really hard. I'm here — take your time.",
@@ -100,6 +102,9 @@ _EN: dict[str, tuple[str, ...]] = {
     "said_both": ("{day}, you said: \"{line}\" — and I said: \"{reply}\"",),
     "not_said": ("I don't remember that — I can't find it in what we've talked about.",),
     "more_known": ("(And {count} more: /memories shows them all.)",),
+    "reminders_list": ("Your reminders: {items}.",),
+    "no_reminders": ("You have no pending reminders. To set one, say something like \"remind me tomorrow at 9 to "
+                     "call Mum\".",),
 }
 _ASKED_ZH = {"name": "你叫什么", "lives_in": "你住在哪里", "from": "你是哪里人", "job": "你做什么工作",
              "works_at": "你在哪里工作", "age": "你多大", "birthday": "你的生日", "hobby": "你的爱好"}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shared.emotion import ResponseStrategy
+from shared.reminders.in_note import PendingReminder
 
 OFFLINE_HINT_KEY = "offline_model_hint"
 """The session context variable that records that the hint on connecting a model was shown."""
@@ -63,6 +64,8 @@ class OfflineView:
     """How many memories the speaker has in all (filled in when the message asks what is known of them)."""
     newest: tuple[MemoryNote, ...] = ()
     """The speaker's newest memories (filled in when the message asks what is known of them)."""
+    reminders: tuple[PendingReminder, ...] = ()
+    """The speaker's pending reminders the note shows (all of the first few when the message asks about them)."""
 
 
 def replies_in_chinese(text: str) -> bool:

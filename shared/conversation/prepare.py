@@ -31,6 +31,7 @@ from shared.db.memory_models import Memory
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
 from shared.recall.retrieval import Recall, ScoredMemory, recall_for_turn
+from shared.reminders.in_note import PendingReminder, reminder_line, reminders_for_note
 from shared.reminders.timeparse import zone_or_default
 from shared.repositories.uow import UnitOfWork
 from shared.search.scoring import combine, recency_score
@@ -110,6 +111,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     known = _known_memories(uow, user_id, text)
     recall = _asked_first(recall, known, text, now, candidates)
     recall_seconds = time.perf_counter() - recall_started
+    reminders = reminders_for_note(text, [PendingReminder(todo.content, todo.due_at)
+                                          for todo in uow.todos.for_user(user_id)], now)
     prompt = build_turn_prompt(PromptInputs(
         bot_name=config.bot_name, personality=config.personality,
         strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,
@@ -119,7 +122,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         memory_budget_tokens=config.memory_budget_tokens, topic=session.current_topic,
         memory_base_count=config.retrieval_limit, episodes_matched=recall.episodes_matched,
         rounds=_round_lines(recall, skip={turn_id, *(turn.turn_id for turn in history)}),
-        episode_ids=[episode.id for episode in recall.episodes]))
+        episode_ids=[episode.id for episode in recall.episodes],
+        reminders=[reminder_line(reminder, timezone) for reminder in reminders]))
     if prompt.dropped_memories:
         warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
     user = uow.users.get(user_id)
@@ -128,7 +132,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     count, newest = _what_is_known(uow, user_id, text)
     offline_view = replace(_offline_view(text, local_now, timezone, strategy, identity.display_name, recall, prompt,
                                          known, history, session, config.bot_name), paused=paused,
-                           memory_count=count, newest=tuple(_note(memory) for memory in newest))
+                           memory_count=count, newest=tuple(_note(memory) for memory in newest),
+                           reminders=tuple(reminders))
     return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
                         recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings,

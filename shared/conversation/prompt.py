@@ -32,6 +32,7 @@ PROFILE_SHARE_OF_BUDGET = 0.25
 HISTORY_BLOCKS = 2
 """Past ``HISTORY_TURNS``, the history's oldest turns leave in blocks of half of it, not one by one."""
 MEMORY_HEADER = "What you know about the user:"
+REMINDERS_FENCE = ("<pending_reminders>", "</pending_reminders>")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class PromptInputs:
     """Recalled rounds (what was said), ranked with ``memories`` by their ``rank``."""
     episode_ids: Sequence[int] = ()
     """The ids of ``episodes``, in the same order (where known)."""
+    reminders: Sequence[str] = ()
+    """The user's pending reminders the note shows ("2026-05-03 09:00: call Mum")."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,8 @@ def _memory_context(inputs: PromptInputs, recalled: Sequence[MemoryLine],
         if base is not None:
             top = {memory.id for memory in inputs.memories[:base]}
             base = sum(memory.id in top for memory in recalled)
+    reminders = _reminders_block(inputs.reminders)
+    budget -= estimate_tokens(reminders)
     profile = ""
     if inputs.profile:
         profile = _fit(data_line(inputs.profile), int(inputs.memory_budget_tokens * PROFILE_SHARE_OF_BUDGET))
@@ -221,10 +226,17 @@ def _memory_context(inputs: PromptInputs, recalled: Sequence[MemoryLine],
     memories = [block for block in packed.blocks if block.startswith(MEMORIES_FENCE[0])]
     others = [block for block in packed.blocks if not block.startswith(MEMORIES_FENCE[0])]
     blocks = [*memories, *([f"<profile>\n{profile}\n</profile>"] if profile else []), *others,
-              *([topic] if topic else [])]
+              *([reminders] if reminders else []), *([topic] if topic else [])]
     if not blocks:
         return "", None
     return "\n".join([MEMORY_HEADER, *blocks]), packed
+
+
+def _reminders_block(lines: Sequence[str]) -> str:
+    """The user's pending reminders as fenced data ("" when there are none)."""
+    if not lines:
+        return ""
+    return "\n".join([REMINDERS_FENCE[0], *(f"- {data_line(line)}" for line in lines), REMINDERS_FENCE[1]])
 
 
 def _memories_block(memories: Sequence[MemoryLine]) -> str:

@@ -101,7 +101,7 @@ def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, 
         nearest = vectors.nearest_memories(uow, user_id, query_vector, CANDIDATE_LIMIT)
     scored, scored_rounds = _score(uow, user_id, lexical, nearest, query, now, span, rounds)
     episode_terms = list(query.message_terms + query.topic_terms)
-    episodes = _episodes(uow, user_id, episode_terms)
+    episodes = _episodes(uow, user_id, episode_terms, span)
     recall = Recall(
         memories=tuple(scored[:limit]),
         rounds=tuple(scored_rounds[:limit]),
@@ -109,7 +109,8 @@ def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, 
         profile=uow.profiles.get(user_id),
         query_terms=query.terms,
         mode="hybrid" if nearest else "lexical",
-        episodes_matched=any(coverage_of(episode_terms, episode.search_tokens.split()) > 0 for episode in episodes),
+        episodes_matched=(span is not None and bool(episodes)) or any(
+            coverage_of(episode_terms, episode.search_tokens.split()) > 0 for episode in episodes),
     )
     record.retrieval(recall.mode, time.perf_counter() - started)
     return recall
@@ -215,6 +216,11 @@ def _noted_at(memory: Memory) -> datetime:
     return memory.created_at or memory.updated_at
 
 
-def _episodes(uow: UnitOfWork, user_id: int, terms: list[str]) -> list[Episode]:
-    """The best matching episodes, or the latest one for continuity when none matches."""
+def _episodes(uow: UnitOfWork, user_id: int, terms: list[str], span: TimeSpan | None = None) -> list[Episode]:
+    """The episodes of the time the message names ("昨天", "last Tuesday"), else the best matching ones, or the
+    latest one for continuity when none matches."""
+    if span is not None:
+        dated = uow.episodes.overlapping(user_id, span.start, span.end, EPISODE_LIMIT)
+        if dated:
+            return dated
     return uow.episodes.matching_or_latest(user_id, terms, EPISODE_LIMIT)

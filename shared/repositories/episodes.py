@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import func, literal_column, select
 from sqlalchemy.orm import Session
@@ -63,3 +64,11 @@ class EpisodeRepository:
         rows = self.session.execute(query).all()
         matched = [episode for episode, is_match in rows if is_match]
         return matched or [episode for episode, _ in rows[:1]]
+
+    def overlapping(self, user_id: int, start: datetime, end: datetime, limit: int) -> list[Episode]:
+        """The user's episodes of a sitting that overlaps ``[start, end)``, latest first (a time cue)."""
+        query = (select(Episode)
+                 .where(Episode.user_id == user_id, Episode.started_at < end, Episode.ended_at >= start)
+                 .order_by(Episode.ended_at.desc())
+                 .limit(limit))
+        return list(self.session.scalars(query))

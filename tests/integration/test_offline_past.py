@@ -81,3 +81,30 @@ def test_what_is_known_says_when_there_is_more_than_it_lists(offline, clock):
         talk(offline, clock, line)
     answer = talk(offline, clock, "What do you remember about me?", later=NEXT_WEEK)
     assert "more: /memories shows them all" in answer
+
+
+def test_a_question_about_reminders_lists_the_pending_ones(offline, clock):
+    assert "no pending reminders" in talk(offline, clock, "What reminders do I have?")
+    talk(offline, clock, "Remind me tomorrow at 9 to water the ferns")
+    talk(offline, clock, "提醒我后天下午3点去取快递", user="u4")
+    answer = talk(offline, clock, "What did I ask you to remind me of?")
+    assert "water the ferns" in answer and "tomorrow at 09:00" in answer
+    assert "取快递" in talk(offline, clock, "我有什么提醒？", user="u4")
+
+
+def test_a_date_cue_brings_the_episode_of_that_day(uow_factory, clock):
+    from datetime import datetime
+
+    from shared.db.memory_models import Episode
+    from shared.recall.retrieval import recall_for_turn
+
+    with uow_factory() as uow:
+        user = uow.users.identify("telegram", "ep1").user_id
+        day = datetime(2026, 11, 3, 10, tzinfo=START.tzinfo)
+        uow.episodes.add(Episode(user_id=user, summary="[2026-11-03 10:00] talked about the harbour walk",
+                                 started_at=day, ended_at=day + timedelta(hours=1)))
+        uow.episodes.add(Episode(user_id=user, summary="[2026-11-20 10:00] talked about chess openings",
+                                 started_at=day + timedelta(days=17), ended_at=day + timedelta(days=17, hours=1)))
+        recall = recall_for_turn(uow, user, "What did we talk about on November 3?", now=START, limit=5)
+        assert [episode.summary for episode in recall.episodes] == ["[2026-11-03 10:00] talked about the harbour walk"]
+        assert recall.episodes_matched

@@ -128,3 +128,16 @@ def test_the_prompt_says_which_rounds_it_shows(service, llm, clock, uow_factory)
         prepared = prepare_turn(uow, message, CONFIG, now=clock.now, query_vector=None, vectors=None)
         assert turn_id in prepared.prompt.round_ids
         uow.rollback()
+
+
+def test_the_note_shows_reminders_due_within_a_day_and_all_when_asked(service, llm, clock):
+    due_soon, due_later = (START + timedelta(hours=3)).isoformat(), (START + timedelta(days=9)).isoformat()
+    llm.queue_reply(turn("Okay!", todos=[("stretch your back", due_soon), ("renew the passport", due_later)]))
+    say(service, "Remind me in 3 hours to stretch my back, and in 9 days to renew my passport", clock=clock)
+    llm.queue_reply(turn("Sure."))
+    say(service, "How is the weather?", clock=clock)
+    note = system_prompt(llm)
+    assert "<pending_reminders>" in note and "stretch your back" in note and "renew the passport" not in note
+    llm.queue_reply(turn("Two."))
+    say(service, "What reminders do I have?", clock=clock)
+    assert "renew the passport" in system_prompt(llm)
