@@ -12,8 +12,13 @@ from sqlalchemy import select
 from shared.db.models import ConversationTurn
 from shared.lifecycle.extraction import extract_turns
 from shared.recall.reindex import retokenize_stale
+from tests.integration import test_conversation as conversation
 from tests.integration.test_conversation import CONFIG, START, say, system_prompt, turn
-from tests.integration.test_conversation import clock, llm, service  # noqa: F401  (fixtures)
+
+llm = conversation.llm
+clock = conversation.clock
+service = conversation.service
+"""The hot path's fixtures: a fake model, a clock and the conversation service on it."""
 
 LATER = timedelta(hours=5)  # a new sitting: past the idle close
 
