@@ -1,0 +1,28 @@
+"""The bot's replies are found by the user's turn they answer: a round's reply is read, forgotten with it and
+deleted with it past ``CONVERSATION_RETENTION_DAYS`` by ``reply_to_turn_id``, also for rounds outside any
+session (imported ones), so that column gets a partial index.
+
+Revision ID: 0023
+Revises: 0022
+Create Date: 2026-11-26 07:00:00
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from alembic import op
+
+revision = "0023"
+down_revision = "0022"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_index("ix_conversation_turns_reply_to", "conversation_turns", ["reply_to_turn_id"],
+                    postgresql_where=sa.text("reply_to_turn_id IS NOT NULL"))
+
+
+def downgrade() -> None:
+    op.drop_index("ix_conversation_turns_reply_to", table_name="conversation_turns")
