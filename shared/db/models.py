@@ -183,4 +183,7 @@ class ConversationTurn(Base):
     empty on the bot's turns and on rounds not kept for recall (a paused user's)."""
     search_tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSVECTOR_SQL, persisted=True), deferred=True)
     tokenizer_version: Mapped[int] = mapped_column(SmallInteger, nullable=False, server_default=sql_text("0"))
+    paused: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=sql_text("false"))
+    """On the user's turn: said while remembering was paused; kept out of recall, and deleted with its reply
+    when its sitting closes."""
     created_at: Mapped[datetime] = created_column()

@@ -14,12 +14,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ColumnElement, DateTime, Float, Text, func, or_, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    DateTime,
+    Float,
+    Text,
+    exists,
+    false,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, aliased
 
 from shared.db.memory_models import Memory
-from shared.db.models import ConversationTurn
+from shared.db.models import ConversationTurn, User
 from shared.repositories.ranked_search import bm25_parameters, bm25_statement
 
 ROUND_ACTIVE = "m.role = 'user' AND m.search_tokens <> ''"
@@ -123,11 +136,16 @@ class RoundRepository:
                 for turn_id, line, reply_line in rows]
 
     def key(self, user_id: int, turn_id: int, tokens: str, version: int) -> None:
-        """Set the search keys of the user's round ``turn_id`` ("" keeps it out of recall)."""
+        """Set the search keys of the user's round ``turn_id`` ("" keeps it out of recall). A round given no keys
+        while the user is paused, said since the pause began, is marked ``paused`` (the hot path keys a paused
+        user's round with none); a round given keys is not."""
+        said_while_paused = exists().where(User.id == user_id, User.paused_at.is_not(None),
+                                           User.paused_at <= ConversationTurn.created_at)
         self.session.execute(update(ConversationTurn)
                              .where(ConversationTurn.id == turn_id, ConversationTurn.user_id == user_id,
                                     ConversationTurn.role == "user")
-                             .values(search_tokens=tokens, tokenizer_version=version))
+                             .values(search_tokens=tokens, tokenizer_version=version,
+                                     paused=false() if tokens else said_while_paused))
 
     def kept_among(self, user_id: int, turn_ids: Sequence[int]) -> list[int]:
         """Those of the user's turns that are rounds kept for recall (keyed)."""
