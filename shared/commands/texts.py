@@ -114,6 +114,7 @@ ERRORS: dict[str, tuple[str, str]] = {
                   "值必须是不超过 {limit} 字节的 JSON，且不含 NUL 字符。"),
     "too_many_ids": ("Give 1 to {limit} ids at a time.", "一次请给出 1 到 {limit} 个编号。"),
     "session_not_found": ("There is no such conversation session.", "没有这个会话。"),
+    "round_not_found": ("I can't find that exchange of ours.", "找不到这段对话。"),
     "user_not_found": ("There is no such user.", "没有这个用户。"),
     "panel_link_invalid": ("This sign-in link is unknown, used or expired. Send /panel for a new one.",
                            "这个登录链接无效、已使用或已过期。请发送 /panel 获取新链接。"),
