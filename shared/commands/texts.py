@@ -258,8 +258,8 @@ def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None
 def _forget_what(memories: int, rounds: int, zh: bool) -> str:
     """The question of a /forget by id or search: the memories, and the rounds of conversation it matched."""
     if zh:
-        parts = ([f"这 {memories} 条记忆"] if memories else []) + ([f"{rounds} 段对话"] if rounds else [])
-        return f"确定删除{'和'.join(parts)}吗？"
+        parts = ([f"{memories} 条记忆"] if memories else []) + ([f"{rounds} 段对话"] if rounds else [])
+        return f"确定删除这 {'和'.join(parts)}吗？"
     parts = ([("this memory" if memories == 1 else f"these {memories} memories")] if memories else []) + (
         [("this exchange of ours" if rounds == 1 else f"{rounds} exchanges of ours")] if rounds else [])
     return f"Forget {' and '.join(parts)}?"
