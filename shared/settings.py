@@ -73,6 +73,9 @@ class Settings(AccessSettings, BaseSettings):
     memory_context_tokens: Annotated[int, Field(ge=100, le=8000)] = 700
     history_turns: Annotated[int, Field(ge=0, le=100)] = 15
     memory_eviction_threshold: Annotated[int | None, Field(ge=1)] = None
+    conversation_retention_days: Annotated[int | None, Field(ge=1, le=36_500)] = None
+    """Rounds of conversation said more than this many days ago are deleted by the daily decay; unset (or "off"):
+    kept while the account lives."""
     session_idle_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 30
     database_patience_seconds: Annotated[float, Field(ge=0, le=24 * 3600)] = 600.0
     """How long a message is kept and retried while the database cannot be reached."""
@@ -111,8 +114,8 @@ class Settings(AccessSettings, BaseSettings):
     log_hash_key: SecretStr | None = Field(None, description="key of the user hash in logs; unset = derived from "
                                                              "the other secrets")
 
-    @field_validator("memory_eviction_threshold", "llm_daily_tokens_per_user", "llm_daily_tokens_per_chat",
-                     "message_rate_per_user", mode="before")
+    @field_validator("memory_eviction_threshold", "conversation_retention_days", "llm_daily_tokens_per_user",
+                     "llm_daily_tokens_per_chat", "message_rate_per_user", mode="before")
     @classmethod
     def _off_means_none(cls, value: object) -> object:
         if isinstance(value, str) and value.strip().lower() in {"", "off", "none", "0"}:

@@ -133,7 +133,8 @@ def deliver_reminder(self, todo_id: int, attempt: int) -> str:
 @app.task(name="mnemo.run_decay", **RETRY)
 def run_decay() -> None:
     ctx = context()
-    decay.run_decay(ctx.uow, ctx.now(), eviction_threshold=ctx.settings.memory_eviction_threshold)
+    decay.run_decay(ctx.uow, ctx.now(), eviction_threshold=ctx.settings.memory_eviction_threshold,
+                    conversation_retention_days=ctx.settings.conversation_retention_days)
 
 
 @app.task(name="mnemo.run_reviews", **RETRY)

@@ -107,6 +107,23 @@ class ImportOut(BaseModel):
     """Pending reminders long past due, imported as missed (cancelled) and never sent."""
 
 
+class RoundOut(BaseModel):
+    """A round of conversation: what the user said (``line``), when, and the bot's reply to it."""
+
+    id: int
+    said_at: datetime
+    line: str
+    reply: str | None
+    recalled: bool = Field(description="false for a round said while remembering was paused: never recalled")
+
+
+class RoundPageOut(BaseModel):
+    items: list[RoundOut]
+    total: int
+    limit: int
+    offset: int
+
+
 class TurnOut(BaseModel):
     role: str
     text: str

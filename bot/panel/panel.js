@@ -1,4 +1,4 @@
-/* Mnemo's web panel: lists, edits and forgets the signed-in user's memories and reminders through
+/* Mnemo's web panel: lists, edits and forgets the signed-in user's memories, rounds and reminders through
  * /api/v1 (docs/api.md). Plain JavaScript, no build step. User text only ever reaches the page
  * through textContent, never innerHTML. The words it shows live in texts.js (TEXTS, FIELD_NAMES). */
 'use strict';
@@ -197,7 +197,7 @@ async function switchLanguage() {
   state.lang = state.lang === 'zh' ? 'en' : 'zh';
   try { window.localStorage.setItem(LANG_STORAGE_KEY, state.lang); } catch (error) { /* not remembered */ }
   applyLanguage();
-  if (!$('app').hidden) await Promise.all([loadMemories(), loadReminders(), loadUsage()]);
+  if (!$('app').hidden) await Promise.all([loadMemories(), loadRounds(), loadReminders(), loadUsage()]);
 }
 
 /* ---- memories ---- */
@@ -357,7 +357,7 @@ async function importFile() {
   if (refused.length) text += ` ${t('refused')}`;
   notify(text, refused.length ? 'warning' : 'info', refused);
   state.offset = 0;
-  await loadMemories();
+  await Promise.all([loadMemories(), loadRounds()]);
 }
 
 /* ---- confirmation ---- */
@@ -435,7 +435,7 @@ async function start() {
   state.csrfToken = session.csrf_token;
   $('user-name').textContent = session.display_name || '';
   showScreen('app');
-  await Promise.all([loadMemories(), loadReminders(), loadUsage()]);
+  await Promise.all([loadMemories(), loadRounds(), loadReminders(), loadUsage()]);
 }
 
 function wireEvents() {

@@ -29,6 +29,13 @@ const TEXTS = {
     imported: (counts) => `Imported: ${counts}.`, importedNothing: 'Nothing new was imported.',
     duplicates: (n) => `${n} already there.`, refused: 'Refused lines:',
     reminderCancelled: 'Reminder cancelled.',
+    conversationHeading: 'What we said',
+    conversationHint: 'What you said and what I answered, kept as long as your account lives unless the operator '
+      + 'set a limit. Deleting one takes both sides; memories drawn from it stay.',
+    noRounds: 'Nothing said here.', roundYou: 'You', roundMe: 'Mnemo', roundPaused: 'said while paused',
+    roundTotal: (n) => (n === 1 ? '1 exchange' : `${n} exchanges`),
+    confirmDeleteRound: 'Forget this exchange, what you said and what I answered? This cannot be undone.',
+    roundDeleted: 'Exchange forgotten.',
     usageHeading: 'Usage (UTC days)', usageMessages: 'Messages', usageTokens: 'Tokens', usageCached: 'Cached',
     usageCost: 'Cost', usageWindow: (days) => (days === 1 ? 'Today' : `${days} days`),
     usageAllowance: (left, limit) => `${left} of your ${limit} daily tokens left today (resets 00:00 UTC).`,
@@ -39,6 +46,7 @@ const TEXTS = {
     sections: { episodes: 'episodes', turns: 'messages', memories: 'memories', todos: 'to-dos', profile: 'profile' },
     errors: {
       memory_not_found: 'That memory is gone (maybe deleted elsewhere).',
+      round_not_found: 'That exchange is gone (maybe deleted elsewhere).',
       reminder_not_found: 'That reminder is gone.',
       reminder_not_pending: 'That reminder is no longer pending.',
       csrf: 'The page is out of date. Reload it and try again.',
@@ -93,6 +101,13 @@ const TEXTS = {
     imported: (counts) => `已导入：${counts}。`, importedNothing: '没有导入新内容。',
     duplicates: (n) => `${n} 条已存在。`, refused: '被拒绝的条目：',
     reminderCancelled: '提醒已取消。',
+    conversationHeading: '我们的对话',
+    conversationHint: '你说过的话和我的回复，只要账号还在就会保留（除非运营者设置了期限）。'
+      + '删除一段会同时删除双方的话；由它得出的记忆会保留。',
+    noRounds: '这里还没有对话。', roundYou: '你', roundMe: 'Mnemo', roundPaused: '暂停期间所说',
+    roundTotal: (n) => `共 ${n} 段对话`,
+    confirmDeleteRound: '忘记这段对话（你说的话和我的回复）吗？此操作无法撤销。',
+    roundDeleted: '已忘记这段对话。',
     usageHeading: '用量（按 UTC 日计算）', usageMessages: '消息', usageTokens: 'Tokens', usageCached: '缓存',
     usageCost: '费用', usageWindow: (days) => (days === 1 ? '今天' : `近 ${days} 天`),
     usageAllowance: (left, limit) => `每日额度 ${limit} tokens，今天还剩 ${left}（UTC 0 点重置）。`,
@@ -103,6 +118,7 @@ const TEXTS = {
     sections: { episodes: '片段', turns: '消息', memories: '记忆', todos: '待办', profile: '资料' },
     errors: {
       memory_not_found: '这条记忆已不存在（可能已在别处删除）。',
+      round_not_found: '这段对话已不存在（可能已在别处删除）。',
       reminder_not_found: '这条提醒已不存在。',
       reminder_not_pending: '这条提醒已不在等待中。',
       csrf: '页面已过期，请刷新后重试。',

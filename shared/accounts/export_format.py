@@ -1,6 +1,9 @@
 """The export file's format and the strict check of a file to import (pure: no database).
 
-A file is ``{"format": "mnemo-export", "version": 1, ...}`` with the sections of :data:`SECTIONS`.
+A file is ``{"format": "mnemo-export", "version": 2, ...}`` with the sections of :data:`SECTIONS`. Version 2
+added to each turn whether it replies to another (``reply_to``, the bot's side of a round) and whether it
+was said while remembering was paused (``paused``); version 1 files are still read (a bot turn is then
+taken for the reply to the user's turn just before it).
 :func:`read_export` refuses a file that is not one as a whole (:class:`InvalidCommand`), and refuses
 a bad entry with its reason while keeping the good ones; references to entries that are not in the
 file are dropped and reported. :mod:`shared.accounts.user_data` writes such files and loads the
@@ -23,7 +26,8 @@ from shared.reminders.timeparse import EARLIEST_TIME, LATEST_TIME, known_zone, s
 from shared.text import is_invisible, is_utf8_encodable
 
 EXPORT_FORMAT = "mnemo-export"
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 MAX_ENTRIES = 50_000
 """More entries than this in one section refuse the section."""
@@ -85,6 +89,7 @@ SECTIONS: dict[str, dict[str, Field]] = {
         "id": _ID, "role": Field("choice", required=True, choices=ROLES),
         "text": Field("text", required=True, limit=20_000), "created_at": Field("time", required=True),
         "episode": Field("ref", nullable=True, refers_to="episodes"),
+        "reply_to": Field("ref", nullable=True, refers_to="turns"), "paused": Field("bool"),
     },
     "profile": {
         "core_summary": Field("text", limit=4000), "scratchpad": Field("object", limit=8000), "updated_at": _WHEN,
@@ -104,6 +109,7 @@ class ImportDocument:
     sections: dict[str, list[dict[str, Any]]]
     profile: dict[str, Any] | None
     refused: tuple[str, ...]
+    version: int = EXPORT_VERSION
 
 
 def read_export(data: object) -> ImportDocument:
@@ -121,7 +127,7 @@ def read_export(data: object) -> ImportDocument:
     if not isinstance(document, dict) or document.get("format") != EXPORT_FORMAT:
         raise InvalidCommand("import_wrong_format")
     version = document.get("version")
-    if type(version) is not int or version != EXPORT_VERSION:
+    if type(version) is not int or version not in READABLE_VERSIONS:
         raise InvalidCommand("import_wrong_version", version=_show(version))
     entries = sum(len(document[name]) for name in SECTION_ORDER if isinstance(document.get(name), list))
     if entries > MAX_FILE_ENTRIES:
@@ -137,7 +143,7 @@ def read_export(data: object) -> ImportDocument:
             refused.append(f"profile: {exc}")
     shown = refused[:MAX_REASONS] + ([f"… and {len(refused) - MAX_REASONS} more"] if len(refused) > MAX_REASONS
                                       else [])
-    return ImportDocument(sections, profile, tuple(shown))
+    return ImportDocument(sections, profile, tuple(shown), version)
 
 
 def _section(name: str, raw: object, refused: list[str]) -> list[dict[str, Any]]:

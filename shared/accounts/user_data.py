@@ -1,9 +1,11 @@
 """Export all of one user's data as a JSON file, and import such a file (DESIGN.md §7).
 
-The file (``format: "mnemo-export"``, ``version: 1``) holds the identities (informational), the
-memories with their superseded chains, episodes, todos, the profile and the raw turns. Rows refer
-to each other by export-local ids (``superseded_by``, ``source_turn``, ``episode``), never by
-database ids, and nothing in the file names a user: an import always goes to the caller.
+The file (``format: "mnemo-export"``, ``version: 2``) holds the identities (informational), the
+memories with their superseded chains, episodes, todos, the profile and the raw turns: every round of
+conversation, the user's line and the bot's reply (``reply_to``), and whether a line was said while
+remembering was paused (``paused``). Rows refer to each other by export-local ids (``superseded_by``,
+``source_turn``, ``episode``, ``reply_to``), never by database ids, and nothing in the file names a user:
+an import always goes to the caller.
 Embeddings are derived data and are not exported; the workers compute them again.
 
 An import is checked strictly first (:mod:`shared.accounts.export_format`: a bad file is refused as a
@@ -11,7 +13,9 @@ whole, a bad entry with its reason while the good ones are kept); then an exact 
 user already has is skipped, so importing the same file twice adds nothing. A memory keeps its
 content, type, times, importance and confidence, but not what a file cannot prove
 (:data:`IMPORTED_CLAIMS`: it arrives as ``manual``, unverified and unused; never in the ``system`` tier).
-Imported turns are marked extracted (their memories came with the file) and carry no platform message id.
+Imported turns are marked extracted (their memories came with the file) and carry no platform message id;
+imported rounds are keyed for recall from their line, reply and the imported memories drawn from them,
+except those said while paused, which stay out of recall as they were.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ from shared.accounts.export_format import (
 )
 from shared.db.memory_models import Episode, Memory, Todo
 from shared.db.models import ConversationTurn
+from shared.recall.round_keys import rekey_rounds
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, missed_on_import, room_for_reminders
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
+from shared.search.tokenizer import TOKENIZER_VERSION
 from shared.text import estimate_tokens
 
 __all__ = ["MAX_IMPORT_BYTES", "ExportFile", "ImportDocument", "ImportReport", "export_user_data", "import_user_data",
@@ -71,6 +77,7 @@ def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile
     """Everything Mnemo holds about the user, as ``mnemo-export-<date>.json``."""
     rows = {model: uow.accounts.owned(user_id, model) for model in (Memory, Episode, Todo, ConversationTurn)}
     episodes, turns, memories = (_local_ids(rows[model]) for model in (Episode, ConversationTurn, Memory))
+    replies = _replies(rows[ConversationTurn])
     profile = uow.profiles.get(user_id)
     document = {
         "format": EXPORT_FORMAT, "version": EXPORT_VERSION, "exported_at": _time(now),
@@ -90,7 +97,8 @@ def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile
                                                  "scratchpad": profile.scratchpad,
                                                  "updated_at": _time(profile.updated_at)},
         "turns": [{"id": turns[t.id], "role": t.role, "text": t.text, "created_at": _time(t.created_at),
-                   "episode": episodes.get(t.episode_id)} for t in rows[ConversationTurn]],
+                   "episode": episodes.get(t.episode_id), **_round_side(t, turns, replies)}
+                  for t in rows[ConversationTurn]],
     }
     data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return ExportFile(filename=f"mnemo-export-{now:%Y-%m-%d}.json", data=data)
@@ -103,6 +111,7 @@ def import_user_data(uow: UnitOfWork, user_id: int, document: ImportDocument, *,
     episodes = importer.episodes(document.sections["episodes"])
     turns = importer.turns(document.sections["turns"], episodes)
     memory_ids = importer.memories(document.sections["memories"], turns)
+    importer.key_rounds()
     importer.todos(document.sections["todos"])
     importer.profile(document.profile)
     if embeddings_wanted:
@@ -125,6 +134,8 @@ class _Importer:
     refused: list[str] = field(default_factory=list)
     duplicates: int = 0
     missed: int = 0
+    lines: list[int] = field(default_factory=list)
+    """The user turns imported that are kept for recall, keyed once their memories are in."""
 
     def episodes(self, entries: list[dict[str, Any]]) -> dict[int, int]:
         known = {(e.summary, e.started_at, e.ended_at): e.id for e in self._mine(Episode)}
@@ -132,12 +143,31 @@ class _Importer:
                             lambda e: Episode(user_id=self.user_id, **_without(e, "id")))
 
     def turns(self, entries: list[dict[str, Any]], episodes: dict[int, int]) -> dict[int, int]:
+        """The turns, each bot reply linked to the user's turn it answers (in a version 1 file, which does
+        not say, the user's turn just before it)."""
         known = {(t.role, t.text, t.created_at): t.id for t in self._mine(ConversationTurn)}
-        return self._insert("turns", entries, lambda t: known.get((t["role"], t["text"], t["created_at"])),
-                            lambda t: ConversationTurn(
-                                user_id=self.user_id, chat_id=self.chat_id, role=t["role"], text=t["text"],
-                                token_estimate=estimate_tokens(t["text"]), extracted=True,
-                                episode_id=episodes.get(t.get("episode")), created_at=t["created_at"]))
+        built: dict[int, ConversationTurn] = {}
+
+        def build(t: dict[str, Any]) -> ConversationTurn:
+            paused = t["role"] == "user" and bool(t.get("paused"))  # no keys, at the current version: never keyed
+            built[t["id"]] = ConversationTurn(
+                user_id=self.user_id, chat_id=self.chat_id, role=t["role"], text=t["text"],
+                token_estimate=estimate_tokens(t["text"]), extracted=True, paused=paused,
+                tokenizer_version=TOKENIZER_VERSION if paused else 0,
+                episode_id=episodes.get(t.get("episode")), created_at=t["created_at"])
+            return built[t["id"]]
+
+        mapping = self._insert("turns", entries, lambda t: known.get((t["role"], t["text"], t["created_at"])), build)
+        answers = _answers_in_file(entries)
+        self.uow.round_records.link_replies(self.user_id, {
+            built[local].id: mapping[line] for local, line in answers.items() if local in built and line in mapping})
+        self.lines = [row.id for row in built.values() if row.role == "user" and not row.paused]
+        return mapping
+
+    def key_rounds(self) -> None:
+        """Key the imported rounds for recall, now that their memories are in (those said while paused were
+        stored with no keys and stay so)."""
+        rekey_rounds(self.uow, self.user_id, self.lines, only_kept=False)
 
     def memories(self, entries: list[dict[str, Any]], turns: dict[int, int]) -> list[int]:
         mine = self._mine(Memory)
@@ -226,6 +256,44 @@ class _Importer:
 
     def _mine(self, model) -> list[Any]:
         return self.uow.accounts.owned(self.user_id, model)
+
+
+def _replies(turns: list[ConversationTurn]) -> dict[int, int]:
+    """Bot turn id → the user's turn id it answers: as the bot turn says, or (turns stored before replies said
+    so) the first bot turn after an unanswered user's turn in the same session."""
+    replies: dict[int, int] = {}
+    waiting: dict[int | None, int] = {}
+    for turn in turns:
+        if turn.role == "user":
+            waiting[turn.session_id] = turn.id
+        elif turn.reply_to_turn_id is not None:
+            replies[turn.id] = turn.reply_to_turn_id
+        elif turn.session_id is not None and turn.session_id in waiting:
+            replies[turn.id] = waiting.pop(turn.session_id)
+    return replies
+
+
+def _round_side(turn: ConversationTurn, local: dict[int, int], replies: dict[int, int]) -> dict[str, Any]:
+    """What a turn is in its round: a bot turn's ``reply_to``, a user's line's ``paused``."""
+    if turn.role == "user":
+        return {"paused": turn.paused}
+    return {"reply_to": local.get(replies.get(turn.id))}
+
+
+def _answers_in_file(entries: list[dict[str, Any]]) -> dict[int, int]:
+    """Export-local bot turn id → the user's turn it answers: ``reply_to`` where the file says, else (a
+    version 1 file) the user's turn just before it when that one is not answered yet."""
+    answers: dict[int, int] = {}
+    waiting: int | None = None
+    for entry in entries:
+        if entry["role"] == "user":
+            waiting = entry["id"]
+        elif "reply_to" in entry:
+            if entry["reply_to"] is not None:
+                answers[entry["id"]] = entry["reply_to"]
+        elif waiting is not None:
+            answers[entry["id"]], waiting = waiting, None
+    return answers
 
 
 def _local_ids(rows: list[Any]) -> dict[int, int]:

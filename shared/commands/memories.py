@@ -3,13 +3,17 @@
 Every function takes the caller's ``user_id`` and touches nothing else. Forgetting is two steps: a
 one-time confirmation token (5 minutes) holds exactly what will be deleted; confirming really
 deletes the rows (the optional vector lives in the same row), rewrites the audit of those memories
-into tombstones without content and adds one ``forget`` event per memory. Forgetting *all* also
-removes everything else learnt from the user: turns, episodes, working memory, profile and the
-jobs still owed for them. Reminders are not memories and stay.
+into tombstones without content and adds one ``forget`` event per memory. A search offers the rounds
+whose line or reply contains it beside the memories (what was said is the user's data too); confirming
+deletes those rounds, both sides, and memories drawn from them stay, unlinked. The audit is of memories
+(``memory_events`` rows name a memory), so a forgotten round leaves no row there, only a count in the log.
+Forgetting *all* also removes everything else learnt from the user: every round in every chat, episodes,
+working memory, profile and the jobs still owed for them. Reminders are not memories and stay.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import secrets
@@ -21,12 +25,15 @@ from shared.db.memory_models import Memory
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.repositories.memories import snapshot
+from shared.repositories.round_records import RoundRecord
 from shared.repositories.uow import UnitOfWork
 from shared.text import is_invisible
 
+log = logging.getLogger(__name__)
+
 CONFIRMATION_LIFETIME = timedelta(minutes=5)
 MAX_FORGET_BY_SEARCH = 200
-"""A search that matches more memories than this is refused: narrow it, or forget all."""
+"""A search that matches more memories, or more rounds, than this is refused: narrow it, or forget all."""
 PREVIEW_ITEMS = 5
 MAX_VERSIONS_FOLLOWED = 5
 """/memories why follows a replaced memory's newer versions this far to name the one in use now."""
@@ -103,6 +110,10 @@ class Confirmation:
     """True for "forget all": conversations, summaries and profile go too, not only the memories."""
     reminders: int | None = None
     """For "forget all": how many reminders go too, or None when they stay."""
+    rounds: int = 0
+    """How many rounds of conversation (the user's line and the bot's reply) go too."""
+    round_preview: tuple[str, ...] = ()
+    """The newest of those rounds: the day (UTC) and the user's line."""
 
 
 def memory_item(memory: Memory) -> MemoryItem:
@@ -190,10 +201,11 @@ def request_forget(uow: UnitOfWork, user_id: int, target: str | int, now: dateti
         payload: dict = {"action": "forget", "all": True, "reminders": reminders is not None}
         count = uow.memories.count_active(user_id)
         newest, _ = uow.memories.page(user_id, limit=PREVIEW_ITEMS)
+        rounds, round_count = uow.round_records.page(user_id, limit=PREVIEW_ITEMS)
     else:
-        newest = _targets(uow, user_id, target)
-        payload = {"action": "forget", "memory_ids": [m.id for m in newest]}
-        count = len(newest)
+        newest, rounds = _targets(uow, user_id, target)
+        payload = {"action": "forget", "memory_ids": [m.id for m in newest], "round_ids": [r.turn_id for r in rounds]}
+        count, round_count = len(newest), len(rounds)
     token = secrets.token_urlsafe(16)
     expires_at = now + CONFIRMATION_LIFETIME
     uow.tokens.drop_expired(user_id, now)
@@ -201,7 +213,8 @@ def request_forget(uow: UnitOfWork, user_id: int, target: str | int, now: dateti
         token = secrets.token_urlsafe(16)
     preview = tuple(_short(m.content) for m in newest[:PREVIEW_ITEMS])
     return Confirmation(token=token, action="forget", count=count, preview=preview, expires_at=expires_at,
-                        everything=everything, reminders=reminders)
+                        everything=everything, reminders=reminders, rounds=round_count,
+                        round_preview=tuple(_round_line(r) for r in rounds[:PREVIEW_ITEMS]))
 
 
 def confirm_forget(uow: UnitOfWork, user_id: int, token: str, now: datetime) -> int:
@@ -211,7 +224,16 @@ def confirm_forget(uow: UnitOfWork, user_id: int, token: str, now: datetime) -> 
         raise ConfirmationInvalid()
     if used.payload.get("all"):
         return forget_everything(uow, user_id, now, reminders=bool(used.payload.get("reminders")))
+    forget_rounds(uow, user_id, [int(i) for i in used.payload.get("round_ids", [])])
     return len(forget_memories(uow, user_id, [int(i) for i in used.payload.get("memory_ids", [])]))
+
+
+def forget_rounds(uow: UnitOfWork, user_id: int, turn_ids: list[int]) -> list[int]:
+    """Delete these rounds of the user, both sides (memories drawn from them stay, unlinked); which went."""
+    deleted = uow.round_records.forget(user_id, turn_ids)
+    if deleted:
+        log.info("forgot %d rounds at the user's request", len(deleted))
+    return deleted
 
 
 def forget_memories(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> list[int]:
@@ -254,18 +276,24 @@ def _forget_memories(uow: UnitOfWork, user_id: int, memory_ids: list[int] | None
     return deleted
 
 
-def _targets(uow: UnitOfWork, user_id: int, target: str | int) -> list[Memory]:
+def _targets(uow: UnitOfWork, user_id: int, target: str | int) -> tuple[list[Memory], list[RoundRecord]]:
+    """The memory an id names, or the memories and the rounds a search matches."""
     if isinstance(target, int):
         memory = uow.memories.get(user_id, target)
         if memory is None:
             raise NotFound("memory_not_found")
-        return [memory]
+        return [memory], []
     rows, total = uow.memories.page(user_id, search=target, limit=MAX_FORGET_BY_SEARCH)
-    if total == 0:
+    rounds, round_total = uow.round_records.page(user_id, search=target, limit=MAX_FORGET_BY_SEARCH)
+    if total == 0 and round_total == 0:
         raise InvalidCommand("forget_no_match", search=_short(target))
-    if total > MAX_FORGET_BY_SEARCH:
-        raise InvalidCommand("forget_too_many", count=total, limit=MAX_FORGET_BY_SEARCH)
-    return rows
+    if max(total, round_total) > MAX_FORGET_BY_SEARCH:
+        raise InvalidCommand("forget_too_many", count=max(total, round_total), limit=MAX_FORGET_BY_SEARCH)
+    return rows, rounds
+
+
+def _round_line(found: RoundRecord) -> str:
+    return f"{found.said_at:%Y-%m-%d} {_short(found.line)}"
 
 
 def _typed(text: str) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from shared.accounts.panel_access import PanelSession, SignedIn
 from shared.accounts.user_data import ExportFile, ImportReport
 from shared.commands import editing as memory_editing
 from shared.commands.editing import MAX_BATCH_IDS, MemoryDraft, WorkingMemory
-from shared.commands.memories import forget_long_term
+from shared.commands.memories import forget_long_term, forget_rounds
 from shared.commands.service import (
     MAX_SEARCH_CHARS,
     ReminderItem,
@@ -30,6 +30,7 @@ from shared.commands.service import (
 )
 from shared.db.memory_models import Memory
 from shared.errors import InvalidCommand, NotFound
+from shared.repositories.round_records import RoundRecord
 from shared.repositories.uow import UnitOfWork
 from shared.speech.keys import key_texts
 from shared.usage.policy import UsagePolicy
@@ -62,6 +63,16 @@ class MemoryRecord:
 @dataclass(frozen=True)
 class MemoryListing:
     items: tuple[MemoryRecord, ...]
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class RoundListing:
+    """A page of the user's rounds: what they said, when, and what the bot answered."""
+
+    items: tuple[RoundRecord, ...]
     total: int
     limit: int
     offset: int
@@ -162,6 +173,24 @@ class PanelService:
                                               embeddings_wanted=self.embeddings_wanted)
 
         return self._write(load)
+
+    # Rounds of conversation
+
+    def list_rounds(self, user_id: int, *, search: str | None = None, limit: int = 20,
+                    offset: int = 0) -> RoundListing:
+        """A page of the user's rounds, newest first; ``search``: words the line or the reply contains."""
+        words = None if not search or not search.strip() else command_text(search, MAX_SEARCH_CHARS, "search_empty")
+        if not 1 <= limit <= MAX_PAGE_LIMIT or offset < 0:
+            raise InvalidCommand("bad_page")
+        with self.uow_factory() as uow:
+            rows, total = uow.round_records.page(user_id, search=words, limit=limit, offset=offset)
+        return RoundListing(tuple(rows), total, limit, offset)
+
+    def forget_round(self, user_id: int, round_id: int) -> None:
+        """Delete one of the user's rounds, both sides; NotFound when it is not theirs."""
+        wanted = record_id(round_id, "round_not_found")
+        if not self._write(lambda uow: forget_rounds(uow, user_id, [wanted])):
+            raise NotFound("round_not_found")
 
     # Working memory and reminders
 

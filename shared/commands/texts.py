@@ -64,9 +64,11 @@ ERRORS: dict[str, tuple[str, str]] = {
                        "要我记住什么？例如：/remember 偏好：喜欢乌龙茶"),
     "forget_empty": ("What should I forget? Give a number (#12), search words, or all.",
                      "要删除什么？请给出编号（#12）、关键词或 all。"),
-    "forget_no_match": ("No memory matches “{search}”.", "没有找到包含「{search}」的记忆。"),
-    "forget_too_many": ("{count} memories match, more than {limit}. Narrow the search, or use /forget all.",
-                        "有 {count} 条记忆匹配，超过了 {limit} 条。请缩小范围，或使用 /forget all。"),
+    "forget_no_match": ("No memory and nothing we said matches “{search}”.",
+                        "没有找到包含「{search}」的记忆或对话。"),
+    "forget_too_many": ("{count} memories or exchanges match, more than {limit}. Narrow the search, or use "
+                        "/forget all.",
+                        "有 {count} 条记忆或对话匹配，超过了 {limit} 条。请缩小范围，或使用 /forget all。"),
     "memory_not_found": ("I can't find that memory.", "找不到这条记忆。"),
     "reminder_not_found": ("I can't find that reminder.", "找不到这个提醒。"),
     "reminder_empty": ("When, and what? For example: /remind tomorrow 9am call mom",
@@ -112,6 +114,7 @@ ERRORS: dict[str, tuple[str, str]] = {
                   "值必须是不超过 {limit} 字节的 JSON，且不含 NUL 字符。"),
     "too_many_ids": ("Give 1 to {limit} ids at a time.", "一次请给出 1 到 {limit} 个编号。"),
     "session_not_found": ("There is no such conversation session.", "没有这个会话。"),
+    "round_not_found": ("I can't find that exchange of ours.", "找不到这段对话。"),
     "user_not_found": ("There is no such user.", "没有这个用户。"),
     "panel_link_invalid": ("This sign-in link is unknown, used or expired. Send /panel for a new one.",
                            "这个登录链接无效、已使用或已过期。请发送 /panel 获取新链接。"),
@@ -236,12 +239,12 @@ def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None
                 "our conversations, summaries and your profile (reminders stay; to clear them too, use "
                 "/forget all reminders). You are signed out of the web panel too.")
     else:
-        head = (f"确定删除这 {conf.count} 条记忆吗？" if zh else
-                f"Forget {'this memory' if conf.count == 1 else f'these {conf.count} memories'}?")
+        head = _forget_what(conf.count, getattr(conf, "rounds", 0), zh)
     lines = [head, *(f"• {item}" for item in conf.preview)]
     if conf.count > len(conf.preview) and conf.preview:
         more = conf.count - len(conf.preview)
         lines.append(f"……还有 {more} 条" if zh else f"… and {more} more")
+    lines += _round_lines(conf, zh)
     if typed:
         lines.append(f"删除后无法恢复。请在 {minutes} 分钟内输入 y 确认，或输入 n 取消。" if zh else
                      f"This cannot be undone. Type y to forget or n to keep, within {minutes} "
@@ -250,6 +253,31 @@ def confirmation_text(conf: Any, locale: str | None, now: datetime | None = None
         lines.append(f"删除后无法恢复。确认按钮 {minutes} 分钟内有效。" if zh else
                      f"This cannot be undone. The buttons work for {minutes} {_plural(minutes, 'minute')}.")
     return "\n".join(lines)
+
+
+def _forget_what(memories: int, rounds: int, zh: bool) -> str:
+    """The question of a /forget by id or search: the memories, and the rounds of conversation it matched."""
+    if zh:
+        parts = ([f"{memories} 条记忆"] if memories else []) + ([f"{rounds} 段对话"] if rounds else [])
+        return f"确定删除这 {'和'.join(parts)}吗？"
+    parts = ([("this memory" if memories == 1 else f"these {memories} memories")] if memories else []) + (
+        [("this exchange of ours" if rounds == 1 else f"{rounds} exchanges of ours")] if rounds else [])
+    return f"Forget {' and '.join(parts)}?"
+
+
+def _round_lines(conf: Any, zh: bool) -> list[str]:
+    """The rounds a forget takes with it: the newest few (your line and its day), and how many more."""
+    rounds, preview = getattr(conf, "rounds", 0), getattr(conf, "round_preview", ())
+    if not rounds or not preview:
+        return []
+    you = "你说" if zh else "you said"
+    lines = [f"• {day} {you}: {line}" for day, _, line in (item.partition(" ") for item in preview)]
+    if getattr(conf, "everything", False):
+        lines.insert(0, f"对话 {rounds} 段，最近的：" if zh else f"{rounds} {_plural(rounds, 'exchange')}, the newest:")
+    if rounds > len(preview):
+        more = rounds - len(preview)
+        lines.append(f"……还有 {more} 段对话" if zh else f"… and {more} more {_plural(more, 'exchange')}")
+    return lines
 
 
 def confirm_button_labels(locale: str | None) -> tuple[str, str]:

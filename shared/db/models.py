@@ -159,6 +159,8 @@ class ConversationTurn(Base):
               postgresql_where=sql_text("NOT extracted AND role = 'user'")),
         Index("ix_conversation_turns_rounds", "user_id", sql_text("id DESC"),
               postgresql_where=sql_text("role = 'user' AND search_tokens <> ''")),
+        Index("ix_conversation_turns_reply_to", "reply_to_turn_id",
+              postgresql_where=sql_text("reply_to_turn_id IS NOT NULL")),
         one_of("role", ROLES),
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -181,4 +183,7 @@ class ConversationTurn(Base):
     empty on the bot's turns and on rounds not kept for recall (a paused user's)."""
     search_tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSVECTOR_SQL, persisted=True), deferred=True)
     tokenizer_version: Mapped[int] = mapped_column(SmallInteger, nullable=False, server_default=sql_text("0"))
+    paused: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=sql_text("false"))
+    """On the user's turn: said while remembering was paused; kept out of recall, and deleted with its reply
+    when its sitting closes."""
     created_at: Mapped[datetime] = created_column()

@@ -8,7 +8,9 @@
 - Transient memories expire 24 hours after they were made, or when their ``expires_at`` has passed.
 - Only when an eviction threshold is set: a user keeps at most that many active memories; the
   lowest confidence goes first, then the oldest access (core and system are never evicted).
-- Raw conversation turns are deleted after 30 days; memories made from them stay.
+- Rounds of conversation (the user's lines and the bot's replies) are kept while the account lives, unless
+  the operator sets ``CONVERSATION_RETENTION_DAYS``: then those said before that many days ago are deleted,
+  both sides; memories made from them stay (their link to the turn is cleared).
 - The audit keeps the daily ``decay`` events of a memory for 30 days; how a memory was added,
   changed, superseded or forgotten is kept for good. Expired one-time tokens (confirmations, link
   codes, panel links) and expired web panel sessions are deleted.
@@ -37,7 +39,6 @@ MEMORY_IDLE_BEFORE_DECAY = timedelta(days=7)
 MEMORY_DECAY_FACTOR = 0.95
 FORGET_BELOW_IMPORTANCE = 0.3
 TRANSIENT_LIFETIME = timedelta(hours=24)
-TURN_LIFETIME = timedelta(days=30)
 DECAY_AUDIT_RETENTION = timedelta(days=30)
 BATCH_SIZE = 500
 ID_BATCH_SIZE = 5000
@@ -61,12 +62,15 @@ class DecayReport:
     episodes_decayed: int = 0
     episodes_deleted: int = 0
     turns_deleted: int = 0
+    """Turns past ``CONVERSATION_RETENTION_DAYS`` (the replies to them go too, uncounted)."""
     decay_events_pruned: int = 0
     expired_sign_ins_deleted: int = 0
 
 
-def run_decay(uow_factory: UowFactory, now: datetime, *, eviction_threshold: int | None) -> DecayReport:
-    """Apply every decay rule as of ``now``; idempotent for the same day."""
+def run_decay(uow_factory: UowFactory, now: datetime, *, eviction_threshold: int | None,
+              conversation_retention_days: int | None = None) -> DecayReport:
+    """Apply every decay rule as of ``now``; idempotent for the same day. Rounds are deleted only when
+    ``conversation_retention_days`` is set."""
     report = DecayReport()
     report.memories_expired = _each_memory(uow_factory, _transient_over(now), _forgetting(
         "expire", "transient memory past its lifetime"))
@@ -80,8 +84,10 @@ def run_decay(uow_factory: UowFactory, now: datetime, *, eviction_threshold: int
     report.episodes_decayed = _each_batch(uow_factory, lambda uow, after: uow.retention.fade_episodes(
         EPISODE_DECAY_FACTOR, now, ended_before=now - EPISODE_DECAY_AFTER, not_faded_since=day_start(now),
         after_id=after, limit=ID_BATCH_SIZE))
-    report.turns_deleted = _each_batch(uow_factory, lambda uow, after: uow.retention.delete_turns(
-        made_before=now - TURN_LIFETIME, after_id=after, limit=ID_BATCH_SIZE))
+    if conversation_retention_days is not None:
+        said_before = now - timedelta(days=conversation_retention_days)
+        report.turns_deleted = _each_batch(uow_factory, lambda uow, after: uow.retention.delete_rounds(
+            said_before=said_before, after_id=after, limit=ID_BATCH_SIZE))
     report.decay_events_pruned = _each_batch(uow_factory, lambda uow, after: uow.retention.delete_decay_events(
         made_before=now - DECAY_AUDIT_RETENTION, after_id=after, limit=ID_BATCH_SIZE))
     report.expired_sign_ins_deleted = _delete_expired_sign_ins(uow_factory, now)

@@ -1,5 +1,9 @@
 """Episodes: closing idle sessions and summarising stretches of conversation (DESIGN.md §4).
 
+A closed session keeps nothing said while remembering was paused: those rounds (the user's lines given no
+keys and the bot's replies) served the conversation window while the sitting was open and are deleted
+when it closes, by the idle sweep or, for a sitting closed otherwise, by its summary job.
+
 A closed session, or each 30 messages of a long open one, becomes one episode
 ("[2026-01-03 18:00] talked about the interview and games", in the user's time zone and the
 conversation's language) linked to its turns, and the user's profile scratchpad is refreshed.
@@ -101,8 +105,24 @@ def close_idle_sessions(uow_factory: Callable[[], UnitOfWork], now: datetime, id
     owes each a summary). Sessions a turn holds locked right now are left for the next run."""
     with uow_factory() as uow:
         closed = uow.sessions.close_idle(now - idle, now, IDLE_CLOSE_BATCH)
+        dropped = uow.round_records.drop_unkept(closed)
         uow.commit()
+    if dropped:
+        log.info("closed sittings: %d rounds said while paused deleted", dropped)
     return closed
+
+
+def drop_paused_rounds(uow_factory: Callable[[], UnitOfWork], session_id: int) -> int:
+    """Delete the rounds said while paused in a closed session (nothing in an open one); how many went."""
+    with uow_factory() as uow:
+        session = uow.sessions.to_summarise(session_id)
+        if session is None or session.closed_at is None:
+            return 0
+        dropped = uow.round_records.drop_unkept([session_id])
+        uow.commit()
+    if dropped:
+        log.info("closed sitting: %d rounds said while paused deleted", dropped)
+    return dropped
 
 
 def summarise_session(uow_factory: Callable[[], UnitOfWork], chat_model: ChatModel | None, session_id: int,
@@ -110,8 +130,10 @@ def summarise_session(uow_factory: Callable[[], UnitOfWork], chat_model: ChatMod
     """Summarise the session's turns not yet in an episode into one episode and refresh the profile.
 
     A closed session (or ``part`` None) gives all of them; a ``part`` of an open session the oldest
-    30 messages, only once there are 30. None when there is nothing (left) to summarise.
+    30 messages, only once there are 30. None when there is nothing (left) to summarise. A closed session
+    first loses the rounds said while paused (:func:`drop_paused_rounds`).
     """
+    drop_paused_rounds(uow_factory, session_id)
     for _ in range(WRITE_ATTEMPTS):
         work = _read_work(uow_factory, session_id, part=part, default_timezone=default_timezone)
         if work is None:

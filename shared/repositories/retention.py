@@ -1,5 +1,6 @@
 """Every user's rows that age (the daily decay, :mod:`shared.lifecycle.decay`): episodes fade and go,
-old turns and the daily decay audit are deleted, and so are expired one-time tokens.
+rounds past the retention the operator set and the daily decay audit are deleted, and so are expired
+one-time tokens.
 
 The batch methods take the next ``limit`` matching ids after ``after_id`` in id order, locked with
 ``FOR UPDATE SKIP LOCKED`` (two runs share the work instead of waiting on each other), act on those
@@ -43,9 +44,15 @@ class RetentionRepository:
                 execution_options={"synchronize_session": False})
         return ids
 
-    def delete_turns(self, *, made_before: datetime, after_id: int, limit: int) -> list[int]:
-        """Delete conversation turns made at or before ``made_before``."""
-        return self._delete(ConversationTurn, ConversationTurn.created_at <= made_before, after_id, limit)
+    def delete_rounds(self, *, said_before: datetime, after_id: int, limit: int) -> list[int]:
+        """Delete conversation turns made at or before ``said_before`` and the bot's replies to them (a reply
+        made a moment after the cutoff goes with its round); returns the ids of the turns that were due."""
+        ids = self._claim(ConversationTurn, ConversationTurn.created_at <= said_before, after_id, limit)
+        if ids:
+            self.session.execute(delete(ConversationTurn).where(or_(ConversationTurn.id.in_(ids),
+                                                                    ConversationTurn.reply_to_turn_id.in_(ids))),
+                                 execution_options={"synchronize_session": False})
+        return ids
 
     def delete_decay_events(self, *, made_before: datetime, after_id: int, limit: int) -> list[int]:
         """Delete the audit's daily ``decay`` events written at or before ``made_before``."""

@@ -14,21 +14,39 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, Float, Text, or_, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    DateTime,
+    Float,
+    Text,
+    exists,
+    false,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, aliased
 
 from shared.db.memory_models import Memory
-from shared.db.models import ConversationTurn
+from shared.db.models import ConversationTurn, User
 from shared.repositories.ranked_search import bm25_parameters, bm25_statement
 
 ROUND_ACTIVE = "m.role = 'user' AND m.search_tokens <> ''"
 ROUND_BM25_SQL = bm25_statement("conversation_turns", ROUND_ACTIVE, "m.search_tokens")
 
-_REPLY = """(SELECT reply.text FROM conversation_turns reply
-             WHERE reply.session_id = t.session_id AND reply.id > t.id AND reply.role = 'assistant'
-               AND (reply.reply_to_turn_id = t.id OR reply.reply_to_turn_id IS NULL)
-             ORDER BY reply.id LIMIT 1)"""
+_REPLY = """COALESCE(
+    (SELECT reply.text FROM conversation_turns reply
+     WHERE reply.reply_to_turn_id = t.id AND reply.role = 'assistant' ORDER BY reply.id LIMIT 1),
+    (SELECT reply.text FROM conversation_turns reply
+     WHERE reply.session_id = t.session_id AND reply.id > t.id AND reply.role = 'assistant'
+       AND reply.reply_to_turn_id IS NULL
+     ORDER BY reply.id LIMIT 1))"""
+"""The bot's reply to the user's turn ``t``: the bot turn that says it answers it (an imported round has no
+session), else, for turns stored before replies said so (migration 0021), the first bot turn after it."""
 _RANKED_ROUNDS = text(f"""
     SELECT ranked.id, ranked.score, ranked.next_to, t.created_at, t.session_id, t.text, t.search_tokens,
            {_REPLY} AS reply
@@ -102,12 +120,7 @@ class RoundRepository:
         """The line, reply and active facts drawn from each of the user's turns ``turn_ids`` (user turns only)."""
         if not turn_ids:
             return []
-        reply = aliased(ConversationTurn)
-        reply_text = (select(reply.text)
-                      .where(reply.session_id == ConversationTurn.session_id, reply.id > ConversationTurn.id,
-                             reply.role == "assistant",
-                             or_(reply.reply_to_turn_id == ConversationTurn.id, reply.reply_to_turn_id.is_(None)))
-                      .order_by(reply.id).limit(1).correlate(ConversationTurn).scalar_subquery())
+        reply_text = reply_text_of(ConversationTurn)
         rows = self.session.execute(
             select(ConversationTurn.id, ConversationTurn.text, reply_text)
             .where(ConversationTurn.user_id == user_id, ConversationTurn.id.in_(turn_ids),
@@ -123,11 +136,16 @@ class RoundRepository:
                 for turn_id, line, reply_line in rows]
 
     def key(self, user_id: int, turn_id: int, tokens: str, version: int) -> None:
-        """Set the search keys of the user's round ``turn_id`` ("" keeps it out of recall)."""
+        """Set the search keys of the user's round ``turn_id`` ("" keeps it out of recall). A round given no keys
+        while the user is paused, said since the pause began, is marked ``paused`` (the hot path keys a paused
+        user's round with none); a round given keys is not."""
+        said_while_paused = exists().where(User.id == user_id, User.paused_at.is_not(None),
+                                           User.paused_at <= ConversationTurn.created_at)
         self.session.execute(update(ConversationTurn)
                              .where(ConversationTurn.id == turn_id, ConversationTurn.user_id == user_id,
                                     ConversationTurn.role == "user")
-                             .values(search_tokens=tokens, tokenizer_version=version))
+                             .values(search_tokens=tokens, tokenizer_version=version,
+                                     paused=false() if tokens else said_while_paused))
 
     def kept_among(self, user_id: int, turn_ids: Sequence[int]) -> list[int]:
         """Those of the user's turns that are rounds kept for recall (keyed)."""
@@ -146,6 +164,18 @@ class RoundRepository:
                         or_(ConversationTurn.search_tokens != "", ConversationTurn.tokenizer_version == 0))
                  .order_by(ConversationTurn.id).limit(limit).with_for_update(skip_locked=True))
         return [(user_id, turn_id) for user_id, turn_id in self.session.execute(query)]
+
+
+def reply_text_of(turn: type[ConversationTurn]) -> ColumnElement[str | None]:
+    """The text of the bot's reply to ``turn`` (correlated), as :data:`_REPLY` reads it."""
+    linked, legacy = aliased(ConversationTurn), aliased(ConversationTurn)
+    by_link = (select(linked.text).where(linked.reply_to_turn_id == turn.id, linked.role == "assistant")
+               .order_by(linked.id).limit(1).correlate(turn).scalar_subquery())
+    first_after = (select(legacy.text)
+                   .where(legacy.session_id == turn.session_id, legacy.id > turn.id, legacy.role == "assistant",
+                          legacy.reply_to_turn_id.is_(None))
+                   .order_by(legacy.id).limit(1).correlate(turn).scalar_subquery())
+    return func.coalesce(by_link, first_after)
 
 
 def _round(row) -> Round:

@@ -29,6 +29,7 @@ from shared.repositories.people import ChatRepository, UserRepository
 from shared.repositories.profiles import ProfileRepository
 from shared.repositories.reminders import TodoRepository
 from shared.repositories.retention import RetentionRepository
+from shared.repositories.round_records import RoundRecordRepository
 from shared.repositories.rounds import RoundRepository
 from shared.repositories.search_index import SearchIndexRepository
 from shared.repositories.tokens import OneTimeTokenRepository
@@ -51,6 +52,7 @@ class UnitOfWork:
         self.sessions = SessionRepository(self.session)
         self.turns = TurnRepository(self.session)
         self.rounds = RoundRepository(self.session)
+        self.round_records = RoundRecordRepository(self.session)
         self.memories = MemoryRepository(self.session)
         self.events = MemoryEventRepository(self.session)
         self.memory_sweeps = MemorySweepRepository(self.session)

@@ -377,3 +377,39 @@ def test_a_second_users_browser_sees_only_their_own_memories(panel_server):
             ".then((r) => done(r.status));", chens.id)
         assert status == 404
         assert panel_server.contents(CHEN) == ["Chen's spare key is under the mat"]
+
+
+def round_lines(driver: WebDriver) -> list[str]:
+    return [card.find_element(By.CSS_SELECTOR, "[data-testid=round-line]").text
+            for card in driver.find_elements(By.CSS_SELECTOR, "#round-list [data-testid=round-card]")]
+
+
+def test_the_conversation_card_lists_searches_and_forgets_what_was_said(panel_server):
+    gao = Caller("telegram", "9191", display_name="Gao")
+    said = {"format": "mnemo-export", "version": 2, "turns": [
+        {"id": 1, "role": "user", "text": "I adopted a greyhound", "created_at": "2026-01-02T10:00:00+00:00"},
+        {"id": 2, "role": "assistant", "text": "Greyhounds are gentle <souls>.", "reply_to": 1,
+         "created_at": "2026-01-02T10:00:05+00:00"},
+        {"id": 3, "role": "user", "text": "Any film tonight?", "created_at": "2026-01-03T10:00:00+00:00"},
+        {"id": 4, "role": "assistant", "text": "Try Spirited Away.", "reply_to": 3,
+         "created_at": "2026-01-03T10:00:05+00:00"}]}
+    panel_server.commands.import_data(gao, json.dumps(said).encode())
+
+    with chromium() as driver:
+        sign_in(driver, panel_server.sign_in_link(gao))
+        wait(driver).until(lambda d: round_lines(d) == ["Any film tonight?", "I adopted a greyhound"])
+        assert driver.find_element(By.ID, "round-total").text == "2 exchanges"
+        shot(driver, "30-conversation")
+
+        box = by_id(driver, "round-search")
+        box.send_keys("gentle")  # the bot's side is searched too
+        wait(driver).until(lambda d: round_lines(d) == ["I adopted a greyhound"])
+        card = driver.find_element(By.CSS_SELECTOR, "#round-list [data-testid=round-card]")
+        assert card.find_element(By.CSS_SELECTOR, "[data-testid=round-reply]").text == "Greyhounds are gentle <souls>."
+        card.find_element(By.CSS_SELECTOR, "[data-testid=round-delete]").click()
+        confirm(driver)
+        wait(driver).until(seen.visibility_of_element_located((By.ID, "round-empty")))
+        left = json.loads(panel_server.commands.export_data(gao).data)["turns"]
+        assert [turn["text"] for turn in left] == ["Any film tonight?", "Try Spirited Away."]
+        shot(driver, "31-round-forgotten")
+        assert page_errors(driver) == []

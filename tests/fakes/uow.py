@@ -38,6 +38,7 @@ from shared.db.web_session_models import WebSession
 from shared.repositories.accounts import LEARNT_FROM_THE_USER
 from shared.repositories.conversation import UnansweredTurn
 from shared.repositories.reminders import CLAIM_LEASE, CLAIMS_PER_USER, MAX_ERROR_CHARS
+from shared.repositories.round_records import RoundRecord
 from shared.search.tsquery import MAX_LIKE_CHARS
 from shared.text import clean_text
 
@@ -143,6 +144,7 @@ class FakeUnitOfWork:
         self.chats = FakeChatRepository(self._rows)
         self.sessions = FakeSessionRepository(self._rows)
         self.turns = FakeTurnRepository(self._rows)
+        self.round_records = FakeRoundRecordRepository(self._rows)
         self.memories = FakeMemoryRepository(self._rows)
         self.events = FakeMemoryEventRepository(self._rows)
         self.todos = FakeTodoRepository(self._rows)
@@ -331,6 +333,33 @@ class FakeTurnRepository(_Repository):
                     and platform_user_id in (None, speakers[0].platform_user_id)):
                 found.append(UnansweredTurn(turn, chat, speakers[0]))
         return found[:limit]
+
+
+class FakeRoundRecordRepository(_Repository):
+    def page(self, user_id: int, *, search: str | None = None, limit: int = 20,
+             offset: int = 0) -> tuple[list[RoundRecord], int]:
+        """Newest first; ``search`` as ILIKE '%search%' over the line or the reply."""
+        needle = clean_text(search)[:MAX_LIKE_CHARS].lower() if search else None
+        found = []
+        for line in self._rows.select(ConversationTurn, user_id=user_id, role="user"):
+            reply = self._reply(line)
+            text = reply.text if reply is not None else None
+            if needle is None or needle in line.text.lower() or (text is not None and needle in text.lower()):
+                found.append(RoundRecord(line.id, line.created_at, line.text, text, not line.paused))
+        found.sort(key=lambda r: r.turn_id, reverse=True)
+        return found[offset:offset + limit], len(found)
+
+    def forget(self, user_id: int, turn_ids: Sequence[int]) -> list[int]:
+        lines = [t for t in self._rows.select(ConversationTurn, user_id=user_id, role="user") if t.id in turn_ids]
+        replies = [r.id for line in lines for r in self._rows.select(ConversationTurn, user_id=user_id,
+                                                                     reply_to_turn_id=line.id)]
+        self._rows.delete(ConversationTurn, [line.id for line in lines] + replies)
+        return sorted(line.id for line in lines)
+
+    def _reply(self, line: ConversationTurn) -> ConversationTurn | None:
+        replies = self._rows.select(ConversationTurn, user_id=line.user_id, role="assistant",
+                                    reply_to_turn_id=line.id)
+        return replies[0] if replies else None
 
 
 def _active(memory: Memory) -> bool:

@@ -137,21 +137,44 @@ def test_episodes_fade_after_seven_days_and_go_after_fourteen_while_their_turns_
     assert kept_turn is not None and kept_turn.episode_id is None
 
 
-def test_turns_older_than_30_days_are_deleted_and_the_memories_made_from_them_stay(uow_factory):
+def a_round(uow, user_id: int, chat_id: int, line: str, age: timedelta) -> tuple[int, int]:
+    """A user's line said ``age`` ago and the bot's reply a few seconds later: (line id, reply id)."""
+    said = uow.turns.add(ConversationTurn(user_id=user_id, chat_id=chat_id, role="user", text=line,
+                                          created_at=NOW - age))
+    reply = uow.turns.add(ConversationTurn(user_id=user_id, chat_id=chat_id, role="assistant", text=f"re: {line}",
+                                           reply_to_turn_id=said.id, created_at=NOW - age + timedelta(seconds=3)))
+    return said.id, reply.id
+
+
+def turns_left(uow_factory) -> set[int]:
+    with uow_factory() as uow:
+        return set(uow.session.scalars(select(ConversationTurn.id)))
+
+
+def test_without_a_retention_setting_rounds_are_kept_while_the_account_lives(uow_factory):
     with uow_factory() as uow:
         alice = person(uow)
         chat = uow.chats.get_or_create("telegram", "1001", "private")
-        old = uow.turns.add(ConversationTurn(user_id=alice, chat_id=chat.id, role="user", text="I live in Berlin",
-                                             created_at=NOW - 31 * DAY))
-        recent = uow.turns.add(ConversationTurn(user_id=alice, chat_id=chat.id, role="user", text="hi",
-                                                created_at=NOW - 29 * DAY))
-        fact = remember(uow, alice, "I live in Berlin", tier="core", source_turn_id=old.id)
+        ancient = a_round(uow, alice, chat.id, "I grew up by the sea", 400 * DAY)
         uow.commit()
-    assert run_decay(uow_factory, NOW, eviction_threshold=None).turns_deleted == 1
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).turns_deleted == 0
+    assert turns_left(uow_factory) == set(ancient)
+
+
+def test_a_retention_of_90_days_deletes_both_sides_of_older_rounds_and_keeps_newer_ones_and_the_memories(uow_factory):
     with uow_factory() as uow:
-        assert uow.session.get(ConversationTurn, old.id) is None
-        assert uow.session.get(ConversationTurn, recent.id) is not None
+        alice = person(uow)
+        chat = uow.chats.get_or_create("telegram", "1001", "private")
+        old = a_round(uow, alice, chat.id, "I live in Berlin", 100 * DAY)
+        # the cutoff falls between the line and its reply: the reply goes with its round
+        a_round(uow, alice, chat.id, "I like tea", 90 * DAY + timedelta(seconds=1))
+        recent = a_round(uow, alice, chat.id, "hi", 10 * DAY)
+        fact = remember(uow, alice, "I live in Berlin", tier="core", source_turn_id=old[0])
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None, conversation_retention_days=90).turns_deleted == 3
+    assert turns_left(uow_factory) == set(recent)
     assert memory(uow_factory, fact).source_turn_id is None
+    assert run_decay(uow_factory, NOW, eviction_threshold=None, conversation_retention_days=90).turns_deleted == 0
 
 
 def test_nothing_is_evicted_when_no_threshold_is_set(uow_factory):
@@ -195,7 +218,7 @@ def test_more_rows_than_one_batch_are_all_handled(uow_factory, monkeypatch):
             uow.turns.add(ConversationTurn(user_id=alice, chat_id=chat.id, role="user", text=f"turn {n}",
                                            created_at=NOW - 40 * DAY))
         uow.commit()
-    report = run_decay(uow_factory, NOW, eviction_threshold=None)
+    report = run_decay(uow_factory, NOW, eviction_threshold=None, conversation_retention_days=30)
     assert (report.memories_decayed, report.turns_deleted) == (10, 5)
     assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_decayed == 0
     assert all(memory(uow_factory, i).importance == pytest.approx(0.95) for i in ids)

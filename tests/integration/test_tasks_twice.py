@@ -14,6 +14,7 @@ from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Todo
+from shared.db.models import ConversationTurn
 from shared.reminders import service as reminders
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import TOKENIZER_VERSION
@@ -138,3 +139,30 @@ def test_turns_waiting_in_the_same_session_are_extracted_in_one_batch(uow_factor
         waiting = uow.session.scalar(select(func.count()).select_from(ConversationTurn).where(
             ConversationTurn.role == "user", ConversationTurn.extracted.is_(False)))
     assert waiting == 0
+
+
+def test_the_decay_task_deletes_rounds_only_past_conversation_retention_days(uow_factory, monkeypatch):
+    now = datetime.now(UTC)
+    with uow_factory() as uow:
+        user = uow.users.identify("console", "r").user_id
+        chat = uow.chats.get_or_create("console", "r", "private")
+        for days in (400, 100, 10):
+            line = uow.turns.add(ConversationTurn(user_id=user, chat_id=chat.id, role="user", text=f"{days} days ago",
+                                                  created_at=now - timedelta(days=days)))
+            uow.turns.add(ConversationTurn(user_id=user, chat_id=chat.id, role="assistant", text="ok",
+                                           reply_to_turn_id=line.id, created_at=now - timedelta(days=days)))
+        uow.commit()
+
+    def lines_left() -> set[str]:
+        with uow_factory() as uow:
+            return set(uow.session.scalars(select(ConversationTurn.text).where(ConversationTurn.role == "user")))
+
+    tasks.run_decay.run()  # CONVERSATION_RETENTION_DAYS unset: kept while the account lives
+    assert lines_left() == {"400 days ago", "100 days ago", "10 days ago"}
+    worker_context._context.engine.dispose()
+    monkeypatch.setattr(worker_context, "_context", None)
+    monkeypatch.setenv("CONVERSATION_RETENTION_DAYS", "90")
+    tasks.run_decay.run()
+    assert lines_left() == {"10 days ago"}
+    with uow_factory() as uow:
+        assert uow.session.scalar(select(func.count()).select_from(ConversationTurn)) == 2

@@ -92,7 +92,7 @@ def test_an_export_holds_all_of_the_callers_data_and_nothing_of_anyone_else(comm
     exported = commands.export_data(ALICE)
     document = json.loads(exported.data)
     assert exported.filename == "mnemo-export-2026-11-22.json"
-    assert (document["format"], document["version"]) == ("mnemo-export", 1)
+    assert (document["format"], document["version"]) == ("mnemo-export", 2)
     assert [i["platform"] for i in document["identities"]] == ["telegram"]
     assert [m["content"] for m in document["memories"]] == ["我喜欢乌龙茶", "我住在北京", "我住在上海", "周末喜欢爬山",
                                                           "去了杭州"]
@@ -203,7 +203,7 @@ def test_imported_turns_and_todos_belong_to_the_callers_chat_are_extracted_and_c
     commands.confirm(BOB, commands.request_forget(BOB, "all").token)
     commands.import_data(BOB, data)
     with uow_factory() as uow:
-        turns = uow.session.scalars(select(ConversationTurn)).all()
+        turns = uow.session.scalars(select(ConversationTurn).order_by(ConversationTurn.id)).all()
         chats = uow.session.execute(text("SELECT DISTINCT c.platform_chat_id FROM conversation_turns t "
                                          "JOIN chats c ON c.id = t.chat_id")).scalars().all()
     assert [(t.role, t.extracted, t.platform_message_id, t.session_id) for t in turns] == [
@@ -225,7 +225,7 @@ BAD_FILES = [
     (b"[" * 100_000, "import_not_json"), (b'{"format":"mnemo-export","version":1,"memories":[NaN]}', "import_not_json"),
     (b'{"format":"mnemo-export","version":1,"n":' + b"9" * 5000 + b"}", "import_not_json"),
     (b"[]", "import_wrong_format"), (b'{"format":"other","version":1}', "import_wrong_format"),
-    (b'{"format":"mnemo-export","version":2}', "import_wrong_version"),
+    (b'{"format":"mnemo-export","version":3}', "import_wrong_version"),
     (b'{"format":"mnemo-export","version":true}', "import_wrong_version"),
     (b'{"format":"mnemo-export","version":"1"}', "import_wrong_version"),
     (b" " * (MAX_IMPORT_BYTES + 1), "import_too_large"),

@@ -101,6 +101,17 @@ def test_a_confirmation_names_what_goes_counts_the_rest_and_when_the_buttons_sto
     assert texts.confirm_button_labels("zh") == ("确认删除", "取消")
 
 
+def test_a_forget_by_search_names_the_exchanges_it_takes_beside_the_memories():
+    both = Confirmation("t" * 22, "forget", 1, ("喜欢乌龙茶",), NOW + timedelta(minutes=5), rounds=3,
+                        round_preview=("2026-11-20 我在喝乌龙茶",))
+    shown = texts.confirmation_text(both, "en", now=NOW)
+    assert shown.startswith("Forget this memory and 3 exchanges of ours?")
+    assert "• 2026-11-20 you said: 我在喝乌龙茶" in shown and "… and 2 more exchanges" in shown
+    only_said = Confirmation("t" * 22, "forget", 0, (), NOW + timedelta(minutes=5), rounds=1,
+                             round_preview=("2026-11-20 tea time",))
+    assert texts.confirmation_text(only_said, "zh", now=NOW).startswith("确定删除这 1 段对话吗？")
+
+
 def test_results_read_naturally_in_both_languages():
     assert texts.forgotten_text(1, "en") == "Done: 1 memory forgotten for good."
     assert texts.forgotten_text(3, "zh") == "已彻底删除 3 条记忆。"
