@@ -93,10 +93,12 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     session = _working_memory(uow, user_id, chat.id, now, config, continuing=seen)
     history = _history(uow, user_id, session.id, config.history_turns, seen)
     text, warnings = _clean_message(message.text)
+    user = uow.users.get(user_id)
+    paused = user is not None and user.paused_at is not None
     if seen is not None:
         turn_id = seen.id
     else:
-        turn_id = _record_user_turn(uow, message, user_id, chat.id, session.id, text)
+        turn_id = _record_user_turn(uow, message, user_id, chat.id, session.id, text, paused=paused)
         if turn_id is None:  # the same message was recorded by another process a moment ago
             return _duplicate(uow, uow.turns.by_platform_message(chat.id, "user", str(message.message_id)))
         session.turn_count += 1
@@ -126,8 +128,6 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         reminders=[reminder_line(reminder, timezone) for reminder in reminders]))
     if prompt.dropped_memories:
         warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
-    user = uow.users.get(user_id)
-    paused = user is not None and user.paused_at is not None
     quota = quota_state(uow, config.quota, user_id, now, chat_id=chat.id, group=not message.is_private)
     count, newest = _what_is_known(uow, user_id, text)
     offline_view = replace(_offline_view(text, local_now, timezone, strategy, identity.display_name, recall, prompt,
@@ -237,12 +237,13 @@ def _working_memory(uow: UnitOfWork, user_id: int, chat_id: int, now: datetime, 
 
 
 def _record_user_turn(uow: UnitOfWork, message: IncomingMessage, user_id: int, chat_id: int, session_id: int,
-                      text: str) -> int | None:
-    """The new turn's id; None when another process recorded the same platform message a moment ago."""
+                      text: str, *, paused: bool) -> int | None:
+    """The new turn's id; None when another process recorded the same platform message a moment ago. A line
+    said while remembering is paused is marked so from the start: never keyed, deleted when its sitting closes."""
     return uow.turns.add_unless_seen(ConversationTurn(
         user_id=user_id, chat_id=chat_id, session_id=session_id, role="user",
         platform_message_id=message.message_id, text=text, token_estimate=estimate_tokens(text),
-        created_at=message.sent_at))
+        created_at=message.sent_at, paused=paused))
 
 
 def _never_answered(uow: UnitOfWork, seen: ConversationTurn) -> bool:

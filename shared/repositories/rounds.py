@@ -20,8 +20,6 @@ from sqlalchemy import (
     DateTime,
     Float,
     Text,
-    exists,
-    false,
     func,
     or_,
     select,
@@ -32,7 +30,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, aliased
 
 from shared.db.memory_models import Memory
-from shared.db.models import ConversationTurn, User
+from shared.db.models import ConversationTurn
 from shared.repositories.ranked_search import bm25_parameters, bm25_statement
 
 ROUND_ACTIVE = "m.role = 'user' AND m.search_tokens <> ''"
@@ -136,16 +134,11 @@ class RoundRepository:
                 for turn_id, line, reply_line in rows]
 
     def key(self, user_id: int, turn_id: int, tokens: str, version: int) -> None:
-        """Set the search keys of the user's round ``turn_id`` ("" keeps it out of recall). A round given no keys
-        while the user is paused, said since the pause began, is marked ``paused`` (the hot path keys a paused
-        user's round with none); a round given keys is not."""
-        said_while_paused = exists().where(User.id == user_id, User.paused_at.is_not(None),
-                                           User.paused_at <= ConversationTurn.created_at)
+        """Set the search keys of the user's round ``turn_id`` ("" keeps it out of recall)."""
         self.session.execute(update(ConversationTurn)
                              .where(ConversationTurn.id == turn_id, ConversationTurn.user_id == user_id,
                                     ConversationTurn.role == "user")
-                             .values(search_tokens=tokens, tokenizer_version=version,
-                                     paused=false() if tokens else said_while_paused))
+                             .values(search_tokens=tokens, tokenizer_version=version))
 
     def kept_among(self, user_id: int, turn_ids: Sequence[int]) -> list[int]:
         """Those of the user's turns that are rounds kept for recall (keyed)."""
@@ -161,6 +154,7 @@ class RoundRepository:
         on purpose (paused) is not one of them."""
         query = (select(ConversationTurn.user_id, ConversationTurn.id)
                  .where(ConversationTurn.role == "user", ConversationTurn.tokenizer_version != version,
+                        ConversationTurn.paused.is_(False),
                         or_(ConversationTurn.search_tokens != "", ConversationTurn.tokenizer_version == 0))
                  .order_by(ConversationTurn.id).limit(limit).with_for_update(skip_locked=True))
         return [(user_id, turn_id) for user_id, turn_id in self.session.execute(query)]
