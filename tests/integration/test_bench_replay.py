@@ -8,6 +8,8 @@ import json
 import pytest
 
 from bench import replay
+from bench.fakes.openai_server import FakeOpenAI
+from bench.llm_calls import EXTRACTION, TURN, request_kind
 from shared.settings import Settings
 
 ANN = {"id": "ann", "user": {"name": "Ann", "language": "en", "timezone": "Europe/London"},
@@ -68,3 +70,50 @@ def test_two_conversations_played_through_the_write_path_show_what_each_user_sta
     assert written["worker"]["nights"] >= 3 and written["worker"]["jobs_run"] >= 5
     assert 0 < written["overall"]["context_tokens_mean"] <= written["prompt"]["memory_budget_tokens"]
     assert "overall" in (tmp_path / "out" / "report.md").read_text()
+
+
+GENERATED = "A reply the model made up."
+TEA = {"id": "tea", "user": {"name": "Bo", "language": "en", "timezone": "UTC"},
+       "turns": [{"id": "t1", "at": "2024-06-01T08:00:00Z", "role": "user", "text": "Oolong, every morning, no sugar."},
+                 {"id": "t2", "at": "2024-06-01T08:00:30Z", "role": "assistant", "text": "A recorded reply."},
+                 {"id": "t3", "at": "2024-06-01T08:01:00Z", "role": "user", "text": "Jazz on vinyl, Sundays."}],
+       "questions": [{"id": "drink", "at": "2024-06-02T08:00:00Z", "text": "What do I drink?",
+                      "evidence": ["t1"], "kind": "model's memory update"},
+                     {"id": "music", "at": "2024-06-02T08:00:00Z", "text": "Which music do I play on vinyl?",
+                      "evidence": ["t3"], "kind": "knowledge monitor"}]}
+
+
+def model_answer(request: dict) -> dict:
+    """The fake model: the turn's memory update stores the tea, the knowledge monitor adds the jazz."""
+    kind, said = request_kind(request), request["messages"][-1]["content"]
+    if kind == TURN:
+        entries = [{"type": "preference", "subject": "user", "predicate": "likes_drink", "tier": "long",
+                    "content": "Bo drinks oolong every morning"}] if "Oolong" in said else []
+        return {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
+                "response": GENERATED, "memory_update": {"should_store": bool(entries), "entries": entries},
+                "todos": [], "topic": None, "context_variables": {}}
+    if kind == EXTRACTION:
+        ops = [{"op": "ADD", "type": "preference", "subject": "user", "predicate": "likes_music", "tier": "long",
+                "content": "Bo plays jazz on vinyl on Sundays"}] if "Jazz" in said else [{"op": "SKIP"}]
+        return {"operations": ops}
+    return {"summary": "talked about tea and music", "entities": [], "importance": 1.0,
+            "scratchpad": {"current_focus": "", "open_threads": [], "next_steps": []}, "core_summary": None}
+
+
+def test_with_a_model_configured_its_memory_update_and_extraction_are_measured_and_the_recorded_reply_kept(
+        offline, monkeypatch, tmp_path, system_pg_admin_url):
+    (tmp_path / "replay.jsonl").write_text(json.dumps(TEA) + "\n")
+    with FakeOpenAI() as llm:
+        llm.set_responder(model_answer)
+        monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
+        monkeypatch.setenv("LLM_MODEL", "fake-chat")
+        figures = replay.run(tmp_path / "replay.jsonl", tmp_path / "out", system_pg_admin_url)
+        bodies = [request.json for request in llm.requests if request.path.endswith("/chat/completions")]
+    rows = {row["id"]: row for row in figures["questions"]}
+    assert figures["model"] == "fake-chat"
+    assert rows["drink"]["shown"] == ["t1"], "the turn's own memory update, by the model"
+    assert rows["music"]["shown"] == ["t3"], "the knowledge monitor's ADD, by the model"
+    assert figures["overall"]["memories_stored"] == 2
+    assistant_lines = [m["content"] for body in bodies for m in body["messages"] if m["role"] == "assistant"]
+    assert "A recorded reply." in assistant_lines and GENERATED not in assistant_lines
+    assert any(request_kind(body) == EXTRACTION for body in bodies)
