@@ -107,7 +107,8 @@ class ReplayWorker:
             self._close_idle_sessions()
             return
         getattr(tasks, name).run()
-        self.nights += name == DAILY_TASKS[0]
+        if name == DAILY_TASKS[0]:
+            self.nights += 1
 
     def _close_idle_sessions(self) -> None:
         """The beat's ``mnemo.close_idle_sessions`` task, but for handing the jobs to a broker: the drain runs them."""
