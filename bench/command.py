@@ -34,6 +34,18 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     memories.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     memories.add_argument("--quick", action="store_true", help="one conversation and 20 dialogues")
     memories.add_argument("--out", default="bench/results")
+    replay = suites.add_parser("replay", help="recall through the product's own write path: conversations played "
+                                              "as live messages, questions asked at their times (replay.json)")
+    replay.add_argument("file", type=Path, help="the conversations, one JSON object a line (bench/replay_format.py)")
+    replay.add_argument("--out", default="bench/results/replay", help="where replay.json and report.md go")
+    replay.add_argument("--from-locomo", type=Path, metavar="FILE", help="first write FILE from this LoCoMo file")
+    replay.add_argument("--from-madial", type=Path, metavar="DIR", help="first write FILE from this MADial-Bench "
+                                                                        "directory (with --from-locomo: both)")
+    replay.add_argument("--write-only", action="store_true", help="only write FILE (with --from-locomo/--from-madial)")
+    replay.add_argument("--limit-conversations", type=int, metavar="N", help="replay the first N conversations")
+    replay.add_argument("--quick", action="store_true", help="the first two conversations")
+    replay.add_argument("--database-url", help="server to create a scratch database on (default: DATABASE_URL, "
+                                               "else embedded)")
     scale = suites.add_parser("scale", help="retrieval and hot-path latency at 10k, 100k and 1M memories")
     scale.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     scale.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated memory counts")
@@ -83,8 +95,10 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
                        help="the quality suite's pass with the local embedder (default: when it is installed)")
 
 
-def run_suite(_settings: Settings, args: argparse.Namespace) -> int:
+def run_suite(settings: Settings, args: argparse.Namespace) -> int:
     """Run the chosen suite, print its report; 1 when a suite of ``all`` failed."""
+    if args.suite == "replay":
+        return _replay(settings, args)
     if args.suite == "all":
         from bench import suite
 
@@ -156,4 +170,28 @@ def run_suite(_settings: Settings, args: argparse.Namespace) -> int:
     figures = hot_path.run(args.database_url, Path(args.out), conversations=args.conversations,
                            llm_seconds=args.llm_seconds, messages=args.messages, compare_usage=args.usage_ab)
     print(hot_path.report(figures))
+    return 0
+
+
+def _replay(settings: Settings, args: argparse.Namespace) -> int:
+    from bench import replay, replay_convert
+    from bench.replay_format import ReplayFormatError, write_replay
+
+    if args.from_locomo or args.from_madial:
+        conversations = (replay_convert.from_locomo(args.from_locomo) if args.from_locomo else []) + (
+            replay_convert.from_madial(args.from_madial) if args.from_madial else [])
+        write_replay(args.file, conversations)
+        print(f"wrote {len(conversations)} conversations to {args.file}")
+    elif args.write_only:
+        print("mnemo bench replay: --write-only needs --from-locomo or --from-madial")
+        return 2
+    if args.write_only:
+        return 0
+    try:
+        figures = replay.run(args.file, Path(args.out), args.database_url or settings.database_url,
+                             limit=args.limit_conversations, quick=args.quick)
+    except (ReplayFormatError, OSError) as exc:
+        print(f"mnemo bench replay: {exc}")
+        return 2
+    print(replay.report(figures))
     return 0

@@ -112,9 +112,22 @@ def memories_rows(figures: dict) -> list[Row]:
                 is not None else "n/a")]
 
 
+def replay_rows(figures: dict) -> list[Row]:
+    from bench.replay_datasets import DATASETS
+
+    rows = []
+    for name, label in DATASETS.items():
+        mine, theirs = figures[name]["overall"], figures[name]["baseline"]["overall"]
+        rows.append(Row(f"{label} evidence in the prompt through the write path (all of it)",
+                        f"{mine['evidence_in_prompt']:.3f} ({mine['all_evidence_in_prompt']:.3f})",
+                        baseline=f"BM25 over turns {theirs['evidence_in_prompt']:.3f} "
+                                 f"({theirs['all_evidence_in_prompt']:.3f})"))
+    return rows
+
+
 ROWS: dict[str, Callable[[dict], list[Row]]] = {
-    "quality": quality_rows, "memories": memories_rows, "hot_path": hot_path_rows, "scale": scale_rows,
-    "dedup": dedup_rows,
+    "quality": quality_rows, "memories": memories_rows, "replay": replay_rows, "hot_path": hot_path_rows,
+    "scale": scale_rows, "dedup": dedup_rows,
     "worker": worker_rows, "prompt_cost": prompt_cost_rows}
 
 
@@ -139,9 +152,10 @@ def render_markdown(results: dict, reports: dict[str, str] | None = None) -> str
 
 
 def suite_reports(results: dict) -> dict[str, str]:
-    from bench import dedup, hot_path, memories, prompt_cost, quality, scale, worker
+    from bench import dedup, hot_path, memories, prompt_cost, quality, replay_datasets, scale, worker
 
-    renderers = {"quality": quality.report, "memories": memories.report, "hot_path": hot_path.report,
+    renderers = {"quality": quality.report, "memories": memories.report, "replay": replay_datasets.report,
+                 "hot_path": hot_path.report,
                  "scale": scale.report,
                  "dedup": dedup.report, "worker": worker.report, "prompt_cost": prompt_cost.report}
     return {name: renderers[name](figures) for name, figures in results["suites"].items() if "error" not in figures}

@@ -1,9 +1,9 @@
 """``mnemo bench all``: every suite in turn, then one combined result, report and plots.
 
-Runs quality, memories (offline junk rate), hot-path, scale, dedup, worker and prompt cost with the full sizes (or, with
-``--quick``, sizes that finish in a few minutes on a small machine), each on its own scratch
-database. A suite that fails is recorded with its error and the others still run. Writes
-``latest.json``, ``report.md`` and the plots (see :mod:`bench.report`) to the output directory.
+Runs quality, memories (offline junk rate), replay (recall through the write path), hot-path, scale, dedup,
+worker and prompt cost with the full sizes (or, with ``--quick``, sizes that finish in a few minutes on a small
+machine), each on its own scratch database. A suite that fails is recorded with its error and the others still
+run. Writes ``latest.json``, ``report.md`` and the plots (see :mod:`bench.report`) to the output directory.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Suite:
 
 def suites(options: Options) -> list[Suite]:
     """Every suite, wired with this run's data, servers and sizes."""
-    from bench import dedup, hot_path, memories, prompt_cost, quality, scale, worker
+    from bench import dedup, hot_path, memories, prompt_cost, quality, replay_datasets, scale, worker
 
     sizes, db, out = SIZES["quick" if options.quick else "full"], options.database_url, options.out
     return [
@@ -57,6 +57,8 @@ def suites(options: Options) -> list[Suite]:
               quality.report),
         Suite("memories", lambda: memories.run(options.locomo, options.madial, db, out, quick=options.quick),
               memories.report),
+        Suite("replay", lambda: replay_datasets.run(options.locomo, options.madial, db, out, quick=options.quick),
+              replay_datasets.report),
         Suite("hot_path", lambda: hot_path.run(db, out, **sizes["hot-path"]), hot_path.report),
         Suite("scale", lambda: scale.run(db, out_dir=out, **sizes["scale"]), scale.report),
         Suite("dedup", lambda: dedup.run(db, sizes["dedup"]["sizes"], out), dedup.report),

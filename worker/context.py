@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -55,6 +57,18 @@ def context() -> WorkerContext:
                                  sessions=session_factory(engine),
                                  quota=QuotaPolicy.from_settings(settings))
     return _context
+
+
+@contextmanager
+def running_with(ctx: WorkerContext) -> Iterator[WorkerContext]:
+    """The tasks called in this process use ``ctx`` inside the block (a benchmark playing the worker in-process,
+    on its own database and clock); the context before is put back afterwards."""
+    global _context
+    previous, _context = _context, ctx
+    try:
+        yield ctx
+    finally:
+        _context = previous
 
 
 @worker_process_init.connect

@@ -95,6 +95,9 @@ RESULTS = {
                         "reference_tokens": {"mem0": 1800}, "llm_calls_per_message": {"turn": 1.0},
                         "reusable_prefix": {"per_turn": {"mean": 0.758}, "token_weighted": 0.778, "target": 0.75}},
         "worker": {"error": "RuntimeError: timed out waiting for the worker"},
+        "replay": {name: {"overall": {"evidence_in_prompt": share, "all_evidence_in_prompt": share / 2},
+                          "baseline": {"overall": {"evidence_in_prompt": 0.6, "all_evidence_in_prompt": 0.5}}}
+                   for name, share in (("locomo", 0.25), ("madial", 0.875))},
     },
 }
 
@@ -109,6 +112,9 @@ def test_the_report_sets_each_figure_against_its_target_and_the_bm25_baseline():
     assert "| reusable prefix per turn (hot path, what a prefix cache reuses) | 75.8% (of all prompt tokens 77.8%) " \
            "| ≥ 75% | met |" in text
     assert "- worker: RuntimeError: timed out waiting for the worker" in text
+    assert "| LoCoMo (en) evidence in the prompt through the write path (all of it) | 0.250 (0.125) | — |  | " \
+           "BM25 over turns 0.600 (0.500) |" in text
+    assert "| MADial-Bench (zh) evidence in the prompt through the write path (all of it) | 0.875 (0.438) |" in text
 
 
 def test_the_report_appends_each_suite_s_own_text():
