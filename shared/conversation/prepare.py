@@ -151,7 +151,7 @@ def _history(uow: UnitOfWork, user_id: int, session_id: int, limit: int,
     wanted = list(dict.fromkeys(memory_id for turn in turns for memory_id in turn.memory_ids or ()))
     active = {memory.id: _shown(memory) for memory in uow.memories.active_among(user_id, wanted)} if wanted else {}
     return [PastTurn(turn.role, turn.text, tuple(active[i] for i in turn.memory_ids or () if i in active),
-                     turn_id=turn.id) for turn in turns]
+                     turn_id=turn.id, said_at=turn.created_at) for turn in turns]
 
 
 def _offline_view(text: str, local_now: datetime, timezone: str, strategy: ResponseStrategy, user_name: str | None,
@@ -168,7 +168,18 @@ def _offline_view(text: str, local_now: datetime, timezone: str, strategy: Respo
         known=tuple(_note(memory) for memory in known), bot_lines=bot_lines, hint_shown=hint_shown,
         bot_name=bot_name, turn_number=session.turn_count,
         rounds=tuple(RoundNote(item.round.said_at, item.round.line, item.round.reply) for item in recall.rounds
-                     if item.round.turn_id in prompt.round_ids))
+                     if item.round.turn_id in prompt.round_ids) + _window_rounds(history))
+
+
+def _window_rounds(history: list[PastTurn]) -> tuple[RoundNote, ...]:
+    """The rounds of the conversation window, newest first: the offline responder reads no history of its own,
+    so what was said a moment ago is as answerable as what was said last week."""
+    rounds: list[RoundNote] = []
+    for turn, after in zip(history, [*history[1:], None][:len(history)], strict=True):
+        if turn.role == "user" and turn.said_at is not None:
+            reply = after.text if after is not None and after.role == "assistant" else None
+            rounds.append(RoundNote(turn.said_at, turn.text, reply))
+    return tuple(reversed(rounds))
 
 
 def _what_is_known(uow: UnitOfWork, user_id: int, text: str) -> tuple[int, list[Memory]]:

@@ -43,6 +43,7 @@ class PastTurn:
     text: str
     memories: tuple[MemoryLine, ...] = ()
     turn_id: int | None = None
+    said_at: datetime | None = None
 
 
 @dataclass(frozen=True)

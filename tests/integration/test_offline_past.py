@@ -108,3 +108,12 @@ def test_a_date_cue_brings_the_episode_of_that_day(uow_factory, clock):
         recall = recall_for_turn(uow, user, "What did we talk about on November 3?", now=START, limit=5)
         assert [episode.summary for episode in recall.episodes] == ["[2026-11-03 10:00] talked about the harbour walk"]
         assert recall.episodes_matched
+
+
+def test_what_was_said_a_moment_ago_in_the_same_sitting_is_answerable_too(offline, clock):
+    talk(offline, clock, "We have a golden retriever called Biscuit.")
+    talk(offline, clock, "I'm flying to Tokyo on March 14 for a conference.")
+    assert "golden retriever" in talk(offline, clock, "Do I have any pets?")
+    assert "March 14" in talk(offline, clock, "When am I flying to Tokyo?")
+    talk(offline, clock, "5月2日我去博物馆看了恐龙化石展。", user="u5")
+    assert "恐龙化石展" in talk(offline, clock, "我上次跟你说我去博物馆看了什么展览？", user="u5")
