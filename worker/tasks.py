@@ -74,6 +74,15 @@ def embed_memory(job_id: int | None = None, memory_id: int = 0, user_id: int = 0
         _done(job_id)
 
 
+@app.task(name="mnemo.embed_round", **RETRY)
+def embed_round(job_id: int | None = None, turn_id: int = 0, user_id: int = 0) -> None:
+    ctx = context()
+    if _outbox_job(job_id):
+        if ctx.embedder is not None:
+            embedding.embed_rounds(ctx.uow, ctx.embedder, ctx.vectors, user_id, [turn_id], now=ctx.now())
+        _done(job_id)
+
+
 @app.task(name="mnemo.close_session", **RETRY)
 def close_session(job_id: int | None = None, session_id: int = 0) -> None:
     if _outbox_job(job_id):

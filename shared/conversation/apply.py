@@ -163,6 +163,8 @@ def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tu
     if embeddings_wanted:
         owed += [("embed_memory", {"memory_id": memory_id, "user_id": user_id}, f"embed:{memory_id}")
                  for memory_id in memory_ids]
+        owed.append(("embed_round", {"turn_id": prepared.user_turn_id, "user_id": user_id},
+                     f"embed-round:{prepared.user_turn_id}"))
     messages = 2 * turn_count
     if messages % MESSAGES_PER_SUMMARY == 0:
         part = messages // MESSAGES_PER_SUMMARY

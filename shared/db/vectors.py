@@ -1,4 +1,5 @@
-"""The optional pgvector columns: ``embedding vector(N)`` with an HNSW index on memories and episodes.
+"""The optional pgvector columns: ``embedding vector(N)`` with an HNSW index on memories, episodes and
+conversation turns (a round's embedding is on the user's turn, as its search keys are).
 
 They exist only where the ``vector`` extension can be installed. Switching them on later (install
 pgvector, run ``mnemo db upgrade`` again) adds the columns to the existing tables without touching
@@ -13,7 +14,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, text
 
-VECTOR_TABLES = ("memories", "episodes")
+VECTOR_TABLES = ("memories", "episodes", "conversation_turns")
+MODEL_NAMED_TABLES = ("memories", "episodes")
+"""Tables whose rows name the model that embedded them (a round is embedded once, by the configured model)."""
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +72,8 @@ def disable_vectors(connection: Connection) -> None:
 def _drop_column(connection: Connection, table: str) -> None:
     connection.execute(text(f"DROP INDEX IF EXISTS ix_{table}_embedding_hnsw"))
     connection.execute(text(f"ALTER TABLE {table} DROP COLUMN IF EXISTS embedding"))
-    connection.execute(text(f"UPDATE {table} SET embedding_model = NULL"))
+    if table in MODEL_NAMED_TABLES:
+        connection.execute(text(f"UPDATE {table} SET embedding_model = NULL"))
 
 
 def _embedding_dimensions(connection: Connection, table: str) -> int | None:

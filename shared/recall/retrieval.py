@@ -99,6 +99,8 @@ def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, 
     nearest: list[tuple[int, float]] = []
     if query_vector is not None and vectors is not None:
         nearest = vectors.nearest_memories(uow, user_id, query_vector, CANDIDATE_LIMIT)
+        rounds = _with_nearest_rounds(uow, user_id, rounds,
+                                      vectors.nearest_rounds(uow, user_id, query_vector, CANDIDATE_LIMIT))
     scored, scored_rounds = _score(uow, user_id, lexical, nearest, query, now, span, rounds)
     episode_terms = list(query.message_terms + query.topic_terms)
     episodes = _episodes(uow, user_id, episode_terms, span)
@@ -141,6 +143,17 @@ def _round_candidates(uow: UnitOfWork, user_id: int, query: RecallQuery, span: T
     return RankedRounds(ranked.found + [(item, 0.0) for item in dated], ranked.next_to)
 
 
+def _with_nearest_rounds(uow: UnitOfWork, user_id: int, rounds: RankedRounds,
+                         nearest: list[tuple[int, float]]) -> RankedRounds:
+    """The rounds with those only the vectors found (score 0 of their own), and every round's similarity."""
+    if not nearest:
+        return rounds
+    found = {item.turn_id for item, _ in rounds.found}
+    only_near = [turn_id for turn_id, _ in nearest if turn_id not in found]
+    extra = [(item, 0.0) for item in uow.rounds.among(user_id, only_near)] if only_near else []
+    return RankedRounds(rounds.found + extra, rounds.next_to, similarity=dict(nearest))
+
+
 def _score(uow: UnitOfWork, user_id: int, lexical: RankedCandidates, nearest: list[tuple[int, float]],
            query: RecallQuery, now: datetime, span: TimeSpan | None = None,
            rounds: RankedRounds | None = None) -> tuple[list[ScoredMemory], list[ScoredRound]]:
@@ -154,6 +167,8 @@ def _score(uow: UnitOfWork, user_id: int, lexical: RankedCandidates, nearest: li
     similarity = {("m", memory_id): value for memory_id, value in nearest if memory_id in memories}
     said = {item.turn_id: item for item, _ in (rounds.found if rounds else [])}
     own.update({("r", item.turn_id): score for item, score in (rounds.found if rounds else [])})
+    if rounds is not None:
+        similarity.update({("r", turn_id): value for turn_id, value in rounds.similarity.items() if turn_id in said})
     if not memories and not said:
         return [], []
     noted_at = {("m", memory_id): _noted_at(memory) for memory_id, memory in memories.items()}
@@ -175,7 +190,8 @@ def _score(uow: UnitOfWork, user_id: int, lexical: RankedCandidates, nearest: li
             item = said[key]
             scored_rounds.append(ScoredRound(item, combine(
                 **shared, memory_type=ROUND_TYPE, recency=recency_score(item.said_at, now), frequency=0.0,
-                confidence=ROUND_CONFIDENCE, on_topic=_on_topic(query, item.search_tokens.split()))))
+                confidence=ROUND_CONFIDENCE, on_topic=_on_topic(query, item.search_tokens.split()),
+                vector_similarity=similarity.get(("r", key)))))
             continue
         memory = memories[key]
         scored_memories.append(ScoredMemory(memory, combine(

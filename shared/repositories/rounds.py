@@ -62,6 +62,14 @@ _ROUNDS_IN_SPAN = text(f"""
              search_tokens=Text, reply=Text)
 
 
+_ROUNDS_AMONG = text(f"""
+    SELECT t.id, t.created_at, t.session_id, t.text, t.search_tokens, {_REPLY} AS reply
+    FROM conversation_turns t
+    WHERE t.user_id = :user_id AND t.id = ANY(CAST(:ids AS bigint[])) AND t.role = 'user' AND t.search_tokens <> ''
+""").columns(id=BigInteger, created_at=DateTime(timezone=True), session_id=BigInteger, text=Text,
+             search_tokens=Text, reply=Text)
+
+
 @dataclass(frozen=True)
 class Round:
     """One round as recall shows it: the user's turn id, when it was said, the line and the bot's reply."""
@@ -81,6 +89,8 @@ class RankedRounds:
 
     found: list[tuple[Round, float]]
     next_to: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    similarity: dict[int, float] = field(default_factory=dict)
+    """Cosine similarity of the rounds' embeddings to the message's, where vectors are in play."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,13 @@ class RoundRepository:
         rows = self.session.execute(_RANKED_ROUNDS, parameters).all()
         return RankedRounds([(_round(row), float(row.score)) for row in rows],
                             {row.id: tuple(row.next_to) for row in rows if row.next_to})
+
+    def among(self, user_id: int, turn_ids: Sequence[int]) -> list[Round]:
+        """Those of the user's rounds ``turn_ids`` kept for recall (those the vectors found), in one round trip."""
+        if not turn_ids:
+            return []
+        rows = self.session.execute(_ROUNDS_AMONG, {"user_id": user_id, "ids": list(turn_ids)}).all()
+        return [_round(row) for row in rows]
 
     def said_between(self, user_id: int, start: datetime, end: datetime, limit: int) -> list[Round]:
         """The user's rounds said in ``[start, end)``, newest first (a time cue: "5月2日", "last Tuesday")."""

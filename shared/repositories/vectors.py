@@ -27,11 +27,25 @@ NEAREST_SQL = text("""
     LIMIT :limit
 """)
 
+NEAREST_ROUNDS_SQL = text("""
+    SELECT id, 1 - (embedding <=> CAST(:vector AS vector)) AS similarity
+    FROM conversation_turns
+    WHERE user_id = :user_id AND role = 'user' AND search_tokens <> '' AND embedding IS NOT NULL
+    ORDER BY embedding <=> CAST(:vector AS vector)
+    LIMIT :limit
+""")
+ROUNDS_WITHOUT_EMBEDDING_SQL = text("""
+    SELECT id FROM conversation_turns
+    WHERE user_id = :user_id AND id = ANY(CAST(:ids AS bigint[])) AND role = 'user' AND search_tokens <> ''
+      AND embedding IS NULL
+    ORDER BY id
+""")
+
 CLEAR_SQL = text("UPDATE memories SET embedding = NULL WHERE id = :memory_id AND user_id = :user_id")
 
 
 class VectorIndex:
-    """The memories' embeddings: nearest neighbours for one user, and writing embeddings."""
+    """The memories' and rounds' embeddings: nearest neighbours for one user, and writing embeddings."""
 
     def __init__(self) -> None:
         self._enabled: bool | None = None
@@ -56,6 +70,35 @@ class VectorIndex:
             session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
         rows = session.execute(NEAREST_SQL, {"vector": vector_literal(vector), "user_id": user_id, "limit": limit})
         return [(int(row.id), float(row.similarity)) for row in rows]
+
+    def nearest_rounds(self, uow: UnitOfWork, user_id: int, vector: Sequence[float],
+                       limit: int) -> list[tuple[int, float]]:
+        """Rounds (user turn ids) of ``user_id`` kept for recall closest to ``vector``, best first."""
+        if not self.enabled(uow):
+            return []
+        session = uow.session
+        if self._iterative_scan:
+            session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+        rows = session.execute(NEAREST_ROUNDS_SQL, {"vector": vector_literal(vector), "user_id": user_id,
+                                                    "limit": limit})
+        return [(int(row.id), float(row.similarity)) for row in rows]
+
+    def rounds_without_embedding(self, uow: UnitOfWork, user_id: int, turn_ids: Sequence[int]) -> list[int]:
+        """Those of the user's rounds ``turn_ids`` kept for recall that have no embedding yet."""
+        if not self.enabled(uow) or not turn_ids:
+            return []
+        rows = uow.session.execute(ROUNDS_WITHOUT_EMBEDDING_SQL, {"user_id": user_id, "ids": list(turn_ids)})
+        return [int(row.id) for row in rows]
+
+    def store_round_embedding(self, uow: UnitOfWork, user_id: int, turn_id: int, vector: Sequence[float]) -> bool:
+        """Save one round's embedding on its user turn; False when the round is gone or vectors are off."""
+        if not self.enabled(uow):
+            return False
+        result = uow.session.execute(
+            text("UPDATE conversation_turns SET embedding = CAST(:vector AS vector) "
+                 "WHERE id = :turn_id AND user_id = :user_id AND role = 'user'"),
+            {"vector": vector_literal(vector), "turn_id": turn_id, "user_id": user_id})
+        return result.rowcount == 1
 
     def store_memory_embedding(self, uow: UnitOfWork, user_id: int, memory_id: int,
                                vector: Sequence[float], model: str) -> bool:

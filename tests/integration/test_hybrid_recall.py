@@ -75,3 +75,35 @@ def test_a_memory_found_only_by_its_vector_reaches_the_prompt_of_the_one_llm_cal
     assert PHOTOGRAPHY not in lexical_prompt and ids[0] not in [used.id for used in lexical.memories_used]
     assert PHOTOGRAPHY in hybrid_prompt and ids[0] in [used.id for used in hybrid.memories_used]
     assert len(llm.chat_requests()) == 2 and llm.embedding_requests()[-1]["input"] in (question, [question])
+
+
+@pytest.mark.pgvector
+def test_a_round_found_only_by_its_vector_reaches_the_prompt(uow_factory, llm):
+    from shared.db.models import ConversationTurn
+    from shared.lifecycle.embedding import embed_rounds
+    from shared.recall.round_keys import key_round
+
+    vectors = VectorIndex()
+    embedder = OpenAIEmbedder(llm.base_url, "test", "fake-embed", 384, timeout_seconds=5)
+    said = "Honestly I love photography and shoot film on weekends"
+    with uow_factory() as uow:
+        enabled = vectors.enabled(uow)
+        user_id = uow.users.identify("console", "u1").user_id
+        chat_id = uow.chats.get_or_create("console", "c1", "private", None).id
+        line = uow.turns.add(ConversationTurn(user_id=user_id, chat_id=chat_id, role="user", text=said,
+                                              created_at=NOW - timedelta(days=40)))
+        uow.turns.add(ConversationTurn(user_id=user_id, chat_id=chat_id, role="assistant", text="How lovely.",
+                                       reply_to_turn_id=line.id, created_at=NOW - timedelta(days=40)))
+        key_round(uow, user_id, line.id, said, "How lovely.")
+        uow.commit()
+    question = "Should I print my photographs?"
+    if not enabled:
+        _, prompt = ask(llm, uow_factory, question, embedder=embedder, vectors=vectors)
+        assert "shoot film on weekends" not in prompt
+        return
+    assert embed_rounds(uow_factory, embedder, vectors, user_id, [line.id]) == 1
+    assert embed_rounds(uow_factory, embedder, vectors, user_id, [line.id]) == 0  # embedded once
+    _, lexical_prompt = ask(llm, uow_factory, question)
+    _, hybrid_prompt = ask(llm, uow_factory, question, embedder=embedder, vectors=vectors)
+    assert "shoot film on weekends" not in lexical_prompt
+    assert "you: Honestly I love photography and shoot film on weekends / me: How lovely." in hybrid_prompt

@@ -49,7 +49,7 @@ def test_migrations_go_up_and_down_on_postgres_without_pgvector(fresh_system_db)
 
 def test_migrations_create_vector_columns_and_hnsw_indexes_where_pgvector_exists(fresh_embedded_db):
     status = migrate.upgrade(fresh_embedded_db, embedding_dimensions=384)
-    assert status.enabled and status.dimensions == {"memories": 384, "episodes": 384}
+    assert status.enabled and status.dimensions == {"memories": 384, "episodes": 384, "conversation_turns": 384}
     with connected(fresh_embedded_db) as connection:
         indexes = {i["name"] for i in inspect(connection).get_indexes("memories")}
         assert {"ix_memories_embedding_hnsw", "ix_memories_search_tsv"} <= indexes
@@ -92,7 +92,7 @@ def test_a_new_embedding_size_recreates_only_the_embeddings(fresh_embedded_db):
     with engine.connect() as connection:
         assert connection.scalar(text("SELECT summary FROM episodes")) == "talked about tea"
     engine.dispose()
-    assert status.dimensions == {"memories": 8, "episodes": 8}
+    assert status.dimensions == {"memories": 8, "episodes": 8, "conversation_turns": 8}
 
 
 def test_the_models_match_the_migrations(fresh_system_db):
