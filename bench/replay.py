@@ -145,7 +145,9 @@ def import_memories(wiring: Wiring, player: Player) -> dict[int, tuple[str, ...]
 
 def _row(conversation: ReplayConversation, question, asked: Asked, baseline: Asked) -> dict:
     shown = in_order(question.evidence, asked.shown)
+    roles = {turn.id: turn.role for turn in conversation.turns}
     return {"conversation": conversation.id, "id": question.id, "kind": question.kind,
+            "sides": sorted({roles.get(evidence, "memory") for evidence in question.evidence}),
             "evidence": list(question.evidence), "shown": shown, "evidence_in_prompt": bool(shown),
             "all_evidence_in_prompt": len(shown) == len(question.evidence), "context_tokens": asked.tokens,
             "baseline_shown": in_order(question.evidence, baseline.shown), "baseline_context_tokens": baseline.tokens}

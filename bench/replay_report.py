@@ -1,6 +1,8 @@
 """The figures of ``mnemo bench replay`` (pure): evidence in the prompt overall and by kind, against the baseline.
 
 A question's evidence is in the prompt when at least one of its ids is shown; all of it when every id is.
+``by_side`` groups the questions by whose words their evidence is: the user's turn, the bot's (assistant)
+turn, or an imported memory (a question whose evidence holds both sides counts in both).
 The memory-context tokens are those of the prompt's memory section. ``memories_stored`` and ``junk_rate``
 are the write path's (the whole run's; a question kind has none of its own, nor has the baseline).
 """
@@ -35,6 +37,8 @@ def figures_of(rows: list[dict], junk: Junk) -> dict:
     return {
         "overall": group_figures(rows) | {"memories_stored": junk.stored, "junk_rate": junk.rate},
         "by_kind": {kind: group_figures([r for r in rows if r["kind"] == kind]) | unstored for kind in kinds},
+        "by_side": {side: group_figures([r for r in rows if side in r.get("sides", ())]) | unstored
+                    for side in sorted({side for r in rows for side in r.get("sides", ())})},
         "baseline": {"overall": group_figures(rows, **baseline) | unstored,
                      "by_kind": {kind: group_figures([r for r in rows if r["kind"] == kind], **baseline) | unstored
                                  for kind in kinds}},
@@ -52,8 +56,13 @@ def report(figures: dict) -> str:
              f"{'':<16}{'questions':>10}{'evidence':>10}{'all':>8}{'BM25':>8}{'BM25 all':>10}"
              f"{'tokens':>8}{'p95':>6}{'BM25 tok':>10}"]
     base = figures["baseline"]
+    sides = [(f"said by {side}", part, None) for side, part in figures.get("by_side", {}).items()]
     for name, mine, theirs in [("overall", overall, base["overall"])] + [
-            (kind, part, base["by_kind"][kind]) for kind, part in figures["by_kind"].items()]:
+            (kind, part, base["by_kind"][kind]) for kind, part in figures["by_kind"].items()] + sides:
+        if theirs is None:
+            lines.append(f"{name[:16]:<16}{mine['questions']:>10}{mine['evidence_in_prompt']:>10.1%}"
+                         f"{mine['all_evidence_in_prompt']:>8.1%}")
+            continue
         lines.append(f"{name[:16]:<16}{mine['questions']:>10}{mine['evidence_in_prompt']:>10.1%}"
                      f"{mine['all_evidence_in_prompt']:>8.1%}{theirs['evidence_in_prompt']:>8.1%}"
                      f"{theirs['all_evidence_in_prompt']:>10.1%}{mine['context_tokens_mean']:>8.0f}"

@@ -70,6 +70,9 @@ def test_two_conversations_played_through_the_write_path_show_what_each_user_sta
     assert written["worker"]["nights"] >= 3 and written["worker"]["jobs_run"] >= 5
     assert 0 < written["overall"]["context_tokens_mean"] <= written["prompt"]["memory_budget_tokens"]
     assert "overall" in (tmp_path / "out" / "report.md").read_text()
+    assert rows["bees"]["sides"] == ["memory"] and rows["dog"]["sides"] == ["user"]
+    assert written["by_side"]["memory"]["questions"] == 1
+    assert "said by user" in (tmp_path / "out" / "report.md").read_text()
 
 
 GENERATED = "A reply the model made up."
