@@ -49,6 +49,7 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     scale = suites.add_parser("scale", help="retrieval and hot-path latency at 10k, 100k and 1M memories")
     scale.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     scale.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated memory counts")
+    scale.add_argument("--rounds", default="", help="comma-separated round counts, one per memory size (default: none)")
     scale.add_argument("--users", type=int, default=10_000)
     scale.add_argument("--queries", type=int, default=1000)
     scale.add_argument("--out", default="bench/results")
@@ -144,8 +145,9 @@ def run_suite(settings: Settings, args: argparse.Namespace) -> int:
         from bench import scale
 
         sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
+        rounds = tuple(int(count) for count in args.rounds.split(",") if count.strip())
         print(scale.report(scale.run(args.database_url, sizes=sizes, users=args.users, out_dir=Path(args.out),
-                                     queries=args.queries)))
+                                     queries=args.queries, rounds=rounds)))
         return 0
     if args.suite == "dedup":
         from bench import dedup

@@ -1,7 +1,8 @@
-"""Scale benchmark: retrieval latency and hot-path overhead at 10k, 100k and 1M stored memories.
+"""Scale benchmark: retrieval latency and hot-path overhead at 10k, 100k and 1M stored memories (and rounds).
 
 The database grows in steps (synthetic English and Chinese memories spread over ``users`` users,
-bulk-loaded with ``COPY``); at each size the product's own ``recall_for_turn`` and
+bulk-loaded with ``COPY``, and as many rounds as asked for alongside, :mod:`bench.scale_rounds`); at
+each size the product's own ``recall_for_turn`` and
 ``ConversationService.handle_message`` (fake LLM answering at once) are timed for random users.
 The slowest query's candidate SQL is re-run under ``EXPLAIN (ANALYZE, BUFFERS)`` so a missed
 target comes with its plan. Figures go to ``scale.json`` (and ``latency.png`` with matplotlib).
@@ -27,9 +28,14 @@ if str(ROOT) not in sys.path:  # the fakes live in the checkout's tests/ (the be
 
 from bench.fakes.openai_server import FakeOpenAI  # noqa: E402
 from bench.hot_path import REPLY, build_service, percentile, scratch_database  # noqa: E402
+from bench.scale_report import plot, report, report_size  # noqa: E402,F401 (report: the command's)
+from bench.synthetic import MAX_AGE_DAYS, USER_SKEW, VOCABULARY, progress  # noqa: E402
 
 RETRIEVAL_P99_TARGET_MS = 5.0
 HOT_PATH_P99_TARGET_MS = 25.0
+ROUNDS_RETRIEVAL_P99_TARGET_MS = 15.0
+"""With rounds (issue 25): a random user's recall p99; the heaviest user's below."""
+ROUNDS_HEAVIEST_P99_TARGET_MS = 60.0
 RECALL_LIMIT = 5
 WARM_UP = 20
 HEAVIEST_USER_QUERIES = 100
@@ -43,36 +49,6 @@ COMBINED_SHARE = 0.3
 """Memories made of two pool sentences (longer texts)."""
 NICKNAME_SHARE = 0.25
 """Memories that mention the user's own nickname for someone (a token only that user has)."""
-USER_SKEW = 1.5
-"""Users are drawn as ``users * random() ** USER_SKEW``: a few heavy users, a long light tail."""
-MAX_AGE_DAYS = 365
-
-VOCABULARY = {
-    "food": ["pasta", "sushi", "ramen", "curry", "dumplings", "tacos",
-             "pizza", "salad", "risotto", "pho", "kimchi", "falafel", "paella"],
-    "drink": ["coffee", "matcha", "oolong", "espresso", "lemonade", "cider", "kombucha", "chai"],
-    "activity": ["hiking", "cycling", "swimming", "climbing", "running",
-                 "yoga", "painting", "gardening", "fishing", "skating"],
-    "day": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
-    "city": ["Berlin", "Lisbon", "Toronto", "Osaka", "Seattle", "Melbourne", "Dublin", "Prague", "Austin", "Kyoto"],
-    "job": ["nurse", "architect", "teacher", "plumber", "designer",
-            "accountant", "chef", "pilot", "librarian", "engineer"],
-    "pet": ["cat", "dog", "parrot", "rabbit", "hamster", "tortoise"],
-    "name": ["Alice", "Bruno", "Chen", "Dmitri", "Elena", "Farah", "Gustav",
-             "Hana", "Ivan", "Julia", "Kenji", "Leila", "Marco", "Nadia", "Omar"],
-    "skill": ["piano", "Spanish", "calligraphy", "woodworking", "photography", "chess", "guitar", "Japanese"],
-    "relation": ["sister", "brother", "cousin", "colleague", "neighbour", "mother", "father", "friend"],
-    "食物": ["火锅", "饺子", "小笼包", "烤鸭", "麻婆豆腐", "牛肉面", "寿司", "披萨", "糖醋排骨", "煎饼"],
-    "饮料": ["乌龙茶", "绿茶", "咖啡", "奶茶", "豆浆", "果汁", "红酒"],
-    "活动": ["爬山", "游泳", "跑步", "骑车", "钓鱼", "看电影", "打篮球", "练瑜伽", "逛公园"],
-    "城市": ["北京", "上海", "杭州", "成都", "广州", "西安", "南京", "厦门", "重庆", "苏州"],
-    "职业": ["医生", "老师", "程序员", "设计师", "会计", "厨师", "律师", "记者"],
-    "宠物": ["猫", "小狗", "兔子", "鹦鹉", "金鱼", "乌龟"],
-    "名字": ["小王", "小李", "张伟", "王芳", "李娜", "刘洋", "陈静", "赵磊", "周敏", "孙浩"],
-    "技能": ["钢琴", "书法", "英语", "日语", "摄影", "吉他", "围棋", "编程"],
-    "亲属": ["妹妹", "哥哥", "表姐", "同事", "邻居", "妈妈", "爸爸", "朋友"],
-    "星期": ["周一", "周二", "周三", "周四", "周五", "周六", "周日"],
-}
 MEMORY_TEMPLATES = (
     ("preference", "I really like {food}, especially with {drink}"),
     ("preference", "I prefer {activity} on {day} mornings"),
@@ -142,12 +118,8 @@ def memory_rows(pool: list[tuple[str, str, str]], users: int, rng: random.Random
                "long", tokens.strip(), TOKENIZER_VERSION, created, created, accessed, uses)
 
 
-def query_texts(rng: random.Random, count: int) -> list[str]:
-    return [fill(rng.choice(QUERY_TEMPLATES), rng) for _ in range(count)]
-
-
-def progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+def query_texts(rng: random.Random, count: int, templates: tuple[str, ...] = QUERY_TEMPLATES) -> list[str]:
+    return [fill(rng.choice(templates), rng) for _ in range(count)]
 
 
 def load_users(url: str, users: int) -> None:
@@ -267,15 +239,19 @@ def captured_sql(engine) -> Iterator[list[tuple[str, object]]]:
         event.remove(engine, "before_cursor_execute", record)
 
 
+EXPLAINED = (("text_candidates", "FROM memories", "@@"), ("round_candidates", "FROM conversation_turns", "@@"),
+             ("rounds_in_span", "FROM conversation_turns", ":start"))
+"""(name, what the statement reads, what marks it) of the statements explained: the memory and round rankings
+(each with its LIKE fallback in the same statement) and the rounds of an asked-about time."""
+
+
 def explain_recall(engine, sessions, user: int, text: str, now: datetime) -> dict:
-    """``EXPLAIN (ANALYZE, BUFFERS)`` of the memory candidate queries this recall sends."""
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of the candidate queries this recall sends."""
     with captured_sql(engine) as seen:
         time_recall(sessions, [(user, text)], now)
     plans = {}
     for statement, parameters in seen:
-        if "FROM memories" not in statement:
-            continue
-        name = "text_candidates" if "@@" in statement else None  # ranking and the LIKE fallback are one statement
+        name = next((name for name, table, mark in EXPLAINED if table in statement and mark in statement), None)
         if name:
             with engine.connect() as connection:
                 result = connection.exec_driver_sql("EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters)
@@ -283,33 +259,55 @@ def explain_recall(engine, sessions, user: int, text: str, now: datetime) -> dic
     return {"user_id": user, "text": text, "plans": plans}
 
 
-def measure(url: str, engine, sessions, service, users: int, queries: int, size: int, rng: random.Random) -> dict:
+def measure(url: str, engine, sessions, service, users: int, queries: int, size: int, rng: random.Random,
+            rounds: int = 0) -> dict:
+    """Recall for random users and for the heaviest (by memories and rounds), the hot path, the slowest
+    recall of each explained; with rounds, a share of the questions ask about what was said."""
+    from bench import scale_rounds
+
     now = datetime.now(UTC)
-    asks = [(rng.randint(1, users), text) for text in query_texts(rng, queries + WARM_UP)]
+    templates = QUERY_TEMPLATES + (scale_rounds.ROUND_QUERY_TEMPLATES if rounds else ())
+    asks = [(rng.randint(1, users), text) for text in query_texts(rng, queries + WARM_UP, templates)]
     time_recall(sessions, asks[:WARM_UP], now)
     retrieval = time_recall(sessions, asks[WARM_UP:], now)
-    heavy_user, heavy_count = heaviest_user(url)
-    heavy_asks = [(heavy_user, text) for text in query_texts(rng, HEAVIEST_USER_QUERIES)]
+    heavy_user, heavy_memories, heavy_rounds = scale_rounds.heaviest_user(url) if rounds else (*heaviest_user(url), 0)
+    heavy_asks = [(heavy_user, text) for text in query_texts(rng, HEAVIEST_USER_QUERIES, templates)]
     heavy = time_recall(sessions, heavy_asks, now)
     asyncio.run(time_hot_path(service, asks[:WARM_UP], f"warm-{size}"))
     hot = asyncio.run(time_hot_path(service, asks[WARM_UP:], f"hot-{size}"))
     slowest = max(range(len(retrieval)), key=retrieval.__getitem__)
-    return {"memories": size, "retrieval": summary(retrieval), "hot_path": summary(hot),
-            "heaviest_user": {"memories": heavy_count} | summary(heavy),
+    step = {"memories": size, "rounds": rounds, "retrieval": summary(retrieval), "hot_path": summary(hot),
+            "heaviest_user": {"user_id": heavy_user, "memories": heavy_memories, "rounds": heavy_rounds}
+            | summary(heavy),
             "explain_slowest": explain_recall(engine, sessions, *asks[WARM_UP + slowest], now),
-            "storage": storage(url)}
+            "storage": storage(url) | (scale_rounds.round_storage(url) if rounds else {})}
+    if rounds:
+        heavy_slowest = max(range(len(heavy)), key=heavy.__getitem__)
+        step["explain_heaviest"] = explain_recall(engine, sessions, *heavy_asks[heavy_slowest], now)
+    return step
 
 
 def run(database_url: str | None, sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), users: int = 10_000,
-        out_dir: Path = Path("bench/results"), queries: int = 1000, pool: int = POOL_SENTENCES) -> dict:
+        out_dir: Path = Path("bench/results"), queries: int = 1000, pool: int = POOL_SENTENCES,
+        rounds: tuple[int, ...] = ()) -> dict:
     """Grows one scratch database through ``sizes`` memories of ``users`` users, built from ``pool``
-    distinct sentences, and times ``queries`` recalls and hot-path turns at each size."""
+    distinct sentences, with ``rounds`` rounds alongside each size (none if empty), and times ``queries``
+    recalls and hot-path turns at each size."""
+    from bench import scale_rounds
     from shared.db.engine import session_factory
 
-    rng = random.Random(SEED)
+    if rounds and len(rounds) != len(sizes):
+        raise ValueError("give as many round counts as memory sizes")
+    steps = list(zip(sorted(sizes), sorted(rounds) or [0] * len(sizes), strict=True))
+    rng, round_rng = random.Random(SEED), random.Random(SEED + 1)  # the memories do not depend on the rounds
     progress("tokenising the sentence pool…")
-    rows = memory_rows(sentence_pool(rng, pool), users, rng, datetime.now(UTC) - timedelta(minutes=1))
-    targets = {"retrieval_p99_ms": RETRIEVAL_P99_TARGET_MS, "hot_path_p99_ms": HOT_PATH_P99_TARGET_MS}
+    started_at = datetime.now(UTC) - timedelta(minutes=1)
+    rows = memory_rows(sentence_pool(rng, pool), users, rng, started_at)
+    said = scale_rounds.round_pool(round_rng, pool) if any(rounds) else []
+    targets = {"retrieval_p99_ms": ROUNDS_RETRIEVAL_P99_TARGET_MS if any(rounds) else RETRIEVAL_P99_TARGET_MS,
+               "hot_path_p99_ms": HOT_PATH_P99_TARGET_MS}
+    if any(rounds):
+        targets["heaviest_user_p99_ms"] = ROUNDS_HEAVIEST_P99_TARGET_MS
     figures: dict = {"machine": machine(), "users": users, "queries": queries, "sizes": [], "targets": targets}
     with FakeOpenAI(models=("fake-chat",)) as llm, scratch_database(database_url) as url:
         llm.set_responder(lambda _request: REPLY)
@@ -317,14 +315,18 @@ def run(database_url: str | None, sizes: tuple[int, ...] = (10_000, 100_000, 1_0
         try:
             figures["machine"]["postgres"] = server_version(engine)
             load_users(url, users)
-            have = 0
-            for size in sorted(sizes):
-                progress(f"growing to {size:,} memories…")
+            have = have_rounds = 0
+            for size, wanted_rounds in steps:
+                progress(f"growing to {size:,} memories and {wanted_rounds:,} rounds…")
                 load_seconds = grow(url, rows, have, size)
-                have = size
-                progress(f"measuring at {size:,} memories ({queries} queries)…")
-                step = measure(url, engine, session_factory(engine), service, users, queries, size, rng)
-                figures["sizes"].append(step | {"load_s": load_seconds})
+                rounds_seconds = scale_rounds.grow_rounds(url, said, users, have_rounds, wanted_rounds, round_rng,
+                                                          started_at)
+                have, have_rounds = size, max(have_rounds, wanted_rounds)
+                progress(f"measuring at {size:,} memories, {have_rounds:,} rounds ({queries} queries)…")
+                step = measure(url, engine, session_factory(engine), service, users, queries, size, rng,
+                               rounds=have_rounds)
+                figures["sizes"].append(step | {"load_s": load_seconds + rounds_seconds,
+                                                "rounds_load_s": rounds_seconds})
                 progress(report_size(figures["sizes"][-1]))
         finally:
             engine.dispose()
@@ -341,62 +343,3 @@ def server_version(engine) -> str:
 
 def machine() -> dict:
     return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
-
-
-def report_size(step: dict) -> str:
-    r, h, u = step["retrieval"], step["hot_path"], step["heaviest_user"]
-    return (f"{step['memories']:>9,} memories (loaded in {step['load_s']:.0f} s): retrieval p50 {r['p50_ms']:.2f} / "
-            f"p95 {r['p95_ms']:.2f} / p99 {r['p99_ms']:.2f} ms; hot path p50 {h['p50_ms']:.1f} / p95 "
-            f"{h['p95_ms']:.1f} / p99 {h['p99_ms']:.1f} ms; heaviest user ({u['memories']:,} memories) "
-            f"retrieval p99 {u['p99_ms']:.2f} ms" + _storage_line(step.get("storage")))
-
-
-def _storage_line(storage: dict | None) -> str:
-    if not storage:
-        return ""
-    per_user = storage["memories_per_user"]
-    return (f"; on disk {storage['total_mib']:,.0f} MiB (table {storage['table_mib']:,.0f}, indexes "
-            f"{storage['indexes_mib']:,.0f}); memories per user mean {per_user['mean']:,.0f}, p99 "
-            f"{per_user['p99']:,.0f}, max {per_user['max']:,}")
-
-
-def report(figures: dict) -> str:
-    lines = [f"scale: {figures['users']:,} users, {figures['queries']} queries per size, "
-             f"{figures['machine']['cpus']} CPUs, PostgreSQL {figures['machine'].get('postgres')}"]
-    lines += [report_size(step) for step in figures["sizes"]]
-    last, targets = figures["sizes"][-1], figures["targets"]
-    for name, key in (("retrieval", "retrieval_p99_ms"), ("hot path", "hot_path_p99_ms")):
-        measured = last["retrieval" if name == "retrieval" else "hot_path"]["p99_ms"]
-        verdict = "met" if measured <= targets[key] else "MISSED"
-        lines.append(f"target {name} p99 <= {targets[key]:g} ms at {last['memories']:,}: {measured:.2f} ms, {verdict}")
-    explain = last["explain_slowest"]
-    lines.append(f"slowest query at {last['memories']:,} (user {explain['user_id']}: {explain['text']!r}):")
-    for name, plan in explain["plans"].items():
-        lines.append(f"  {name}:")
-        lines += [f"    {line}" for line in plan if "Scan" in line or "Time" in line or "Buffers" in line][:12]
-    return "\n".join(lines)
-
-
-def plot(figures: dict, path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: latency.png skipped", file=sys.stderr)
-        return
-    sizes = [step["memories"] for step in figures["sizes"]]
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for part, label in (("retrieval", "retrieval"), ("hot_path", "hot path (LLM excluded)")):
-        for share in ("p50", "p99"):
-            axes.plot(sizes, [step[part][f"{share}_ms"] for step in figures["sizes"]], marker="o",
-                      label=f"{label} {share}")
-    axes.axhline(RETRIEVAL_P99_TARGET_MS, linestyle=":", color="grey")
-    axes.axhline(HOT_PATH_P99_TARGET_MS, linestyle="--", color="grey")
-    axes.set(xscale="log", xlabel=f"stored memories ({figures['users']:,} users)", ylabel="ms",
-             title="Mnemo latency against stored memories")
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)

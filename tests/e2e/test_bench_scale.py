@@ -28,6 +28,40 @@ def test_scale_bench_writes_latencies_for_every_size_and_explains_the_slowest_qu
     assert "target retrieval p99" in scale.report(written) and "memories per user mean" in scale.report(written)
 
 
+def test_scale_bench_with_rounds_recalls_them_and_explains_the_round_ranking(
+        system_pg_admin_url: str, tmp_path: Path) -> None:
+    figures = scale.run(system_pg_admin_url, sizes=(300,), rounds=(1500,), users=20, out_dir=tmp_path, queries=20,
+                        pool=200)
+
+    step = figures["sizes"][0]
+    assert step["rounds"] == 1500 and step["rounds_load_s"] > 0
+    heaviest = step["heaviest_user"]
+    assert heaviest["rounds"] > 1500 / 20 and heaviest["memories"] > 0 and heaviest["p99_ms"] > 0
+    assert step["storage"]["rounds_per_user"]["max"] >= heaviest["rounds"]  # the hot path adds a few
+    assert "round_candidates" in step["explain_heaviest"]["plans"]
+    assert "target heaviest user's retrieval p99" in scale.report(figures)
+
+
+def test_round_rows_are_a_keyed_user_turn_then_the_bot_turn_answering_it_in_one_session() -> None:
+    import random
+
+    from bench import scale_rounds
+    from shared.recall.round_keys import round_search_text
+
+    rng = random.Random(2)
+    now = scale.datetime.now(scale.UTC)
+    planned = scale_rounds.sittings(300, users=5, rng=rng, now=now)
+    sessions, turns = scale_rounds.turn_rows(scale_rounds.round_pool(rng, 40), planned, 101, 7, rng)
+    rows = list(turns)
+    assert sum(size for _, _, size in planned) == 300 and len(rows) == 600
+    assert [row[0] for row in rows] == list(range(101, 701))
+    assert {session[0] for session in sessions} == {row[3] for row in rows}
+    for line, reply in zip(rows[::2], rows[1::2], strict=True):
+        assert (line[4], reply[4], reply[8], reply[3], reply[1]) == ("user", "assistant", line[0], line[3], line[1])
+        assert line[9] == round_search_text(line[5], reply[5]) and reply[9] == ""
+        assert line[11] < reply[11]
+
+
 def test_memory_rows_carry_the_product_tokens_of_their_text() -> None:
     import random
 
