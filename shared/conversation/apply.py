@@ -72,8 +72,6 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
                                    token_estimate=estimate_tokens(output.response), created_at=now))
     turn_count = _update_working_memory(uow, prepared, result, config, now)
     uow.memories.touch(prepared.user_id, prepared.prompt.memory_ids, now)
-    if prepared.prompt.memory_ids:
-        uow.turns.show_memories(prepared.user_id, prepared.user_turn_id, prepared.prompt.memory_ids)
     memory_ids: tuple[int, ...] = ()
     facts: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -83,7 +81,7 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
         else:
             memory_ids, facts = _store_memories(uow, prepared, output, now)
     key_round(uow, prepared.user_id, prepared.user_turn_id, prepared.text, output.response, facts,
-              kept=not prepared.paused)
+              kept=not prepared.paused, shown_memory_ids=prepared.prompt.memory_ids)
     todo_ids, todo_warnings, notice = _store_todos(uow, prepared, result, now)
     job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted)
     if prepared.quota.over:  # owed from the next day, when the user's allowance is back; not sent now

@@ -31,7 +31,7 @@ from shared.db.memory_models import Memory
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
 from shared.recall.retrieval import Recall, ScoredMemory, recall_for_turn
-from shared.reminders.in_note import PendingReminder, reminder_line, reminders_for_note
+from shared.reminders.in_note import MAX_IN_NOTE, PendingReminder, due_limit, reminder_line, reminders_for_note
 from shared.reminders.timeparse import zone_or_default
 from shared.repositories.uow import UnitOfWork
 from shared.search.scoring import combine, recency_score
@@ -113,8 +113,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     known = _known_memories(uow, user_id, text)
     recall = _asked_first(recall, known, text, now, candidates)
     recall_seconds = time.perf_counter() - recall_started
-    reminders = reminders_for_note(text, [PendingReminder(todo.content, todo.due_at)
-                                          for todo in uow.todos.for_user(user_id)], now)
+    pending = uow.todos.soonest_pending(user_id, MAX_IN_NOTE, due_before=due_limit(text, now))
+    reminders = reminders_for_note(text, [PendingReminder(content, due) for content, due in pending], now)
     prompt = build_turn_prompt(PromptInputs(
         bot_name=config.bot_name, personality=config.personality,
         strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,

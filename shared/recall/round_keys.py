@@ -21,10 +21,11 @@ def round_search_text(line: str, reply: str | None, facts: Iterable[str] = ()) -
 
 
 def key_round(uow: UnitOfWork, user_id: int, turn_id: int, line: str, reply: str | None,
-              facts: Sequence[str] = (), *, kept: bool = True) -> None:
-    """Key the user's round ``turn_id`` (a round not ``kept``, a paused user's, gets no keys)."""
+              facts: Sequence[str] = (), *, kept: bool = True, shown_memory_ids: Sequence[int] = ()) -> None:
+    """Key the user's round ``turn_id`` (a round not ``kept``, a paused user's, gets no keys); the memories
+    the prompt answering it showed are recorded in the same statement."""
     tokens = round_search_text(line, reply, facts) if kept else ""
-    uow.rounds.key(user_id, turn_id, tokens, TOKENIZER_VERSION)
+    uow.rounds.key(user_id, turn_id, tokens, TOKENIZER_VERSION, shown_memory_ids)
 
 
 def rekey_rounds(uow: UnitOfWork, user_id: int, turn_ids: Sequence[int], *, only_kept: bool = True) -> int:

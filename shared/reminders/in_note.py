@@ -37,6 +37,11 @@ def reminders_for_note(text: str, pending: Sequence[PendingReminder], now: datet
     return [reminder for reminder in soonest if reminder.due_at <= now + DUE_SOON][:MAX_IN_NOTE]
 
 
+def due_limit(text: str, now: datetime) -> datetime | None:
+    """Only reminders due before this can be in the note of ``text`` (None: any, it asks about them)."""
+    return None if ASKS_ABOUT_REMINDERS.search(text) else now + DUE_SOON
+
+
 def asks_about_reminders(text: str) -> bool:
     return bool(ASKS_ABOUT_REMINDERS.search(text))
 

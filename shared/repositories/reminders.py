@@ -40,6 +40,16 @@ class TodoRepository:
         query = select(Todo).where(Todo.user_id == user_id, Todo.status.in_(statuses))
         return list(self.session.scalars(query.order_by(Todo.remind_at, Todo.id)))
 
+    def soonest_pending(self, user_id: int, limit: int, *,
+                        due_before: datetime | None = None) -> list[tuple[str, datetime]]:
+        """(content, due) of the user's first ``limit`` pending reminders, soonest first (only those due
+        before ``due_before`` when given): what a turn's note shows."""
+        query = select(Todo.content, Todo.due_at).where(Todo.user_id == user_id, Todo.status == "pending")
+        if due_before is not None:
+            query = query.where(Todo.remind_at < due_before)
+        return [(content, due) for content, due in self.session.execute(
+            query.order_by(Todo.remind_at, Todo.id).limit(limit))]
+
     def count_pending(self, user_id: int) -> int:
         """How many of the user's reminders are pending (the cap of :mod:`shared.reminders.scheduling`)."""
         query = select(func.count()).select_from(Todo).where(Todo.user_id == user_id, Todo.status == "pending")

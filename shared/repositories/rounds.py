@@ -150,12 +150,17 @@ class RoundRepository:
         return [RoundMaterial(turn_id, line, reply_line, tuple(facts.get(turn_id, ())))
                 for turn_id, line, reply_line in rows]
 
-    def key(self, user_id: int, turn_id: int, tokens: str, version: int) -> None:
-        """Set the search keys of the user's round ``turn_id`` ("" keeps it out of recall)."""
+    def key(self, user_id: int, turn_id: int, tokens: str, version: int,
+            shown_memory_ids: Sequence[int] = ()) -> None:
+        """Set the search keys of the user's round ``turn_id`` ("" keeps it out of recall) and, in the same
+        statement, the memories the prompt answering it showed (when it showed any)."""
+        values: dict[str, object] = {"search_tokens": tokens, "tokenizer_version": version}
+        if shown_memory_ids:
+            values["memory_ids"] = list(shown_memory_ids)
         self.session.execute(update(ConversationTurn)
                              .where(ConversationTurn.id == turn_id, ConversationTurn.user_id == user_id,
                                     ConversationTurn.role == "user")
-                             .values(search_tokens=tokens, tokenizer_version=version))
+                             .values(**values))
 
     def kept_among(self, user_id: int, turn_ids: Sequence[int]) -> list[int]:
         """Those of the user's turns that are rounds kept for recall (keyed)."""
