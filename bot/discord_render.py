@@ -51,6 +51,8 @@ _MENU_TEXTS = {
     "access.target": ("Its id (a user: platform:id, or a mention)", "它的编号（用户：平台:编号，或直接 @ 提及）"),
 }
 # Where a long text may be cut, best first; a cut is only taken in the second half of the window.
+_USER_MENTION = re.compile(r"<@!?(?P<user_id>\d{1,20})>(?P<space>\s*)")
+"""A user's mention as Discord writes it (``<@123>``, ``<@!123>``); a snowflake has at most 20 digits."""
 _BREAKS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ")
 
 
@@ -107,9 +109,10 @@ def reply_messages(reply: Reply, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str
 
 def plain_text(content: str, bot_id: int, names: Mapping[int, str]) -> str:
     """The message as the user meant it: the bot's mention removed, other users' mentions as @names."""
-    text = re.sub(rf"<@!?{bot_id}>\s*", "", content)
-    text = re.sub(r"<@!?(\d+)>", lambda match: "@" + names.get(int(match.group(1)), "someone"), text)
-    return text.strip()
+    def shown(match: re.Match[str]) -> str:
+        user_id = int(match["user_id"])
+        return "" if user_id == bot_id else "@" + names.get(user_id, "someone") + match["space"]
+    return _USER_MENTION.sub(shown, content).strip()
 
 
 def jump_url(guild_id: int | None, channel_id: str, message_id: str) -> str:

@@ -25,6 +25,9 @@ from shared.conversation.service import ConversationService
 log = logging.getLogger(__name__)
 
 TYPING_REPEAT_SECONDS = 4.0  # Telegram shows "typing…" for 5 s per chat action
+_SPACE_RUN = re.compile(r"[ \t]{2,}")
+_LEADING_PUNCTUATION = re.compile(r"^[\s,:;，：；]+")
+"""What is left before the text once the bot's mention is taken out ("@MnemoBot, hi" → "hi")."""
 
 
 @asynccontextmanager
@@ -65,8 +68,8 @@ def addressed_text(message: Message, me: User) -> str | None:
     encoded = value.encode("utf-16-le")  # entity offsets count UTF-16 code units
     for entity in sorted(mentions, key=lambda e: e.offset, reverse=True):
         encoded = encoded[:entity.offset * 2] + b" \x00" + encoded[(entity.offset + entity.length) * 2:]
-    stripped = re.sub(r"[ \t]{2,}", " ", encoded.decode("utf-16-le"))
-    return re.sub(r"^[\s,:;，：；]+", "", stripped).strip()
+    stripped = _SPACE_RUN.sub(" ", encoded.decode("utf-16-le"))
+    return _LEADING_PUNCTUATION.sub("", stripped).strip()
 
 
 class ChatHandler:

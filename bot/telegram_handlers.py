@@ -28,6 +28,8 @@ IMPORT_CAPTION = r"^/import(@\w+)?(\s|$)"
 PAGE_SIZE = 10
 Context = ContextTypes.DEFAULT_TYPE
 LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
+_COMMAND_HEAD = re.compile(r"/\w+(@\w+)?")
+"""``/remember`` or ``/remember@MnemoBot`` at the start of a message."""
 MAX_LANGUAGE_CHARS = 16
 """An IETF language tag as Telegram sends it (``en``, ``zh-hans``), short enough to be kept."""
 T = TypeVar("T")
@@ -57,7 +59,7 @@ def language_of(user: User | None) -> str | None:
 def command_argument(message: Message) -> str:
     """What follows the command, line breaks kept (``/remember a\\nb`` → ``a\\nb``)."""
     value = message.text or message.caption or ""
-    found = re.match(r"/\w+(@\w+)?", value)
+    found = _COMMAND_HEAD.match(value)
     return value[found.end():].strip() if found else value.strip()
 
 

@@ -20,6 +20,9 @@ CALLBACK_DATA_LIMIT = 64  # Bot API: bytes of an inline button's callback_data
 SNOOZE_MINUTES = 10
 MAX_REMINDER_BUTTON_ROWS = 10
 CONTEXT_CUT_MARKERS = ("did not fit the context budget", "only the first")
+_PAGE_DATA = re.compile(r"mp:(\d{1,20}):(\d{1,6}):([a-z]*):(.*)", re.DOTALL)
+_REMINDER_DATA = re.compile(r"(rd|rs|rc):(\d{1,20}):(\d{1,20})")
+_SUPERGROUP_ID = re.compile(r"-100\d+")
 _BREAKS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ")
 
 # Texts only the Telegram front-end shows: (English, Chinese). Command answers come from command_texts.
@@ -137,7 +140,7 @@ class PageRequest:
 
     @classmethod
     def parse(cls, data: str) -> PageRequest | None:
-        found = re.fullmatch(r"mp:(\d{1,20}):(\d{1,6}):([a-z]*):(.*)", data, re.DOTALL)
+        found = _PAGE_DATA.fullmatch(data)
         if found is None:
             return None
         return cls(int(found[1]), int(found[2]), found[3] or None, found[4] or None)
@@ -156,7 +159,7 @@ class ReminderAction:
 
     @classmethod
     def parse(cls, data: str) -> ReminderAction | None:
-        found = re.fullmatch(r"(rd|rs|rc):(\d{1,20}):(\d{1,20})", data)
+        found = _REMINDER_DATA.fullmatch(data)
         return cls(found[1], int(found[2]), int(found[3])) if found else None
 
 
@@ -199,6 +202,6 @@ def message_link(platform: str | None, chat_id: str | None, message_id: str | No
     """``https://t.me/c/…`` for a message in a supergroup; private chats and basic groups have no links."""
     if platform != "telegram" or not chat_id or not message_id or not message_id.isdigit():
         return None
-    if not re.fullmatch(r"-100\d+", chat_id):
+    if not _SUPERGROUP_ID.fullmatch(chat_id):
         return None
     return f"https://t.me/c/{chat_id.removeprefix('-100')}/{message_id}"

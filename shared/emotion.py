@@ -73,8 +73,11 @@ UNKNOWN = Emotion("unknown", "neutral", 0.0)
 NEUTRAL = Emotion("neutral", "neutral", 1.0)
 
 
+_NAME_SEPARATORS = re.compile(r"[\s-]+")
+
+
 def _normalise_name(value: Any) -> str:
-    return re.sub(r"[\s-]+", "_", value.strip().lower()) if isinstance(value, str) else ""
+    return _NAME_SEPARATORS.sub("_", value.strip().lower()) if isinstance(value, str) else ""
 
 
 def _clamp_confidence(value: Any) -> float:

@@ -23,6 +23,7 @@ DEFAULT_SNOOZE_MINUTES = 10
 _WORDS = "|".join(sorted(map(re.escape, ACTION_WORDS), key=len, reverse=True))
 _ACTION = re.compile(rf"(?P<word>{_WORDS})\s*#?\s*(?P<id>\d{{1,30}})"
                      r"(?:\s+(?P<minutes>\d{1,6})\s*(?:m|min|mins|minutes?|分钟|分)?)?", re.I)
+_REMINDER_ID = re.compile(r"#?\d{1,30}")
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def reminder_action(text: str) -> ReminderAction | None:
 def action_of(action: str, argument: str) -> ReminderAction:
     """``/cancel 4``, ``/done 4``, ``/snooze 4 [minutes]``; InvalidCommand when the numbers are not numbers."""
     reminder, _, minutes = argument.strip().partition(" ")
-    if not re.fullmatch(r"#?\d{1,30}", reminder):
+    if not _REMINDER_ID.fullmatch(reminder):
         raise InvalidCommand("bad_id")
     minutes = minutes.strip()
     if minutes and (action != "snooze" or not minutes.isdecimal() or len(minutes) > 6):

@@ -53,7 +53,8 @@ SNOOZE_MINUTES = range(1, 7 * 24 * 60 + 1)
 MAX_ID = 2**63 - 1
 PANEL_LINK_LIFETIME = timedelta(minutes=10)
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
-_ID = re.compile(r"#?\s*-?\d{1,30}")
+_ID = re.compile(r"(?<![#\s])#?\s*-?\d{1,30}")
+"""An id as typed (``12``, ``#12``, ``# -3``); never starting inside a run of spaces, so a search is linear."""
 _LOCALE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8}){0,2}")
 _REMINDER_FILLER = " \t\r\n,，、:：;；.。!！-—"
 

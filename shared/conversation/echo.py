@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 
-_PROTECTED = re.compile(r"`[^`]*`|https?://\S+|www\.\S+|[\w.+-]+@[\w-]+\.[\w.]+|[@#][\w-]+|“[^”]*”|「[^」]*」|『[^』]*』|"
-                        r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")
+_PROTECTED = re.compile(r"`[^`]*`|https?://\S+|www\.\S+|(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+|[@#][\w-]+|“[^“”]*”|「[^「」]*」|"
+                        r"『[^『』]*』|\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")
+"""Spans kept verbatim. An address starts where its run of address characters starts and a quotation ends before
+the next opening mark, so no start scans the rest of the text again: finding them is linear."""
 _ZH_PERSONS = re.compile(r"我们|咱们|你们|自我|您|我|你")
 _ZH_SWAP = {"我们": "你们", "咱们": "你们", "你们": "我们", "自我": "自我", "您": "我", "我": "你", "你": "我"}
 _EN_PERSONS = re.compile(

@@ -51,6 +51,7 @@ MAX_RETRY_SECONDS = 3600.0
 DISCORD_NONCE_LIMIT = 25
 DISCORD_USER_AGENT = "DiscordBot (https://github.com/mnemo-bot/mnemo, 0.1.0)"
 _SNOWFLAKE = re.compile(r"\d{1,20}")
+_NUMERIC_CHAT_ID = re.compile(r"-?\d+")
 
 
 def _client(timeout: float) -> httpx.Client:
@@ -110,7 +111,7 @@ class TelegramSender:
         """Post ``text`` to the chat the reminder was asked in (a group too), with no mention added."""
         del idempotency_key  # the Bot API has no idempotency key (see shared.reminders.service)
         chat_id: int | str = target.platform_chat_id
-        if re.fullmatch(r"-?\d+", target.platform_chat_id):
+        if _NUMERIC_CHAT_ID.fullmatch(target.platform_chat_id):
             chat_id = int(target.platform_chat_id)
         payload = {"chat_id": chat_id, "text": _truncate(text, TELEGRAM_TEXT_LIMIT)}
         response, body = _post(self._http, "telegram", self._url, payload)

@@ -59,8 +59,11 @@ MERGES_PER_TRANSACTION = 100
 CONFIRM_MAX_TOKENS = 400
 
 _NEGATION = re.compile(r"\b(?:not|no|never|nothing|nobody|neither|nor|cannot|\w+n't)\b|[不没别未]")
-_NUMBER = re.compile(r"\d+|[零〇一二两三四五六七八九十百千万]+(?=[点号日月年岁个只次天周分时])"  # 三点, 五岁, 一只
+_ZH_NUMERALS = "零〇一二两三四五六七八九十百千万"
+_NUMBER = re.compile(rf"\d+|(?<![{_ZH_NUMERALS}])[{_ZH_NUMERALS}]+(?=[点号日月年岁个只次天周分时])"  # 三点, 五岁, 一只
                      r"|(?<=[周期])[一二三四五六日天]")  # 周三, 星期五
+"""Numbers that make two memories different; a Chinese numeral is read from the start of its run only (so a
+long run is not scanned again from each of its characters)."""
 _NOT_WORD = re.compile(r"[\W_]+")
 _TEXT_KEY = "\x00"  # prefix of the normalised-text key; no token contains it
 

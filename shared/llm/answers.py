@@ -13,10 +13,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
+THINK_TAG = re.compile(r"<(?P<closing>/?)think(?:ing)?>", re.IGNORECASE)
 THINK_OPEN = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
 THINK_CLOSE = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
-FENCE_LINE = re.compile(r"^\s*```[\w-]*\s*$", re.MULTILINE)
+FENCE_LINE = re.compile(r"^[^\S\n]*```[\w-]*[^\S\n]*$", re.MULTILINE)
+"""A fence line; the spaces around it stay on its line, so no start scans a run of blank lines again."""
 SCHEMA_KEYWORDS = frozenset({"$schema", "properties", "additionalProperties", "required"})
 MACHINE_STARTS = ("{", "[", "```", "<think", "</think")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -25,7 +26,7 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 def strip_reasoning(text: str) -> str:
     """``text`` without reasoning: closed ``<think>`` blocks, everything before a lone ``</think>`` (the
     template opened it), and an unclosed ``<think>`` to the end (the reply was cut while thinking)."""
-    text = THINK_BLOCK.sub("", text)
+    text = _without_closed_blocks(text)
     closing = list(THINK_CLOSE.finditer(text))
     if closing:
         text = text[closing[-1].end():]
@@ -33,6 +34,19 @@ def strip_reasoning(text: str) -> str:
     if opening:
         text = text[: opening.start()]
     return text.strip()
+
+
+def _without_closed_blocks(text: str) -> str:
+    """``text`` without each ``<think>`` and what follows it up to the next closing tag, in one pass over the
+    tags (a regular expression from each opening tag to a closing one would scan again from every opening)."""
+    kept, opened_at, position = [], None, 0
+    for tag in THINK_TAG.finditer(text):
+        if opened_at is None and not tag["closing"]:
+            opened_at = tag.start()
+        elif opened_at is not None and tag["closing"]:
+            kept.append(text[position:opened_at])
+            opened_at, position = None, tag.end()
+    return "".join(kept) + text[position:]
 
 
 def without_fences(text: str) -> str:

@@ -50,9 +50,12 @@ class MemoryWrite:
     replaced: Memory | None = None
 
 
+_KEY_SEPARATORS = re.compile(r"[\s\-]+")
+
+
 def normalise_key(value: str) -> str:
     """Subjects and predicates compare without case, spacing or punctuation differences."""
-    return re.sub(r"[\s\-]+", "_", value.strip().lower()).strip("_")[:100] or "general"
+    return _KEY_SEPARATORS.sub("_", value.strip().lower()).strip("_")[:100] or "general"
 
 
 def store_stated_memories(uow: UnitOfWork, user_id: int, entries: Iterable[StatedMemory], *, now: datetime,

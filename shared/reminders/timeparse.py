@@ -89,11 +89,16 @@ _KINDS = {"days": "day", "weekday": "day", "ymd": "day", "next_month_day": "day"
 
 
 def _alternation(words: Iterable[str]) -> str:
-    """Longest first; English words only as whole words, with any run of spaces between them."""
+    """Longest first; English words only as whole words, with any run of spaces between them.
+
+    The English words share one pair of lookarounds, so each alternative starts with its literal and the
+    engine skips those whose first letter differs: trying every word at every position stays cheap."""
     def one(word: str) -> str:
-        pattern = re.escape(word).replace(r"\ ", r"\s+")
-        return rf"(?<![A-Za-z]){pattern}(?![A-Za-z])" if word.isascii() else pattern
-    return "|".join(one(word) for word in sorted(words, key=len, reverse=True))
+        return re.escape(word).replace(r"\ ", r"\s+")
+    ordered = sorted(words, key=len, reverse=True)
+    english = "|".join(one(word) for word in ordered if word.isascii())
+    other = [one(word) for word in ordered if not word.isascii()]
+    return "|".join([rf"(?<![A-Za-z])(?:{english})(?![A-Za-z])"] * bool(english) + other)
 
 
 _ZH_NUMBER = r"\d{1,4}|[零〇一二两三四五六七八九十百]{1,5}"

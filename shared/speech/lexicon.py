@@ -70,18 +70,21 @@ idol: 偶像 idol
 motto: 座右铭 motto
 from: hometown
 """
+_TABLE_ROW = re.compile(r"^(\w+):((?:.|\n\s)+)$", re.MULTILINE)
+"""A row of the table above: its canonical name, and its words (on indented continuation lines too)."""
+_HAN_CHAR = re.compile(r"[\u4e00-\u9fff]")
 CANONICAL_THINGS: dict[str, str] = {
     word.replace("_", " "): canonical
-    for canonical, words in re.findall(r"^(\w+):((?:.|\n\s)+)$", _CANONICAL_TABLE, re.MULTILINE)
+    for canonical, words in _TABLE_ROW.findall(_CANONICAL_TABLE)
     for word in words.split()
 }
 """Pets, people and categories in both languages, under one canonical name each."""
 _BOTH_IN_CHINESE = {"sister": "姐妹", "brother": "兄弟", "best_friend": "好朋友"}
 """Canonical names whose first Chinese word says more than they do (姐姐 is only an older sister)."""
 CHINESE_NAMES: dict[str, str] = {
-    **{canonical: next(word for word in words.split() if re.search(r"[\u4e00-\u9fff]", word))
-       for canonical, words in re.findall(r"^(\w+):((?:.|\n\s)+)$", _CANONICAL_TABLE, re.MULTILINE)
-       if re.search(r"[\u4e00-\u9fff]", words)},
+    **{canonical: next(word for word in words.split() if _HAN_CHAR.search(word))
+       for canonical, words in _TABLE_ROW.findall(_CANONICAL_TABLE)
+       if _HAN_CHAR.search(words)},
     **_BOTH_IN_CHINESE,
 }
 """What a canonical name is called in Chinese (cat → 猫), for showing a key to a Chinese reader."""
@@ -129,6 +132,9 @@ _NOT_LIKED = re.compile(
 """What is liked is somebody else's thing or a remark, not a taste of the speaker ("I love your turtles")."""
 _EVENT_TIME = re.compile(r"\b(?:tomorrow|tonight|today|next|this (?:week|weekend|month|year)|later|soon|upcoming|"
                          r"coming up)\b|明天|今晚|下周|下个月|待会|马上", re.IGNORECASE)
+_ZH_ACTIVITY_VERB = re.compile(r"^(?:吃|喝|玩|看|听|打|去|做|养|学|弹|画|踢|逛|唱|跳|读|写)(?=.)")
+"""The verb before a Chinese topic (吃火锅 → 火锅), when something follows it."""
+_EN_LEADING_WORD = re.compile(r"^(?:to|the|a|an|my|some|playing|watching|reading|eating|drinking)\s+", re.IGNORECASE)
 _POSSESSION_CUT = re.compile(r"\s+(?:that|which|who|to|from|for|with|in|at|on|and)\b.*$", re.IGNORECASE)
 _NAME_BLOCKERS = re.compile(r"[我你他她它]|什么|啥|谁|哪|^(?:了|过|着)|\b(?:you|me|him|her|it|them|what|who)\b",
                             re.IGNORECASE)
@@ -160,8 +166,8 @@ def possession_head(obj: str) -> str:
 
 def topic_key(obj: str) -> str | None:
     """The object's first one or two keywords, singular ("horror movies" → horror_movie, "吃火锅" → 火锅)."""
-    stripped = re.sub(r"^(?:吃|喝|玩|看|听|打|去|做|养|学|弹|画|踢|逛|唱|跳|读|写)(?=.)", "", obj.strip())
-    stripped = re.sub(r"^(?:to|the|a|an|my|some|playing|watching|reading|eating|drinking)\s+", "", stripped, flags=re.I)
+    stripped = _ZH_ACTIVITY_VERB.sub("", obj.strip())
+    stripped = _EN_LEADING_WORD.sub("", stripped)
     words = keywords(stripped) or keywords(obj)
     if not words:
         return None

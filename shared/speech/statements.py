@@ -22,7 +22,13 @@ from shared.speech.rules import RULES, StatementRule
 MAX_ENTRIES = 5
 MAX_CONTENT_CHARS = 200
 _CLAUSE_BREAK = re.compile(r"[，,]")
-_OBJECT_TAIL = re.compile(r"(?:\s+(?:now|anymore|any more|these days|too|as well))+$|[了啦呀哦的呢哈]+$", re.IGNORECASE)
+_TAIL_WORDS = ("now", "anymore", "any more", "these days", "too", "as well")
+_TAIL_PARTICLES = "了啦呀哦的呢哈"
+_OBJECT_TAIL = re.compile("(?<!\\s)" + "".join(rf"(?<!\s{word})" for word in _TAIL_WORDS)
+                          + rf"(?:\s+(?:{'|'.join(_TAIL_WORDS)}))+$|(?<![{_TAIL_PARTICLES}])[{_TAIL_PARTICLES}]+$",
+                          re.IGNORECASE)
+"""Words and particles that end an object ("coffee now", "香菜了"). A run of them is only tried from its start
+(never after a space or one of them), which finds the same tail and keeps the search linear."""
 _BOT_TEMPLATE = re.compile(r"^(?:好的，我记住了|好的，我更新了|我记得|Got it|Noted|Updated|I remember)", re.IGNORECASE)
 _LEADING_CONJUNCTION = re.compile(r"^(?:(?:and|but|so|also|then|然后|而且|但是|可是|所以)\s*)+", re.IGNORECASE)
 _SYMBOLS = frozenset({"So", "Sk", "Cs", "Co", "Cn"})

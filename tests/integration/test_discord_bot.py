@@ -611,6 +611,11 @@ def test_the_bots_mention_is_removed_and_other_mentions_read_as_names():
     assert plain_text("<@1> hey <@!1> <@22>, look", 1, {22: "Bob"}) == "hey @Bob, look"
 
 
+def test_a_mention_longer_than_any_snowflake_is_left_as_text_rather_than_read_as_a_number():
+    forged = "<@" + "9" * 5000 + ">"
+    assert plain_text(f"hi {forged}", 1, {}) == f"hi {forged}"
+
+
 def test_jump_links_point_into_the_server_or_the_dm():
     assert jump_url(600, "700", "800") == "https://discord.com/channels/600/700/800"
     assert jump_url(None, "700", "800") == "https://discord.com/channels/@me/700/800"

@@ -29,6 +29,7 @@ VALID = json.dumps({"response": "你好，小明！", "emotion": {"primary": "ha
     ("reasoning the template opened</think>answer", "answer"),
     ("answer<think>cut while thinking", "answer"),
     ("<THINKING>a</THINKING>b", "b"),
+    ("<think>a<think>b</thinking>c<think>d</think>e", "ce"),
     ("plain", "plain"),
 ])
 def test_reasoning_is_stripped_however_it_is_written(raw: str, expected: str) -> None:
