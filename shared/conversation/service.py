@@ -5,9 +5,11 @@
    turn is never lost even if the LLM fails;
 2. the LLM call, outside any transaction (the offline responder answers when there is no LLM or
    it fails);
+2a. with a daily quota, the call's most is held on the user's allowance first (one short transaction,
+   :func:`shared.usage.quota.reserve`), so concurrent messages cannot overspend it;
 3. apply (one short transaction): the reply turn, working memory, stated memories, todos, access
    tracking, the background jobs owed and what the model requests of this turn cost (``llm_usage``),
-   all or nothing.
+   all or nothing; the quota hold is given back in it.
 
 A user (or group chat) past today's token allowance is answered by the offline responder with a
 notice in their language; the turn is kept, and its background jobs are owed from the next UTC day.
@@ -52,6 +54,7 @@ from shared.metrics import record
 from shared.recall.embeddings import Embedder
 from shared.recall.retrieval import Recall
 from shared.repositories.uow import UnitOfWork
+from shared.usage.quota import QuotaHold, QuotaState, call_ceiling, reserve, settle
 from shared.usage.texts import quota_notice
 
 log = logging.getLogger(__name__)
@@ -113,13 +116,14 @@ class ConversationService:
                                    self.config.database_patience, on_delay, what="a message")
         if prepared.duplicate is not None:
             return prepared.duplicate
+        prepared, hold = await self._reserve(prepared, on_delay)
         prepared_at = time.perf_counter()
         with metered("turn") as answering:
             result = await self._complete(prepared, on_busy)
         answered_at = time.perf_counter()
         spent = (*searching.calls, *answering.calls)
         try:
-            applied = await patiently(lambda retrying: self._apply(prepared, result, spent, retrying),
+            applied = await patiently(lambda retrying: self._apply(prepared, result, spent, hold, retrying),
                                       self.config.database_patience, on_delay, what="a reply")
         except DatabaseUnavailable:  # the user still gets the answer; the turn stays owed a reply
             applied = AppliedTurn(memory_ids=(), todo_ids=(), warnings=(UNSAVED_REPLY,))
@@ -163,18 +167,39 @@ class ConversationService:
             uow.commit()
         return prepared
 
+    async def _reserve(self, prepared: PreparedTurn, on_delay: OnDelay | None) -> tuple[PreparedTurn, QuotaHold | None]:
+        """Before the model is asked: check the allowance again and hold the call's most on it, so concurrent
+        messages (on any replica) cannot all pass the check before any is charged."""
+        if self.chat_model is None or prepared.quota.over or not self.config.quota.enabled:
+            return prepared, None
+        ceiling = call_ceiling(prepared.prompt.messages, self.chat_model.max_output_tokens)
+
+        def step(_retrying: bool) -> tuple[QuotaState, QuotaHold | None]:
+            with self.uow_factory() as uow:
+                state, hold = reserve(uow, self.config.quota, prepared.user_id, self.clock(), ceiling,
+                                      chat_id=prepared.chat_id, group=not prepared.is_private)
+                uow.commit()
+            return state, hold
+
+        state, hold = await patiently(step, self.config.database_patience, on_delay, what="a quota check")
+        return (replace(prepared, quota=state) if state.over else prepared), hold
+
     def _apply(self, prepared: PreparedTurn, result: TurnResult, spent: tuple[CallUsage, ...],
-               retrying: bool) -> AppliedTurn:
+               hold: QuotaHold | None, retrying: bool) -> AppliedTurn:
         with self.uow_factory() as uow:
             if not uow.turns.hold_for_reply(prepared.user_id, prepared.user_turn_id):
                 log.info("the conversation was forgotten while its reply was written: the reply is sent, not kept")
+                _charge(uow, prepared, spent, hold, self.clock(), messages=0)
                 return AppliedTurn(memory_ids=(), todo_ids=(), warnings=())
             if uow.turns.reply_in_session(prepared.user_id, prepared.session_id,
                                           prepared.user_turn_id) is not None:  # our lost commit, or another's
+                if not retrying:  # another's: this call was still paid for
+                    _charge(uow, prepared, spent, hold, self.clock(), messages=0)
                 return AppliedTurn(memory_ids=(), todo_ids=(), warnings=(), answered_elsewhere=not retrying)
             now = self.clock()
             applied = apply_turn_result(uow, prepared, result, self.config, now=now,
                                         embeddings_wanted=self.embedder is not None)
+            settle(uow, hold)
             uow.usage.record(prepared.user_id, prepared.chat_id, spent, now, messages=1)  # last: its row lock
             uow.commit()
         if self.dispatch is not None and applied.job_ids:
@@ -254,6 +279,14 @@ class ConversationService:
             todo_ids=applied.todo_ids,
             notice=" ".join(part for part in (result.notice, applied.notice) if part) or None,
         )
+
+
+def _charge(uow: UnitOfWork, prepared: PreparedTurn, spent: tuple[CallUsage, ...], hold: QuotaHold | None,
+            now: datetime, *, messages: int) -> None:
+    """What a turn whose reply is not kept spent, and its quota hold given back, on their own."""
+    settle(uow, hold)
+    uow.usage.record(prepared.user_id, prepared.chat_id, spent, now, messages=messages)
+    uow.commit()
 
 
 def _log_answer(reply: Reply) -> None:
