@@ -54,8 +54,9 @@ ERRORS: dict[str, tuple[str, str]] = {
     "too_long": ("That's too long: at most {limit} characters, please.", "太长了，最多 {limit} 个字符。"),
     "control_characters": ("That contains control characters I can't use. Please retype it.",
                            "内容里有无法使用的控制字符，请重新输入。"),
-    "invisible_text": ("That has only invisible characters (zero-width or direction marks). Please type some words.",
-                       "内容只有不可见的字符（零宽字符或方向控制符），请输入文字。"),
+    "invisible_text": ("That has only invisible characters (spaces, zero-width or direction marks, fillers, "
+                       "marks with nothing to sit on). Please type some words.",
+                       "内容只有不可见的字符（空白、零宽字符、方向控制符、填充符或单独的组合符号），请输入文字。"),
     "bad_id": ("That isn't a valid number. Use the one shown as #12.", "编号无效，请使用列表里显示的编号，比如 #12。"),
     "bad_page": ("That page doesn't exist.", "没有这一页。"),
     "search_empty": ("The search words are empty.", "搜索关键词是空的。"),

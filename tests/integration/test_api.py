@@ -302,6 +302,17 @@ def test_invisible_content_is_refused_and_direction_controls_never_reach_a_store
     assert client.get(f"{MEMORIES}/{made['id']}").json()["content"] == "second"
 
 
+@pytest.mark.parametrize("invisible", ["\uffa0\u1160", "\u2800 \u2800", "\u0307\u0323", "\ufe0e", "\u034f\u034f",
+                                       "\ufffc", "\ue123\U000f0000", "\U000e0020"])
+def test_fillers_lone_marks_and_private_use_are_refused_as_invisible_when_created_or_edited(api, invisible):
+    client = api.signed_in(ANN)
+    refused = client.post(MEMORIES, json={"content": invisible})
+    assert refused.status_code == 422 and refused.json()["code"] == "invisible_text"
+    made = add(client, "plays the cello")
+    assert client.put(f"{MEMORIES}/{made['id']}", json={"content": f" {invisible} "}).json()["code"] == "invisible_text"
+    assert [item["content"] for item in client.get(MEMORIES).json()["items"]] == ["plays the cello"]
+
+
 def test_a_memory_is_edited_in_place_and_the_audit_keeps_before_and_after(api):
     client = api.signed_in(ANN)
     made = add(client, "lives in Berlin", key="lives_in")

@@ -585,6 +585,15 @@ def test_remembering_invisible_text_is_refused_with_a_clear_message(commands, se
     assert "invisible" in error_text(refused.value, "en") and "不可见" in error_text(refused.value, "zh")
 
 
+@pytest.mark.parametrize("text", ["\u3164\u115f", "\u2800", "fact: \u0300\u20e3", "\U000e01ef", "\u034f",
+                                  "\ufffc\ufffc", "\U00100001", "preference: \uf8ff\u2028"])
+def test_remembering_fillers_lone_marks_or_private_use_is_refused_as_invisible(commands, seeded, uow_factory, text):
+    refused_without_change(uow_factory, lambda: commands.remember(ALICE, text), InvalidCommand)
+    with pytest.raises(InvalidCommand) as refused:
+        commands.remember(ALICE, text)
+    assert refused.value.key == "invisible_text"
+
+
 def test_remembered_text_loses_its_direction_controls_and_keeps_emoji_joiners(commands, uow_factory):
     family = "\U0001F468\u200d\U0001F469\u200d\U0001F466"
     shown = commands.remember(ALICE, f"my file is \u202egpj.exe\u202c {family}")
