@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -79,6 +80,13 @@ def wait_until_up(process: subprocess.Popen, log: Path) -> str:
     return wait_for(answering, SERVER_START_SECONDS, lambda: f"mnemo api to answer:\n{log.read_text()}")
 
 
+def free_port() -> int:
+    """A TCP port of loopback that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @pytest.fixture(scope="module")
 def panel_server(system_pg_admin_url: str, migrated_system_template: str) -> Iterator[PanelServer]:
     """``mnemo api`` on a fresh migrated database, and the memory-command service on the same one."""
@@ -88,11 +96,12 @@ def panel_server(system_pg_admin_url: str, migrated_system_template: str) -> Ite
     process = None
     assert MNEMO.exists(), f"{MNEMO} is missing: pip install -e . in this virtualenv"
     try:
-        # Port 0: the server binds a free port itself and logs it (at INFO); the panel accepts sign-ins
-        # from its own origin, so PANEL_PUBLIC_URL need not name the port beforehand. PYTHONPATH makes the
-        # console script run this tree's code.
-        env = {**{k: v for k, v in os.environ.items() if k != "PANEL_PUBLIC_URL"}, "DATABASE_URL": database_url,
-               "MNEMO_DATA_DIR": str(workdir), "LOG_LEVEL": "INFO", "API_PORT": "0", "PYTHONPATH": str(ROOT)}
+        # A free port chosen here: the panel's address is PANEL_PUBLIC_URL (sign-ins are accepted from its
+        # origin only, and redirects go there), so it must name the port. PYTHONPATH makes the console script
+        # run this tree's code.
+        port = free_port()
+        env = {**os.environ, "DATABASE_URL": database_url, "PANEL_PUBLIC_URL": f"http://127.0.0.1:{port}",
+               "MNEMO_DATA_DIR": str(workdir), "LOG_LEVEL": "INFO", "API_PORT": str(port), "PYTHONPATH": str(ROOT)}
         log = workdir / "api.log"
         with log.open("wb") as output:
             process = subprocess.Popen([str(MNEMO), "api", "--host", "127.0.0.1"],

@@ -136,6 +136,21 @@ def test_sign_in_from_another_site_is_refused(api, origin):
     assert own.status_code == 303  # the refused attempt did not use the link up
 
 
+@pytest.mark.parametrize("host", ["attacker.test:8443", "mnemo.example.org.attacker.test", "[::1]:9", "x"])
+def test_a_foreign_host_header_neither_redirects_there_nor_passes_the_origin_check(api, host):
+    redirect = api.client().get("/panel", headers={"Host": host}, follow_redirects=False)
+    assert redirect.status_code in (301, 302, 307, 308)
+    location = redirect.headers["location"]
+    assert host not in location and (location.startswith("/") or location.startswith(BASE + "/"))
+    link = api.link(ANN)
+    forged = api.client().post("/panel/sign-in", data={"token": token_of(link)},
+                               headers={"Host": host, "Origin": f"http://{host}"}, follow_redirects=False)
+    assert forged.status_code == 403 and forged.json()["code"] == "bad_origin"
+    own = api.client().post("/panel/sign-in", data={"token": token_of(link)},
+                            headers={"Host": host, "Origin": BASE}, follow_redirects=False)
+    assert own.status_code == 303 and own.headers["location"] == "/panel/"
+
+
 def test_signing_out_ends_the_session(api):
     client = api.signed_in(ANN)
     assert client.post("/api/v1/session/sign-out").status_code == 204
