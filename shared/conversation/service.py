@@ -61,8 +61,8 @@ log = logging.getLogger(__name__)
 
 MAX_UNANSWERED = 100
 """How many unanswered messages one start answers (the oldest first)."""
-FLOOD_WARNING = "Over MESSAGE_RATE_PER_USER; this is an offline reply."
-BUSY_WARNING = "Every model slot stayed taken (TURN_LLM_CONCURRENCY); this is an offline reply."
+FLOOD_WARNING = "Many messages in a short time; this is an offline reply."
+BUSY_WARNING = "Every model slot stayed busy; this is an offline reply."
 UNSAVED_REPLY = "The database went away before this reply could be saved; it will not be remembered."
 
 
@@ -214,17 +214,21 @@ class ConversationService:
         in time, the call fails, or its answer holds nothing to show."""
         if self.chat_model is None:
             return self._offline(prepared, warning=None)
-        if prepared.quota.over:
+        if prepared.quota.over:  # the operator reads it here and in ``mnemo usage``; the user, a notice
+            log.info("over today's token allowance (LLM_DAILY_TOKENS_PER_%s): answered offline",
+                     "CHAT" if prepared.quota.group else "USER")
             return replace(self._offline(prepared, warning=None),
                            notice=quota_notice(prepared.quota, replies_in_chinese(prepared.text)))
         if self.message_limit is not None:
             wait = await asyncio.to_thread(self.message_limit.hit, str(prepared.user_id))
             if wait is not None:  # one user's flood takes no model slot from anyone else
+                log.info("over MESSAGE_RATE_PER_USER: answered offline")
                 return replace(self._offline(prepared, warning=FLOOD_WARNING, limited=True),
                                notice=flood_notice(replies_in_chinese(prepared.text), wait))
         async with self.gate.slot(on_busy) as admitted:
             if admitted:
                 return await self._ask_model(prepared)
+        log.warning("every model slot stayed taken (TURN_LLM_CONCURRENCY, TURN_QUEUE_SECONDS): answered offline")
         return replace(self._offline(prepared, warning=BUSY_WARNING, busy=True),
                        notice=busy_notice(replies_in_chinese(prepared.text)))
 
@@ -249,7 +253,10 @@ class ConversationService:
 
     def _offline(self, prepared: PreparedTurn, warning: str | None, *, busy: bool = False,
                  limited: bool = False) -> TurnResult:
-        output = self.offline.respond(prepared.offline_view)
+        view = prepared.offline_view
+        if self.chat_model is not None:  # a model is configured: nothing for the operator to connect
+            view = replace(view, operator_console=False)
+        output = self.offline.respond(view)
         warnings = ("offline mode",) + ((warning,) if warning else ())
         return TurnResult(output=output, emotion=Emotion.from_json(output.emotion), offline=True, warnings=warnings,
                           busy=busy, limited=limited)
