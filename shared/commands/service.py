@@ -298,6 +298,8 @@ def change_reminder(uow: UnitOfWork, user_id: int, reminder_id: int, allowed: tu
         raise NotFound("reminder_not_found")
     if todo.status not in allowed:
         raise InvalidCommand("reminder_not_pending", status=todo.status)
+    if values.get("status") == "pending" and todo.status != "pending" and room_for_reminders(uow, user_id) < 1:
+        raise InvalidCommand("too_many_reminders", limit=MAX_PENDING_REMINDERS)  # a sent one snoozed counts again
     for name, value in values.items():
         setattr(todo, name, value)
     if snooze is not None:  # from the later of now and when it was due: a snooze never brings a reminder forward

@@ -447,6 +447,9 @@ class FakeTodoRepository(_Repository):
         return [t for t in self._rows.select(Todo, user_id=user_id, order=lambda t: (t.remind_at, t.id))
                 if t.status in statuses]
 
+    def hold_pending_count(self, user_id: int) -> None:
+        """One fake unit of work runs at a time: nothing to hold."""
+
     def count_pending(self, user_id: int) -> int:
         return len(self._rows.select(Todo, user_id=user_id, status="pending"))
 
