@@ -25,7 +25,7 @@ from shared.commands.texts import error_text
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
-from shared.db.memory_models import Episode
+from shared.db.memory_models import Episode, Todo
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.memory.writes import StatedMemory, store_stated_memories
 from tests.conftest import APP_TABLES, audit_of
@@ -531,6 +531,30 @@ def test_reminders_are_listed_soonest_first_and_can_be_cancelled_done_and_snooze
     with uow_factory() as uow:
         assert uow.todos.get(user_of(uow_factory, BOB), third.id).claimed_until is None
         assert [t.id for t in uow.todos.claim_due(clock.now + timedelta(minutes=15))] == [third.id]
+
+
+@pytest.mark.parametrize("due, minutes, kept", [
+    (datetime(9998, 12, 31, 20, 0, tzinfo=UTC), 300, False),
+    (datetime(9998, 12, 31, 20, 0, tzinfo=UTC), 120, True),
+    (datetime(9998, 12, 27, 6, 0, tzinfo=UTC), 7 * 24 * 60, False),
+    (datetime(9998, 12, 31, 23, 59, tzinfo=UTC), 1, False),
+])
+def test_a_snooze_never_moves_a_reminder_past_the_range_of_stored_times(commands, uow_factory, due, minutes, kept):
+    commands.list_reminders(BOB)
+    with uow_factory() as uow:
+        user_id = uow.users.identify(BOB.platform, BOB.platform_user_id).user_id
+        todo = uow.todos.add(Todo(user_id=user_id, content="renew the lease", due_at=due, remind_at=due,
+                                  timezone="America/Los_Angeles", status="sent", source="command",
+                                  created_at=START, updated_at=START))
+        uow.commit()
+    if kept:
+        change = commands.remind(BOB, f"snooze {todo.id} {minutes}")
+        assert change.item.due_at == due + timedelta(minutes=minutes)
+    else:
+        with pytest.raises(InvalidCommand, match="snooze_out_of_range"):
+            commands.remind(BOB, f"snooze {todo.id} {minutes}")
+        assert commands.list_reminders(BOB) == ()  # still sent, unchanged
+    assert commands.import_data(BOB, commands.export_data(BOB).data).refused == ()  # its export reads back
 
 
 def test_reminder_times_that_are_missing_or_past_are_refused_with_a_hint(commands):
