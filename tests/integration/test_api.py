@@ -388,6 +388,29 @@ def test_deleting_all_long_term_memories_keeps_the_working_memory(api):
 # Export and import
 
 
+@pytest.mark.parametrize("links, current", [
+    ({5: 5}, {"m5"}),                              # replaces itself
+    ({3: 8, 8: 3}, {"m8"}),                        # two replace each other
+    ({2: 4, 4: 9, 9: 2, 6: 4}, {"m9"}),            # a loop of three, and one more leading into it
+    ({1: 7, 7: 1, 11: 12, 12: 11}, {"m7", "m12"}),  # two loops
+])
+def test_an_imported_loop_of_superseded_by_is_broken_so_every_memory_is_read_and_deleted_by_id(api, links, current):
+    ids = sorted({*links, *links.values()})
+    document = {"format": "mnemo-export", "version": 2, "memories": [
+        {"id": local, "type": "fact", "content": f"m{local}", "superseded_by": links.get(local)} for local in ids]}
+    client = api.signed_in(ANN)
+    report = client.post(f"{MEMORIES}/import", files={"file": ("loops.json", json.dumps(document), "application/json")})
+    assert report.status_code == 200, report.text
+    dropped = [reason for reason in report.json()["refused"] if "the link was dropped" in reason]
+    assert len(dropped) == len(current)
+    shown = {item["content"]: item["id"] for item in client.get(MEMORIES).json()["items"]}
+    assert set(shown) == current
+    for content, memory_id in shown.items():
+        assert client.get(f"{MEMORIES}/{memory_id}").json()["content"] == content
+        assert client.delete(f"{MEMORIES}/{memory_id}").json() == {"deleted": 1}
+    assert client.get(MEMORIES).json()["total"] == 0
+
+
 def test_export_downloads_the_users_data_and_import_loads_it_into_another_account(api):
     ann, bob = api.signed_in(ANN), api.signed_in(BOB)
     add(ann, "likes oolong tea", type="preference", key="likes_drink")
