@@ -80,6 +80,9 @@ ERRORS: dict[str, tuple[str, str]] = {
                       "「{when}」已经过去了，请选一个将来的时间。"),
     "reminder_out_of_range": ("I can't keep a reminder for “{when}”: pick a time between 1970 and 9998.",
                               "无法设置「{when}」的提醒：请选 1970 年到 9998 年之间的时间。"),
+    "blocked_adding": ("Your account is blocked here: nothing can be added to what is kept. You can still see, "
+                       "export and delete it.",
+                       "你的账号已被屏蔽：不能再添加内容。你仍然可以查看、导出和删除已保存的内容。"),
     "snooze_out_of_range": ("I can't snooze it that far: a reminder's time stays between 1970 and 9998.",
                             "不能推迟到那么晚：提醒的时间只能在 1970 年到 9998 年之间。"),
     "reminder_no_content": ("Remind you of what? Add a few words after the time.",
