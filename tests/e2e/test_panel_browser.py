@@ -54,6 +54,7 @@ CHEN = Caller("discord", "5151", display_name="Chen")
 DANA = Caller("telegram", "6161", display_name="Dana")
 EVE = Caller("telegram", "7171", display_name="Eve")
 FANG = Caller("discord", "8181", display_name="Fang")
+GUS = Caller("telegram", "9292", display_name="Gus")
 CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync", "--lang=en-US")
 
@@ -322,6 +323,23 @@ def test_export_then_clear_all_then_import_brings_the_memories_back(panel_server
         assert "memories 1" in driver.find_element(By.ID, "notice").text
         assert panel_server.contents(EVE) == ["I was born in Chengdu"]
         shot(driver, "09-imported")
+
+
+def test_importing_a_file_over_the_body_limit_says_the_file_is_too_large(panel_server, tmp_path):
+    panel_server.commands.remember(GUS, "I grow chillies")
+    huge = tmp_path / "far-too-big.json"
+    huge.write_bytes(b'{"format": "mnemo-export", "version": 2, "memories": [' + b" " * (20 * 1024 * 1024) + b"]}")
+
+    with chromium() as driver:
+        sign_in(driver, panel_server.sign_in_link(GUS))
+        wait_for_cards(driver, ["I grow chillies"])
+        driver.find_element(By.ID, "import-file").send_keys(str(huge))
+        wait(driver).until(lambda d: d.find_element(By.ID, "notice").get_attribute("data-kind") == "error",
+                           "the panel to show an error")
+        shown = driver.find_element(By.ID, "notice").text
+        shot(driver, "10-import-too-large")
+        assert "too large" in shown, shown
+        assert panel_server.contents(GUS) == ["I grow chillies"]
 
 
 def test_the_panel_speaks_chinese_fits_a_phone_cancels_a_reminder_and_signs_out(panel_server):
