@@ -331,6 +331,16 @@ def test_fillers_lone_marks_and_private_use_are_refused_as_invisible_when_create
     assert [item["content"] for item in client.get(MEMORIES).json()["items"]] == ["plays the cello"]
 
 
+@pytest.mark.parametrize("length", [65, 97, MAX_LABEL_CHARS])
+def test_a_key_longer_than_64_and_up_to_the_documented_limit_is_kept_whole(api, length):
+    client = api.signed_in(ANN)
+    key = ("quiet_hours_" * 10)[:length]
+    made = add(client, "no calls after ten", key=key)
+    assert client.get(f"{MEMORIES}/{made['id']}").json()["key"] == key
+    too_long = client.put(f"{MEMORIES}/{made['id']}", json={"key": key + "x" * (MAX_LABEL_CHARS + 1 - length)})
+    assert too_long.status_code == 422
+
+
 def test_a_memory_is_edited_in_place_and_the_audit_keeps_before_and_after(api):
     client = api.signed_in(ANN)
     made = add(client, "lives in Berlin", key="lives_in")
