@@ -12,15 +12,20 @@ message, or a command's words), at the start the one stored for them, and only b
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from shared.access.rule import CONSOLE, Facts, Policy
 from shared.access.service import AccessListing, AccessService
 from shared.access.texts import change_text, listing_text
+from shared.app.logs import PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands, confirmation_code
 from shared.db.models import MEMORY_TYPES
@@ -33,6 +38,8 @@ WORDED_COMMANDS = {"/remember", "/remind", "/memories", "/forget"}
 """Commands whose words are the user's own (not a path, id or code), so they tell the user's language."""
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+MAX_NAME_CHARS = 40
 
 
 def written_language(text: str) -> str | None:
@@ -42,6 +49,33 @@ def written_language(text: str) -> str | None:
     if han and han >= latin:
         return "zh"
     return "en" if latin else None
+
+
+def export_name(caller: Caller, now: datetime) -> str:
+    """``mnemo-export-<user>-<UTC time>.json``: one file per console user and moment, so two users (or two
+    exports) never write over each other. The user part is the name made safe, and a hash of it exact."""
+    user = caller.platform_user_id
+    safe = _UNSAFE_NAME.sub("_", user)[:MAX_NAME_CHARS] or "user"
+    exact = hashlib.sha256(user.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"mnemo-export-{safe}-{exact}-{now.astimezone(UTC):%Y%m%dT%H%M%S%fZ}.json"
+
+
+def write_private(path: Path, data: bytes, *, replace: bool = False) -> Path:
+    """Write a person's data to a file only its owner can read (0600; a directory made for it 0700). Without
+    ``replace`` an existing file is never written over (``-1``, ``-2``… is added to the name)."""
+    path.parent.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if replace else os.O_EXCL)
+    candidate = path
+    for attempt in itertools.count(1):
+        try:
+            fd = os.open(candidate, flags, PRIVATE_FILE_MODE)
+            break
+        except FileExistsError:
+            candidate = path.with_name(f"{path.stem}-{attempt}{path.suffix}")
+    with os.fdopen(fd, "wb") as file:
+        os.fchmod(file.fileno(), PRIVATE_FILE_MODE)  # an existing file named on purpose keeps no wider mode
+        file.write(data)
+    return candidate
 
 
 class ConsoleCommands:
@@ -143,9 +177,12 @@ class ConsoleCommands:
 
     def _export(self, argument: str) -> str:
         export = self.commands.export_data(self.caller)
-        path = Path(argument).expanduser() if argument else self.export_dir / export.filename
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(export.data)
+        if argument:
+            path = write_private(Path(argument).expanduser(), export.data, replace=True)
+        else:  # Mnemo's own directory of exports: its owner's alone, whatever mode an older version left
+            self.export_dir.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
+            self.export_dir.chmod(PRIVATE_DIRECTORY_MODE)
+            path = write_private(self.export_dir / export_name(self.caller, self.commands.clock()), export.data)
         memories = json.loads(export.data).get("memories", [])
         return texts.exported_text(len(memories), path, self.locale)
 

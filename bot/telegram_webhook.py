@@ -4,7 +4,8 @@ python-telegram-bot's own webhook handler answers 500 to a body that is not UTF-
 Telegram retries any answer that is not 2xx), logs a body it cannot read whole at CRITICAL, and
 reads bodies up to tornado's 100 MB. Here a request without the secret token is answered 403; a
 body over :data:`MAX_UPDATE_BYTES` is refused with 400 by tornado before it is read; a body that is
-not an update (not UTF-8, not JSON, nested deeper than 32, not an object, or one PTB cannot read)
+not an update (not UTF-8, not JSON, nested deeper than 32, not an object, an ``update_id`` that is not a
+whole number from 0 to 2^63-1, or one PTB cannot read)
 is answered 200, so that Telegram does not send it again, logged as one line without its content,
 and dropped. Every update read goes to the application's queue, as PTB's handler does; with an
 :class:`~shared.db.update_log.UpdateInbox` (replicas), only once it is recorded there, and only by the
@@ -25,6 +26,7 @@ from typing import Any
 
 import tornado.netutil
 import tornado.web
+from sqlalchemy.exc import DataError
 from telegram import Update
 from telegram.ext import Application
 from tornado.httpserver import HTTPServer
@@ -40,6 +42,7 @@ MAX_UPDATE_BYTES = 1024 * 1024
 """Telegram's updates are a few KB; a message's text is at most 4096 characters."""
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 MAX_REASON_CHARS = 120
+MAX_UPDATE_ID = 2**63 - 1
 
 
 class UpdateReceiver(tornado.web.RequestHandler):
@@ -68,6 +71,9 @@ class UpdateReceiver(tornado.web.RequestHandler):
             return True
         try:
             first = await asyncio.to_thread(self.inbox.receive, update.update_id, self.request.body.decode())
+        except DataError as exc:  # a value the table cannot hold: an update the bot cannot read, not a failure
+            _dropped("an update the inbox cannot record", exc)
+            return False
         except Exception as exc:
             if not database_unreachable(exc):
                 raise
@@ -88,6 +94,9 @@ class UpdateReceiver(tornado.web.RequestHandler):
             return _dropped(f"a body of {len(body)} bytes that is not JSON the bot reads", exc)
         if not isinstance(data, dict):
             return _dropped(f"a JSON {type(data).__name__} instead of an update")
+        if not readable_update_id(data.get("update_id")):
+            return _dropped(f"an update the bot cannot read: its update_id is not a whole number from 0 to "
+                            f"2^63-1 (a JSON {type(data.get('update_id')).__name__})")
         try:
             return Update.de_json(data, self.bot_application.bot)
         except Exception as exc:  # whatever PTB cannot read is dropped, never retried
@@ -96,6 +105,12 @@ class UpdateReceiver(tornado.web.RequestHandler):
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         """One line, never the request (its headers hold the secret token)."""
         log.error("webhook: %s", type(value).__name__ if value is not None else "error")
+
+
+def readable_update_id(value: object) -> bool:
+    """Telegram's ``update_id``: a whole JSON number (not ``true``), from 0 to 2^63-1 (what ``platform_updates``
+    stores). Anything else is an update the bot cannot read."""
+    return type(value) is int and 0 <= value <= MAX_UPDATE_ID
 
 
 def _dropped(what: str, error: BaseException | None = None) -> None:

@@ -30,6 +30,15 @@ class InvalidCommand(MnemoError):
         super().__init__(key, params) if params else super().__init__(key)
 
 
+class AccessRefused(MnemoError):
+    """The user's account is blocked: what would add to their data or cost is refused (seeing, exporting and
+    deleting what is kept still work)."""
+
+    def __init__(self, key: str = "blocked_adding") -> None:
+        self.key = key
+        super().__init__(key)
+
+
 class ConfirmationInvalid(MnemoError):
     """A confirmation or link code that is unknown, expired, used, or not the caller's to use."""
 

@@ -35,10 +35,25 @@ def is_utf8_encodable(value: str) -> bool:
     return True
 
 
+INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cn", "Cs", "Mn", "Mc", "Me", "Zs", "Zl", "Zp"})
+"""Unicode categories that show nothing on their own: format characters (zero-width spaces and joiners,
+bidirectional controls, tags), controls, private use, unassigned code points, surrogates, combining marks
+(they show only on a base character; variation selectors and the combining grapheme joiner are marks) and
+separators (spaces, line and paragraph separators)."""
+INVISIBLE_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\ufffc")
+"""Letters and symbols drawn as blank: the Hangul fillers (choseong, jungseong, the compatibility and the
+halfwidth one), the Braille blank and the object replacement character."""
+
+
+def is_visible_char(char: str) -> bool:
+    """Whether one character shows something by itself (the one definition of "visible")."""
+    return char not in INVISIBLE_FILLERS and unicodedata.category(char) not in INVISIBLE_CATEGORIES
+
+
 def is_invisible(value: str) -> bool:
-    """True when nothing is left once Unicode format characters (category Cf: zero-width spaces and
-    joiners, bidirectional controls…) and whitespace are taken out: text that shows as nothing."""
-    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in value)
+    """True when no character of ``value`` shows anything by itself (:func:`is_visible_char`): text that
+    shows as nothing. Every write of a memory, reminder or command argument refuses such text."""
+    return not any(is_visible_char(char) for char in value)
 
 
 def without_bidi_controls(value: Any) -> Any:

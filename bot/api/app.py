@@ -29,6 +29,7 @@ from bot.api.body_limit import BodyLimit
 from bot.api.errors import ServerErrors, install_error_handlers
 from bot.api.head_limit import HeadLimit
 from bot.api.json_body import CheckedJsonRoute
+from bot.api.public_origin import PublicOrigin, public_origin
 from shared.commands.panel import PanelService
 from shared.metrics import record
 from shared.settings import DEFAULT_API_MAX_BODY_BYTES
@@ -48,10 +49,9 @@ def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
                limiter: SignInLimiter | None = None, max_body_bytes: int = DEFAULT_API_MAX_BODY_BYTES) -> FastAPI:
     app = FastAPI(title="Mnemo memory API", version="1", openapi_url="/api/openapi.json", docs_url=None,
                   redoc_url=None, description="What Mnemo remembers about a user: see, change, forget, export.")
-    parts = urlsplit(public_url)
-    app.state.context = ApiContext(panel=panel, admin_token=admin_token, secure_cookies=parts.scheme == "https",
-                                   public_origin=f"{parts.scheme}://{parts.netloc}",
-                                   limiter=limiter or SignInLimiter())
+    app.state.context = ApiContext(panel=panel, admin_token=admin_token,
+                                   secure_cookies=urlsplit(public_url).scheme == "https",
+                                   public_origin=public_origin(public_url), limiter=limiter or SignInLimiter())
     app.router.route_class = CheckedJsonRoute
     install_error_handlers(app)
     app.add_middleware(ServerErrors)  # added first, so innermost: outside it only what is added below
@@ -74,6 +74,7 @@ def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
         record.http_request(request.method, route, response.status_code, time.perf_counter() - started)
         return response
 
+    app.add_middleware(PublicOrigin, public_url=public_url)  # the Host header is never believed
     app.add_middleware(HeadLimit)  # added last, so outermost: a too-long head is refused before anything reads it
 
     @app.get("/api/v1/health", tags=["health"])

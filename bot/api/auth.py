@@ -77,6 +77,14 @@ def principal(request: Request, cookie: Annotated[str | None, Depends(session_co
     return Principal(session.user_id, admin=False, csrf_token=session.csrf_token, expires_at=session.expires_at)
 
 
+def adding_principal(request: Request, caller: Annotated[Principal, Depends(principal)]) -> Principal:
+    """:func:`principal`, for what adds to the user's data or costs: a blocked user's panel session is refused
+    (403 ``blocked_adding``); an operator's token is not."""
+    if not caller.admin:
+        context(request).panel.check_may_add(caller.user_id)
+    return caller
+
+
 def operator(request: Request,
              bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(admin_bearer)]) -> None:
     """Operators' endpoints: the admin token, and no user named; 401 otherwise."""

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.commands.texts import error_text
-from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
+from shared.errors import AccessRefused, ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
 
 log = logging.getLogger(__name__)
 MAX_REPORTED_PROBLEMS = 20
@@ -64,6 +64,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(InvalidCommand)
     async def invalid(request: Request, exc: InvalidCommand) -> JSONResponse:
         return _refused(request, 422, exc.key, error_text(exc, "en"))
+
+    @app.exception_handler(AccessRefused)
+    async def refused(request: Request, exc: AccessRefused) -> JSONResponse:
+        return _refused(request, 403, exc.key, error_text(exc, "en"))
 
     @app.exception_handler(ConfirmationInvalid)
     async def expired(request: Request, exc: ConfirmationInvalid) -> JSONResponse:

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
 from fastapi.responses import Response as PlainResponse
 
-from bot.api.auth import Principal, context, principal
+from bot.api.auth import Principal, adding_principal, context, principal
 from bot.api.json_body import CheckedJsonRoute
 from bot.api.schemas import (
     BatchDelete,
@@ -33,6 +33,8 @@ from shared.errors import NotFound
 
 ERRORS = {status: {"model": ErrorOut} for status in (401, 403, 404, 422)}
 Caller = Annotated[Principal, Depends(principal)]
+Adder = Annotated[Principal, Depends(adding_principal)]
+"""The caller of what adds or costs: a blocked user's panel session is refused."""
 MAX_OFFSET = 10**9
 
 router = APIRouter(prefix="/api/v1", responses=ERRORS, route_class=CheckedJsonRoute)
@@ -51,7 +53,7 @@ def list_memories(request: Request, caller: Caller, limit: Annotated[int, Query(
 
 
 @router.post("/memory/long-term", response_model=MemoryOut, status_code=201, tags=["memories"])
-def create_memory(request: Request, caller: Caller, body: MemoryCreate) -> MemoryOut:
+def create_memory(request: Request, caller: Adder, body: MemoryCreate) -> MemoryOut:
     """Add a memory by hand (``source`` user_stated)."""
     return MemoryOut(**asdict(context(request).panel.create_memory(caller.user_id, body.draft())))
 
@@ -66,7 +68,7 @@ def export_memories(request: Request, caller: Caller) -> PlainResponse:
 
 
 @router.post("/memory/long-term/import", response_model=ImportOut, tags=["memories"])
-def import_memories(request: Request, caller: Caller,
+def import_memories(request: Request, caller: Adder,
                     file: Annotated[UploadFile, File(description="an export file")]) -> ImportOut:
     """Load an export file: what was imported, what was refused and why."""
     data = file.file.read(MAX_IMPORT_BYTES + 1)
@@ -88,7 +90,7 @@ def get_memory(request: Request, caller: Caller, memory_id: int) -> MemoryOut:
 
 
 @router.put("/memory/long-term/{memory_id}", response_model=MemoryOut, tags=["memories"])
-def update_memory(request: Request, caller: Caller, memory_id: int, body: MemoryUpdate) -> MemoryOut:
+def update_memory(request: Request, caller: Adder, memory_id: int, body: MemoryUpdate) -> MemoryOut:
     """Change the fields sent (content, key, value, type, confidence)."""
     return MemoryOut(**asdict(context(request).panel.update_memory(caller.user_id, memory_id, body.draft())))
 

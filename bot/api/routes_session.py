@@ -43,7 +43,7 @@ def sign_in(request: Request, token: Annotated[str, Form(max_length=64)] = "",
             accept_language: Annotated[str | None, Header()] = None) -> Response:
     """Use the link's token up, set the session cookie and open the panel; a wrong token counts as a failure."""
     ctx = context(request)
-    if origin is not None and origin not in {ctx.public_origin, _own_origin(request)}:
+    if origin is not None and origin != ctx.public_origin:  # PANEL_PUBLIC_URL's, never one the Host header claims
         raise ApiError(403, "bad_origin", "Sign in from the panel's own page.")
     try:
         signed_in = ctx.panel.sign_in(token)
@@ -93,7 +93,3 @@ def _page(texts: dict[str, str], token: str | None, status: int = 200) -> HTMLRe
 def _texts(accept_language: str | None) -> dict[str, str]:
     first = (accept_language or "").split(",")[0].strip().lower()
     return PAGE_TEXTS["zh" if first.startswith("zh") else "en"]
-
-
-def _own_origin(request: Request) -> str:
-    return f"{request.url.scheme}://{request.url.netloc}"

@@ -9,6 +9,7 @@ const SEARCH_DELAY_MS = 300;
 const LANG_STORAGE_KEY = 'mnemo.panel.lang';
 const MEMORY_TYPES = ['preference', 'fact', 'event', 'person', 'todo', 'pattern', 'rule'];
 const DEFAULT_CONFIDENCE = 1;
+const MAX_IMPORT_BYTES = 5 * 1024 * 1024; /* an export file's largest size (shared/accounts/export_format.py) */
 
 const state = {
   lang: chooseLanguage(),
@@ -345,7 +346,17 @@ async function importFile() {
   if (!file) return;
   const form = new FormData();
   form.append('file', file, file.name);
-  const report = await attempt(() => api('POST', '/memory/long-term/import', { form }));
+  const report = await attempt(async () => {
+    try {
+      return await api('POST', '/memory/long-term/import', { form });
+    } catch (error) {
+      /* a connection cut while a file over every limit was still going up: say why, not "network" */
+      if (error instanceof ApiError && error.code === 'network' && file.size > MAX_IMPORT_BYTES) {
+        throw new ApiError(413, 'too_large', null);
+      }
+      throw error;
+    }
+  });
   input.value = '';
   if (report === undefined) return;
   const sections = TEXTS[state.lang].sections;

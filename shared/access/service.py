@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NoReturn
@@ -116,6 +116,12 @@ class AccessService:
                 return uow.users.identity(facts.platform, facts.user_id) is not None
         except DatabaseUnavailable:
             return True
+
+    def blocks_any(self, identities: Iterable[tuple[str, str]]) -> bool:
+        """True when a block entry refuses any of a user's accounts (platform, platform user id), wherever
+        they write: a blocked person's web-panel session may add nothing either."""
+        policy = self.policy()
+        return any(decide(Facts(platform, user_id), policy).reason == "blocked" for platform, user_id in identities)
 
     def blocked(self, facts: Facts) -> bool:
         """True when a block entry now refuses these facts (for answers owed since before it was added)."""

@@ -6,7 +6,8 @@ was said while remembering was paused (``paused``); version 1 files are still re
 taken for the reply to the user's turn just before it).
 :func:`read_export` refuses a file that is not one as a whole (:class:`InvalidCommand`), and refuses
 a bad entry with its reason while keeping the good ones; references to entries that are not in the
-file are dropped and reported. :mod:`shared.accounts.user_data` writes such files and loads the
+file are dropped and reported, and so is the link that closes a loop of ``superseded_by`` (a memory
+replacing itself, or A replaced by B replaced by A). :mod:`shared.accounts.user_data` writes such files and loads the
 checked entries.
 """
 
@@ -134,6 +135,7 @@ def read_export(data: object) -> ImportDocument:
         raise InvalidCommand("import_too_many", count=entries, limit=MAX_FILE_ENTRIES)
     refused = [f"{_show(key)}: unknown field, ignored" for key in document if key not in TOP_LEVEL]
     sections = {name: _section(name, document.get(name), refused) for name in SECTION_ORDER}
+    _break_supersede_cycles(sections["memories"], refused)
     _drop_dangling_references(sections, refused)
     profile = None
     if document.get("profile") is not None:
@@ -248,6 +250,31 @@ _EXPECTED = {
     "list": "a list of at most {rule.limit} characters", "object": "an object of at most {rule.limit} characters",
     "zone": "a known time zone", "bool": "true or false", "choice": "one of {choices}",
 }
+
+
+def _break_supersede_cycles(memories: list[dict[str, Any]], refused: list[str]) -> None:
+    """``superseded_by`` must make chains that end in a memory nobody replaced: a memory that replaces
+    itself, or a loop of them, would leave every one of them superseded, shown nowhere and deleted by no
+    id. In each loop the link of the entry that comes last in the file is dropped (it becomes the current
+    version), and reported. Linear in the number of memories."""
+    by_id = {entry["id"]: entry for entry in memories if "id" in entry}
+    state: dict[int, int] = {}  # 1: on the path being walked, 2: its chain is known to end
+    for start in by_id:
+        path: list[int] = []
+        node: int | None = start
+        while node is not None and node in by_id and state.get(node) is None:
+            state[node] = 1
+            path.append(node)
+            node = by_id[node].get("superseded_by")
+        if node is not None and state.get(node) == 1:  # the walk came back to itself: a loop
+            loop = [by_id[member] for member in path[path.index(node):]]
+            last = max(loop, key=lambda entry: entry["_index"])
+            refused.append(f"memories[{last['_index']}]: superseded_by {last['superseded_by']} "
+                           + ("is the memory itself" if last["superseded_by"] == last["id"] else
+                              f"closes a loop of {len(loop)} memories") + "; the link was dropped")
+            last["superseded_by"] = None
+        for member in path:
+            state[member] = 2
 
 
 def _drop_dangling_references(sections: dict[str, list[dict[str, Any]]], refused: list[str]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from shared.accounts import panel_access, user_data
 from shared.accounts.panel_access import PanelSession, SignedIn
@@ -29,12 +29,15 @@ from shared.commands.service import (
     type_filter,
 )
 from shared.db.memory_models import Memory
-from shared.errors import InvalidCommand, NotFound
+from shared.errors import AccessRefused, InvalidCommand, NotFound
 from shared.repositories.round_records import RoundRecord
 from shared.repositories.uow import UnitOfWork
 from shared.speech.keys import key_texts
 from shared.usage.policy import UsagePolicy
 from shared.usage.report import DEFAULT_TOP_USERS, OperatorUsage, UserUsage, operator_usage, user_usage
+
+if TYPE_CHECKING:
+    from shared.access.service import AccessService
 
 MAX_PAGE_LIMIT = 100
 T = TypeVar("T")
@@ -92,8 +95,10 @@ class PanelService:
 
     def __init__(self, uow_factory: Callable[[], UnitOfWork], *, session_lifetime: timedelta,
                  clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
-                 usage_policy: UsagePolicy | None = None) -> None:
+                 usage_policy: UsagePolicy | None = None, access: AccessService | None = None) -> None:
         self.uow_factory = uow_factory
+        self.access = access
+        """The access lists: a blocked user's session keeps reading, exporting and deleting, and adds nothing."""
         self.session_lifetime = session_lifetime
         self.clock = clock or (lambda: datetime.now(UTC))
         self.embeddings_wanted = embeddings_wanted
@@ -119,6 +124,16 @@ class PanelService:
             identities = uow.users.identities_of(user_id)
         first = identities[0] if identities else None
         return Account(user_id, first.display_name if first else None, first.locale if first else None)
+
+    def check_may_add(self, user_id: int) -> None:
+        """:class:`AccessRefused` when a block entry names any of the user's accounts: what adds or costs
+        (a memory written, an import) is refused to their panel session, as the bots refuse it in chat."""
+        if self.access is None:
+            return
+        with self.uow_factory() as uow:
+            identities = [(found.platform, found.platform_user_id) for found in uow.users.identities_of(user_id)]
+        if self.access.blocks_any(identities):
+            raise AccessRefused()
 
     # Memories
 

@@ -35,7 +35,7 @@ from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
-from shared.reminders.timeparse import TimeOutOfRange, resolve_when, zone_or_default
+from shared.reminders.timeparse import TimeOutOfRange, resolve_when, storable_later, zone_or_default
 from shared.repositories.uow import UnitOfWork
 from shared.text import is_invisible, without_bidi_controls
 from shared.usage.policy import UsagePolicy
@@ -299,10 +299,17 @@ def change_reminder(uow: UnitOfWork, user_id: int, reminder_id: int, allowed: tu
         raise NotFound("reminder_not_found")
     if todo.status not in allowed:
         raise InvalidCommand("reminder_not_pending", status=todo.status)
+    if values.get("status") == "pending" and todo.status != "pending" and room_for_reminders(uow, user_id) < 1:
+        raise InvalidCommand("too_many_reminders", limit=MAX_PENDING_REMINDERS)  # a sent one snoozed counts again
+    later = None
+    if snooze is not None:  # from the later of now and when it was due: a snooze never brings a reminder forward
+        later = storable_later(max(now, todo.remind_at), snooze)  # the range of every stored time
+        if later is None:
+            raise InvalidCommand("snooze_out_of_range")
     for name, value in values.items():
         setattr(todo, name, value)
-    if snooze is not None:  # from the later of now and when it was due: a snooze never brings a reminder forward
-        todo.remind_at = max(now, todo.remind_at) + snooze
+    if later is not None:
+        todo.remind_at = later
         todo.attempts += 1  # ends a delivery in flight: its claim no longer matches, so it cannot mark this sent
     todo.updated_at = now
     uow.flush()

@@ -54,8 +54,9 @@ ERRORS: dict[str, tuple[str, str]] = {
     "too_long": ("That's too long: at most {limit} characters, please.", "太长了，最多 {limit} 个字符。"),
     "control_characters": ("That contains control characters I can't use. Please retype it.",
                            "内容里有无法使用的控制字符，请重新输入。"),
-    "invisible_text": ("That has only invisible characters (zero-width or direction marks). Please type some words.",
-                       "内容只有不可见的字符（零宽字符或方向控制符），请输入文字。"),
+    "invisible_text": ("That has only invisible characters (spaces, zero-width or direction marks, fillers, "
+                       "marks with nothing to sit on). Please type some words.",
+                       "内容只有不可见的字符（空白、零宽字符、方向控制符、填充符或单独的组合符号），请输入文字。"),
     "bad_id": ("That isn't a valid number. Use the one shown as #12.", "编号无效，请使用列表里显示的编号，比如 #12。"),
     "bad_page": ("That page doesn't exist.", "没有这一页。"),
     "search_empty": ("The search words are empty.", "搜索关键词是空的。"),
@@ -79,6 +80,11 @@ ERRORS: dict[str, tuple[str, str]] = {
                       "「{when}」已经过去了，请选一个将来的时间。"),
     "reminder_out_of_range": ("I can't keep a reminder for “{when}”: pick a time between 1970 and 9998.",
                               "无法设置「{when}」的提醒：请选 1970 年到 9998 年之间的时间。"),
+    "blocked_adding": ("Your account is blocked here: nothing can be added to what is kept. You can still see, "
+                       "export and delete it.",
+                       "你的账号已被屏蔽：不能再添加内容。你仍然可以查看、导出和删除已保存的内容。"),
+    "snooze_out_of_range": ("I can't snooze it that far: a reminder's time stays between 1970 and 9998.",
+                            "不能推迟到那么晚：提醒的时间只能在 1970 年到 9998 年之间。"),
     "reminder_no_content": ("Remind you of what? Add a few words after the time.",
                             "要提醒什么呢？请在时间后面写上内容。"),
     "reminder_not_pending": ("That reminder is already {status}.", "这个提醒{status}。"),

@@ -19,7 +19,7 @@ from shared.recall.round_keys import key_round
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
 from shared.reminders.timeparse import REMIND_CUE, asks_for_a_reminder, parse_due
 from shared.repositories.uow import UnitOfWork
-from shared.text import estimate_tokens
+from shared.text import estimate_tokens, is_invisible
 
 if TYPE_CHECKING:
     from shared.conversation.config import ConversationConfig
@@ -128,6 +128,9 @@ def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,
     room = room_for_reminders(uow, prepared.user_id) if entries else 0
     asked = bool(entries) and asks_for_a_reminder(prepared.text, now, prepared.timezone)
     for entry in entries:
+        if is_invisible(entry.content):  # nothing to remind of: the one definition of visible text
+            log.info("dropped a reminder with no visible text")
+            continue
         due = parse_due(entry.due, now, prepared.timezone)
         if due is None or due <= now:
             if asked:

@@ -8,6 +8,8 @@ from datetime import datetime
 from shared.emotion import Emotion, ResponseStrategy
 
 PLATFORMS = ("discord", "telegram", "console")
+OPERATOR_CONSOLE = "console"
+"""The one front-end whose user is the operator (``mnemo chat``): only there may a reply name a setting."""
 
 
 @dataclass(frozen=True)

@@ -192,8 +192,9 @@ class Composer:
         return say.text("offline_limits", self.chinese) if self._needs_answer() and not self._upset() else ""
 
     def model_hint(self, understood: bool) -> str:
-        """The one-line hint on connecting a model, when this turn needs one and it was not shown yet."""
-        if self.view.hint_shown or self._upset():
+        """The one-line hint on connecting a model, for the operator at their console only, when this turn needs
+        one and it was not shown yet."""
+        if not self.view.operator_console or self.view.hint_shown or self._upset():
             return ""
         statements = [s for s in sentences(self.view.text) if s.kind == "statement"]
         chatty = not understood and sum(len(s.body) for s in statements) >= LONG_MESSAGE_CHARS

@@ -54,6 +54,9 @@ class OfflineView:
     bot_lines: tuple[str, ...] = ()
     """The bot's recent replies in this session, oldest first."""
     hint_shown: bool = False
+    operator_console: bool = False
+    """The person is the operator at ``mnemo chat`` and no model is configured: only then is the hint on
+    connecting one (a setting, the README) given. Users of a bot never read operator instructions."""
     paused: bool = False
     """The user paused remembering: statements are acknowledged, not claimed as remembered."""
     bot_name: str = "Mnemo"

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from shared.conversation.messages import IncomingMessage, Reply
+from shared.conversation.messages import OPERATOR_CONSOLE, IncomingMessage, Reply
 from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
 from shared.conversation.offline_replies import MODEL_HINT_MARKER
 from shared.conversation.offline_view import RoundNote
@@ -132,6 +132,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     count, newest = _what_is_known(uow, user_id, text)
     offline_view = replace(_offline_view(text, local_now, timezone, strategy, identity.display_name, recall, prompt,
                                          known, history, session, config.bot_name), paused=paused,
+                           operator_console=message.platform == OPERATOR_CONSOLE,
                            memory_count=count, newest=tuple(_note(memory) for memory in newest),
                            reminders=tuple(reminders))
     return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,

@@ -114,8 +114,8 @@ def build_turn_prompt(inputs: PromptInputs) -> BuiltPrompt:
     recalled = [memory for memory in inputs.memories if memory.id not in shown]
     seen = [memory for memory in inputs.memories if memory.id in shown]
     context, packed = _memory_context(inputs, recalled, seen)
-    note = "\n\n".join(part for part in (NOTE_OPEN, context, _situation(inputs), _style(inputs.strategy), NOTE_CLOSE)
-                       if part)
+    body = "\n\n".join(part for part in (context, _situation(inputs), _style(inputs.strategy)) if part)
+    note = f"{NOTE_OPEN}\n\n{_unfenced(body)}\n\n{NOTE_CLOSE}"
     messages.append({"role": "user", "content": f"{_unfenced(inputs.user_message)}\n\n{note}"})
     seen_before = tuple(memory.id for memory in inputs.memories if memory.id in shown)
     if packed is None:
@@ -169,21 +169,24 @@ def app_note(content: str) -> str:
 
 
 def _situation(inputs: PromptInputs) -> str:
+    """The time and who is speaking; every value from outside (the display name, the time zone) as a data line:
+    one line, no fences of its own."""
     now = inputs.local_now
     offset = now.strftime("%z")
-    lines = [f"Current time for the user: {now:%Y-%m-%d %H:%M} ({now:%A}), time zone {inputs.timezone} "
+    lines = [f"Current time for the user: {now:%Y-%m-%d %H:%M} ({now:%A}), time zone {data_line(inputs.timezone)} "
              f"(UTC{offset[:3]}:{offset[3:]})."]
+    name = data_line(inputs.user_name or "")
     if inputs.is_group:
-        who = inputs.user_name or "the person who wrote to you"
+        who = name or "the person who wrote to you"
         lines.append(f"This is a group chat and you are answering {who}. What you know below is about {who} only; "
                      "never reveal or guess private details of anyone else in the group.")
-    elif inputs.user_name:
-        lines.append(f"You are talking privately with {inputs.user_name}.")
+    elif name:
+        lines.append(f"You are talking privately with {name}.")
     return "\n".join(lines)
 
 
 def _unfenced(message: str) -> str:
-    """The user's words, unable to open or close an app note of their own."""
+    """The user's words (and everything inside the note), unable to open or close an app note of their own."""
     return message.replace(NOTE_OPEN, NOTE_OPEN.replace("<", "‹")).replace(NOTE_CLOSE, NOTE_CLOSE.replace("<", "‹"))
 
 

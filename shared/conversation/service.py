@@ -5,9 +5,11 @@
    turn is never lost even if the LLM fails;
 2. the LLM call, outside any transaction (the offline responder answers when there is no LLM or
    it fails);
+2a. with a daily quota, the call's most is held on the user's allowance first (one short transaction,
+   :func:`shared.usage.quota.reserve`), so concurrent messages cannot overspend it;
 3. apply (one short transaction): the reply turn, working memory, stated memories, todos, access
    tracking, the background jobs owed and what the model requests of this turn cost (``llm_usage``),
-   all or nothing.
+   all or nothing; the quota hold is given back in it.
 
 A user (or group chat) past today's token allowance is answered by the offline responder with a
 notice in their language; the turn is kept, and its background jobs are owed from the next UTC day.
@@ -52,14 +54,15 @@ from shared.metrics import record
 from shared.recall.embeddings import Embedder
 from shared.recall.retrieval import Recall
 from shared.repositories.uow import UnitOfWork
+from shared.usage.quota import QuotaHold, QuotaState, call_ceiling, reserve, settle
 from shared.usage.texts import quota_notice
 
 log = logging.getLogger(__name__)
 
 MAX_UNANSWERED = 100
 """How many unanswered messages one start answers (the oldest first)."""
-FLOOD_WARNING = "Over MESSAGE_RATE_PER_USER; this is an offline reply."
-BUSY_WARNING = "Every model slot stayed taken (TURN_LLM_CONCURRENCY); this is an offline reply."
+FLOOD_WARNING = "Many messages in a short time; this is an offline reply."
+BUSY_WARNING = "Every model slot stayed busy; this is an offline reply."
 UNSAVED_REPLY = "The database went away before this reply could be saved; it will not be remembered."
 
 
@@ -113,13 +116,14 @@ class ConversationService:
                                    self.config.database_patience, on_delay, what="a message")
         if prepared.duplicate is not None:
             return prepared.duplicate
+        prepared, hold = await self._reserve(prepared, on_delay)
         prepared_at = time.perf_counter()
         with metered("turn") as answering:
             result = await self._complete(prepared, on_busy)
         answered_at = time.perf_counter()
         spent = (*searching.calls, *answering.calls)
         try:
-            applied = await patiently(lambda retrying: self._apply(prepared, result, spent, retrying),
+            applied = await patiently(lambda retrying: self._apply(prepared, result, spent, hold, retrying),
                                       self.config.database_patience, on_delay, what="a reply")
         except DatabaseUnavailable:  # the user still gets the answer; the turn stays owed a reply
             applied = AppliedTurn(memory_ids=(), todo_ids=(), warnings=(UNSAVED_REPLY,))
@@ -163,18 +167,39 @@ class ConversationService:
             uow.commit()
         return prepared
 
+    async def _reserve(self, prepared: PreparedTurn, on_delay: OnDelay | None) -> tuple[PreparedTurn, QuotaHold | None]:
+        """Before the model is asked: check the allowance again and hold the call's most on it, so concurrent
+        messages (on any replica) cannot all pass the check before any is charged."""
+        if self.chat_model is None or prepared.quota.over or not self.config.quota.enabled:
+            return prepared, None
+        ceiling = call_ceiling(prepared.prompt.messages, self.chat_model.max_output_tokens)
+
+        def step(_retrying: bool) -> tuple[QuotaState, QuotaHold | None]:
+            with self.uow_factory() as uow:
+                state, hold = reserve(uow, self.config.quota, prepared.user_id, self.clock(), ceiling,
+                                      chat_id=prepared.chat_id, group=not prepared.is_private)
+                uow.commit()
+            return state, hold
+
+        state, hold = await patiently(step, self.config.database_patience, on_delay, what="a quota check")
+        return (replace(prepared, quota=state) if state.over else prepared), hold
+
     def _apply(self, prepared: PreparedTurn, result: TurnResult, spent: tuple[CallUsage, ...],
-               retrying: bool) -> AppliedTurn:
+               hold: QuotaHold | None, retrying: bool) -> AppliedTurn:
         with self.uow_factory() as uow:
             if not uow.turns.hold_for_reply(prepared.user_id, prepared.user_turn_id):
                 log.info("the conversation was forgotten while its reply was written: the reply is sent, not kept")
+                _charge(uow, prepared, spent, hold, self.clock(), messages=0)
                 return AppliedTurn(memory_ids=(), todo_ids=(), warnings=())
             if uow.turns.reply_in_session(prepared.user_id, prepared.session_id,
                                           prepared.user_turn_id) is not None:  # our lost commit, or another's
+                if not retrying:  # another's: this call was still paid for
+                    _charge(uow, prepared, spent, hold, self.clock(), messages=0)
                 return AppliedTurn(memory_ids=(), todo_ids=(), warnings=(), answered_elsewhere=not retrying)
             now = self.clock()
             applied = apply_turn_result(uow, prepared, result, self.config, now=now,
                                         embeddings_wanted=self.embedder is not None)
+            settle(uow, hold)
             uow.usage.record(prepared.user_id, prepared.chat_id, spent, now, messages=1)  # last: its row lock
             uow.commit()
         if self.dispatch is not None and applied.job_ids:
@@ -189,17 +214,21 @@ class ConversationService:
         in time, the call fails, or its answer holds nothing to show."""
         if self.chat_model is None:
             return self._offline(prepared, warning=None)
-        if prepared.quota.over:
+        if prepared.quota.over:  # the operator reads it here and in ``mnemo usage``; the user, a notice
+            log.info("over today's token allowance (LLM_DAILY_TOKENS_PER_%s): answered offline",
+                     "CHAT" if prepared.quota.group else "USER")
             return replace(self._offline(prepared, warning=None),
                            notice=quota_notice(prepared.quota, replies_in_chinese(prepared.text)))
         if self.message_limit is not None:
             wait = await asyncio.to_thread(self.message_limit.hit, str(prepared.user_id))
             if wait is not None:  # one user's flood takes no model slot from anyone else
+                log.info("over MESSAGE_RATE_PER_USER: answered offline")
                 return replace(self._offline(prepared, warning=FLOOD_WARNING, limited=True),
                                notice=flood_notice(replies_in_chinese(prepared.text), wait))
         async with self.gate.slot(on_busy) as admitted:
             if admitted:
                 return await self._ask_model(prepared)
+        log.warning("every model slot stayed taken (TURN_LLM_CONCURRENCY, TURN_QUEUE_SECONDS): answered offline")
         return replace(self._offline(prepared, warning=BUSY_WARNING, busy=True),
                        notice=busy_notice(replies_in_chinese(prepared.text)))
 
@@ -224,7 +253,10 @@ class ConversationService:
 
     def _offline(self, prepared: PreparedTurn, warning: str | None, *, busy: bool = False,
                  limited: bool = False) -> TurnResult:
-        output = self.offline.respond(prepared.offline_view)
+        view = prepared.offline_view
+        if self.chat_model is not None:  # a model is configured: nothing for the operator to connect
+            view = replace(view, operator_console=False)
+        output = self.offline.respond(view)
         warnings = ("offline mode",) + ((warning,) if warning else ())
         return TurnResult(output=output, emotion=Emotion.from_json(output.emotion), offline=True, warnings=warnings,
                           busy=busy, limited=limited)
@@ -254,6 +286,14 @@ class ConversationService:
             todo_ids=applied.todo_ids,
             notice=" ".join(part for part in (result.notice, applied.notice) if part) or None,
         )
+
+
+def _charge(uow: UnitOfWork, prepared: PreparedTurn, spent: tuple[CallUsage, ...], hold: QuotaHold | None,
+            now: datetime, *, messages: int) -> None:
+    """What a turn whose reply is not kept spent, and its quota hold given back, on their own."""
+    settle(uow, hold)
+    uow.usage.record(prepared.user_id, prepared.chat_id, spent, now, messages=messages)
+    uow.commit()
 
 
 def _log_answer(reply: Reply) -> None:

@@ -31,7 +31,7 @@ from shared.recall.round_keys import rekey_rounds
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import keywords, query_terms
-from shared.text import clean_text
+from shared.text import clean_text, is_invisible
 
 MAX_TURNS_PER_BATCH = 10
 MAX_OPERATIONS = 20
@@ -205,6 +205,8 @@ def _operation(raw: object, id_map: Mapping[str, int], now: datetime | None) -> 
     if name == "SKIP":
         return MemoryOp("SKIP")
     content = _label(raw.get("content"), MAX_MEMORY_CHARS)
+    if is_invisible(content):  # nothing to show: as good as no content
+        content = ""
     if name == "ADD":
         kind, tier = _label(raw.get("type")).lower(), _label(raw.get("tier")).lower()
         if kind not in TURN_MEMORY_TYPES or not content:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shared.db.memory_models import Memory
+from shared.memory.policy import MAX_LABEL_CHARS
 from shared.memory.stated import StatedMemory
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
@@ -55,7 +56,7 @@ _KEY_SEPARATORS = re.compile(r"[\s\-]+")
 
 def normalise_key(value: str) -> str:
     """Subjects and predicates compare without case, spacing or punctuation differences."""
-    return _KEY_SEPARATORS.sub("_", value.strip().lower()).strip("_")[:100] or "general"
+    return _KEY_SEPARATORS.sub("_", value.strip().lower()).strip("_")[:MAX_LABEL_CHARS] or "general"
 
 
 def store_stated_memories(uow: UnitOfWork, user_id: int, entries: Iterable[StatedMemory], *, now: datetime,

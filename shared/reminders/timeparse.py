@@ -161,6 +161,14 @@ def storable_time(value: object) -> datetime | None:
     return utc if EARLIEST_TIME <= utc < LATEST_TIME else None
 
 
+def storable_later(moment: datetime, delay: timedelta) -> datetime | None:
+    """``moment + delay`` when it is a :func:`storable_time` (a snooze), else None (never an OverflowError)."""
+    try:
+        return storable_time(moment + delay)
+    except OverflowError:
+        return None
+
+
 @dataclass(frozen=True)
 class ResolvedTime:
     """A time expression found in a message, and what is left of the message without it."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Todo
@@ -49,6 +49,12 @@ class TodoRepository:
             query = query.where(Todo.remind_at < due_before)
         return [(content, due) for content, due in self.session.execute(
             query.order_by(Todo.remind_at, Todo.id).limit(limit))]
+
+    def hold_pending_count(self, user_id: int) -> None:
+        """Hold the user's row until the transaction ends (``FOR NO KEY UPDATE``: rows that only point at the
+        user do not wait): counting their pending reminders and adding one is then one step, whatever runs
+        at once on any process (the cap of :mod:`shared.reminders.scheduling`)."""
+        self.session.execute(text("SELECT id FROM users WHERE id = :id FOR NO KEY UPDATE"), {"id": user_id})
 
     def count_pending(self, user_id: int) -> int:
         """How many of the user's reminders are pending (the cap of :mod:`shared.reminders.scheduling`)."""

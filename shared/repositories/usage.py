@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from shared.db.usage_models import (
     MAX_MODEL_CHARS,
+    MESSAGE_KIND,
     NO_CHAT,
     SUMMED,
     UsageCall,
@@ -94,6 +95,31 @@ class UsageRepository:
             values[f"k{index}_kind"] = kind
             values.update({f"k{index}_{name}": getattr(total, name) for name in SUMMED})
         self.session.execute(_record_statement(len(calls), len(sums)), values)
+
+    def lock_spenders(self, user_id: int, chat_id: int | None) -> None:
+        """Hold the user's row (and the chat's, when given) until the transaction ends: the quota's check and
+        its hold are one step for every process that spends for them (see :func:`shared.usage.quota.reserve`).
+        ``NO KEY UPDATE``: rows that merely point at the user (a new turn) do not wait for it."""
+        self.session.execute(text("SELECT id FROM users WHERE id = :id FOR NO KEY UPDATE"), {"id": user_id})
+        if chat_id is not None:
+            self.session.execute(text("SELECT id FROM chats WHERE id = :id FOR NO KEY UPDATE"), {"id": chat_id})
+
+    def hold(self, user_id: int, chat_id: int | None, day: date, tokens: int) -> None:
+        """Count ``tokens`` on the user's (and chat's) day before they are spent; :meth:`release` gives them
+        back once what was spent is recorded. Counted as prompt tokens of the kind ``turn``, so every quota
+        check and report sees them."""
+        self.session.execute(text(
+            f"INSERT INTO llm_usage_daily AS d (user_id, day, kind, chat_id, prompt_tokens) "
+            f"VALUES (:user_id, :day, '{MESSAGE_KIND}', :chat_key, :tokens) ON CONFLICT (user_id, day, kind, chat_id) "
+            f"DO UPDATE SET prompt_tokens = d.prompt_tokens + excluded.prompt_tokens"),
+            {"user_id": user_id, "day": day, "chat_key": chat_id or NO_CHAT, "tokens": tokens})
+
+    def release(self, user_id: int, chat_id: int | None, day: date, tokens: int) -> None:
+        """Take back what :meth:`hold` counted (never below nothing)."""
+        self.session.execute(text(
+            f"UPDATE llm_usage_daily SET prompt_tokens = GREATEST(prompt_tokens - :tokens, 0) "
+            f"WHERE user_id = :user_id AND day = :day AND kind = '{MESSAGE_KIND}' AND chat_id = :chat_key"),
+            {"user_id": user_id, "day": day, "chat_key": chat_id or NO_CHAT, "tokens": tokens})
 
     def tokens_on(self, user_id: int, day: date) -> int:
         """The user's tokens (prompt and completion, every kind and chat) on ``day``."""

@@ -1,14 +1,22 @@
 """Whether a user (and the group chat they write in) may still spend tokens today; putting off the
-background work of one who may not, to the next UTC day, rather than dropping it."""
+background work of one who may not, to the next UTC day, rather than dropping it.
+
+A turn's model call is paid for before it is made: :func:`reserve` checks the allowance and counts the
+call's largest cost (its prompt and every output token it may ask for) in one transaction that holds the
+user's row (and the group chat's), so concurrent messages, on any number of replicas, see each other's
+calls; :func:`settle` gives the hold back in the transaction that records what the call really cost. A
+user therefore goes past the allowance by at most one call's worth, however many messages arrive at once.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
 
 from shared.db.usage_models import next_usage_day, usage_day
+from shared.text import estimate_tokens
 from shared.usage.policy import QuotaPolicy
 
 if TYPE_CHECKING:
@@ -29,6 +37,16 @@ class QuotaState:
 WITHIN = QuotaState()
 
 
+@dataclass(frozen=True)
+class QuotaHold:
+    """Tokens counted on a user's (and chat's) day for a call not yet recorded."""
+
+    user_id: int
+    chat_id: int | None
+    day: date
+    tokens: int
+
+
 def quota_state(uow: UnitOfWork, policy: QuotaPolicy, user_id: int, now: datetime, *,
                 chat_id: int | None = None, group: bool = False) -> QuotaState:
     """Whether the user may spend tokens now (a user whose quota an operator lifted always may); in a group
@@ -44,6 +62,35 @@ def quota_state(uow: UnitOfWork, policy: QuotaPolicy, user_id: int, now: datetim
     if group and chat_id is not None and policy.chat_over(uow.usage.chat_tokens_on(chat_id, day)):
         return QuotaState(True, True, policy.per_chat, resets_at)
     return WITHIN
+
+
+def reserve(uow: UnitOfWork, policy: QuotaPolicy, user_id: int, now: datetime, tokens: int, *,
+            chat_id: int | None = None, group: bool = False) -> tuple[QuotaState, QuotaHold | None]:
+    """Check the allowance and, within it, hold ``tokens`` (a call's most) on today's sums, the user's row
+    (and a group chat's) held meanwhile. No hold when no quota applies; the caller commits."""
+    if not policy.enabled:
+        return WITHIN, None
+    uow.usage.lock_spenders(user_id, chat_id if group and policy.per_chat is not None else None)
+    state = quota_state(uow, policy, user_id, now, chat_id=chat_id, group=group)
+    if state.over:
+        return state, None
+    user = uow.users.get(user_id)
+    if user is not None and user.quota_lifted_at is not None:
+        return state, None
+    hold = QuotaHold(user_id, chat_id, usage_day(now), max(tokens, 1))
+    uow.usage.hold(hold.user_id, hold.chat_id, hold.day, hold.tokens)
+    return state, hold
+
+
+def call_ceiling(messages: Sequence[Mapping[str, Any]], max_output_tokens: int) -> int:
+    """The most one call may cost: its prompt (estimated from the text) and every output token it asks for."""
+    return sum(estimate_tokens(str(message.get("content") or "")) for message in messages) + max_output_tokens
+
+
+def settle(uow: UnitOfWork, hold: QuotaHold | None) -> None:
+    """Give back what :func:`reserve` held (in the transaction that records what was spent)."""
+    if hold is not None:
+        uow.usage.release(hold.user_id, hold.chat_id, hold.day, hold.tokens)
 
 
 def may_spend(uow_factory: Callable[[], UnitOfWork], policy: QuotaPolicy | None, user_id: int, now: datetime) -> bool:

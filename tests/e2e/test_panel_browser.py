@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,7 @@ CHEN = Caller("discord", "5151", display_name="Chen")
 DANA = Caller("telegram", "6161", display_name="Dana")
 EVE = Caller("telegram", "7171", display_name="Eve")
 FANG = Caller("discord", "8181", display_name="Fang")
+GUS = Caller("telegram", "9292", display_name="Gus")
 CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync", "--lang=en-US")
 
@@ -79,6 +81,13 @@ def wait_until_up(process: subprocess.Popen, log: Path) -> str:
     return wait_for(answering, SERVER_START_SECONDS, lambda: f"mnemo api to answer:\n{log.read_text()}")
 
 
+def free_port() -> int:
+    """A TCP port of loopback that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @pytest.fixture(scope="module")
 def panel_server(system_pg_admin_url: str, migrated_system_template: str) -> Iterator[PanelServer]:
     """``mnemo api`` on a fresh migrated database, and the memory-command service on the same one."""
@@ -88,11 +97,12 @@ def panel_server(system_pg_admin_url: str, migrated_system_template: str) -> Ite
     process = None
     assert MNEMO.exists(), f"{MNEMO} is missing: pip install -e . in this virtualenv"
     try:
-        # Port 0: the server binds a free port itself and logs it (at INFO); the panel accepts sign-ins
-        # from its own origin, so PANEL_PUBLIC_URL need not name the port beforehand. PYTHONPATH makes the
-        # console script run this tree's code.
-        env = {**{k: v for k, v in os.environ.items() if k != "PANEL_PUBLIC_URL"}, "DATABASE_URL": database_url,
-               "MNEMO_DATA_DIR": str(workdir), "LOG_LEVEL": "INFO", "API_PORT": "0", "PYTHONPATH": str(ROOT)}
+        # A free port chosen here: the panel's address is PANEL_PUBLIC_URL (sign-ins are accepted from its
+        # origin only, and redirects go there), so it must name the port. PYTHONPATH makes the console script
+        # run this tree's code.
+        port = free_port()
+        env = {**os.environ, "DATABASE_URL": database_url, "PANEL_PUBLIC_URL": f"http://127.0.0.1:{port}",
+               "MNEMO_DATA_DIR": str(workdir), "LOG_LEVEL": "INFO", "API_PORT": str(port), "PYTHONPATH": str(ROOT)}
         log = workdir / "api.log"
         with log.open("wb") as output:
             process = subprocess.Popen([str(MNEMO), "api", "--host", "127.0.0.1"],
@@ -313,6 +323,23 @@ def test_export_then_clear_all_then_import_brings_the_memories_back(panel_server
         assert "memories 1" in driver.find_element(By.ID, "notice").text
         assert panel_server.contents(EVE) == ["I was born in Chengdu"]
         shot(driver, "09-imported")
+
+
+def test_importing_a_file_over_the_body_limit_says_the_file_is_too_large(panel_server, tmp_path):
+    panel_server.commands.remember(GUS, "I grow chillies")
+    huge = tmp_path / "far-too-big.json"
+    huge.write_bytes(b'{"format": "mnemo-export", "version": 2, "memories": [' + b" " * (20 * 1024 * 1024) + b"]}")
+
+    with chromium() as driver:
+        sign_in(driver, panel_server.sign_in_link(GUS))
+        wait_for_cards(driver, ["I grow chillies"])
+        driver.find_element(By.ID, "import-file").send_keys(str(huge))
+        wait(driver).until(lambda d: d.find_element(By.ID, "notice").get_attribute("data-kind") == "error",
+                           "the panel to show an error")
+        shown = driver.find_element(By.ID, "notice").text
+        shot(driver, "10-import-too-large")
+        assert "too large" in shown, shown
+        assert panel_server.contents(GUS) == ["I grow chillies"]
 
 
 def test_the_panel_speaks_chinese_fits_a_phone_cancels_a_reminder_and_signs_out(panel_server):

@@ -33,7 +33,16 @@ from shared import log_context
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import Base, Chat, ConversationSession, ConversationTurn, Identity, User
 from shared.db.token_models import OneTimeToken
-from shared.db.usage_models import NO_CHAT, SUMMED, UsageCall, UsageDay, UsageTotals, sums_by_kind, usage_day
+from shared.db.usage_models import (
+    MESSAGE_KIND,
+    NO_CHAT,
+    SUMMED,
+    UsageCall,
+    UsageDay,
+    UsageTotals,
+    sums_by_kind,
+    usage_day,
+)
 from shared.db.web_session_models import WebSession
 from shared.repositories.accounts import LEARNT_FROM_THE_USER
 from shared.repositories.conversation import UnansweredTurn
@@ -438,6 +447,9 @@ class FakeTodoRepository(_Repository):
         return [t for t in self._rows.select(Todo, user_id=user_id, order=lambda t: (t.remind_at, t.id))
                 if t.status in statuses]
 
+    def hold_pending_count(self, user_id: int) -> None:
+        """One fake unit of work runs at a time: nothing to hold."""
+
     def count_pending(self, user_id: int) -> int:
         return len(self._rows.select(Todo, user_id=user_id, status="pending"))
 
@@ -569,6 +581,21 @@ class FakeUsageRepository(_Repository):
                 row = self._rows.insert(UsageDay(user_id=user_id, day=day, kind=kind, chat_id=chat_key))
             for name in SUMMED:
                 setattr(row, name, getattr(row, name) + getattr(added, name))
+
+    def lock_spenders(self, user_id: int, chat_id: int | None) -> None:
+        """One fake unit of work runs at a time: nothing to hold."""
+
+    def hold(self, user_id: int, chat_id: int | None, day: date, tokens: int) -> None:
+        table, key = self._rows.table(UsageDay), (user_id, day, MESSAGE_KIND, chat_id or NO_CHAT)
+        row = table.get(key)
+        if row is None:
+            row = self._rows.insert(UsageDay(user_id=user_id, day=day, kind=MESSAGE_KIND, chat_id=chat_id or NO_CHAT))
+        row.prompt_tokens += tokens
+
+    def release(self, user_id: int, chat_id: int | None, day: date, tokens: int) -> None:
+        row = self._rows.table(UsageDay).get((user_id, day, MESSAGE_KIND, chat_id or NO_CHAT))
+        if row is not None:
+            row.prompt_tokens = max(row.prompt_tokens - tokens, 0)
 
     def tokens_on(self, user_id: int, day: date) -> int:
         return sum(row.prompt_tokens + row.completion_tokens for row in self._days(user_id=user_id, day=day))

@@ -16,9 +16,12 @@ from fastapi.testclient import TestClient
 
 from bot.api.app import create_app
 from bot.api.auth import COOKIE, CSRF_HEADER, USER_HEADER, SignInLimiter
+from shared.access.rule import Facts, Policy
+from shared.access.service import AccessService
 from shared.commands.panel import PanelService
 from shared.commands.service import Caller, MemoryCommands
 from shared.db.memory_models import MemoryEvent
+from shared.db.models import Identity
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from tests.conftest import audit_of
 
@@ -134,6 +137,21 @@ def test_sign_in_from_another_site_is_refused(api, origin):
     own = api.client().post("/panel/sign-in", data={"token": token_of(link)}, headers={"Origin": BASE},
                             follow_redirects=False)
     assert own.status_code == 303  # the refused attempt did not use the link up
+
+
+@pytest.mark.parametrize("host", ["attacker.test:8443", "mnemo.example.org.attacker.test", "[::1]:9", "x"])
+def test_a_foreign_host_header_neither_redirects_there_nor_passes_the_origin_check(api, host):
+    redirect = api.client().get("/panel", headers={"Host": host}, follow_redirects=False)
+    assert redirect.status_code in (301, 302, 307, 308)
+    location = redirect.headers["location"]
+    assert host not in location and (location.startswith("/") or location.startswith(BASE + "/"))
+    link = api.link(ANN)
+    forged = api.client().post("/panel/sign-in", data={"token": token_of(link)},
+                               headers={"Host": host, "Origin": f"http://{host}"}, follow_redirects=False)
+    assert forged.status_code == 403 and forged.json()["code"] == "bad_origin"
+    own = api.client().post("/panel/sign-in", data={"token": token_of(link)},
+                            headers={"Host": host, "Origin": BASE}, follow_redirects=False)
+    assert own.status_code == 303 and own.headers["location"] == "/panel/"
 
 
 def test_signing_out_ends_the_session(api):
@@ -302,6 +320,27 @@ def test_invisible_content_is_refused_and_direction_controls_never_reach_a_store
     assert client.get(f"{MEMORIES}/{made['id']}").json()["content"] == "second"
 
 
+@pytest.mark.parametrize("invisible", ["\uffa0\u1160", "\u2800 \u2800", "\u0307\u0323", "\ufe0e", "\u034f\u034f",
+                                       "\ufffc", "\ue123\U000f0000", "\U000e0020"])
+def test_fillers_lone_marks_and_private_use_are_refused_as_invisible_when_created_or_edited(api, invisible):
+    client = api.signed_in(ANN)
+    refused = client.post(MEMORIES, json={"content": invisible})
+    assert refused.status_code == 422 and refused.json()["code"] == "invisible_text"
+    made = add(client, "plays the cello")
+    assert client.put(f"{MEMORIES}/{made['id']}", json={"content": f" {invisible} "}).json()["code"] == "invisible_text"
+    assert [item["content"] for item in client.get(MEMORIES).json()["items"]] == ["plays the cello"]
+
+
+@pytest.mark.parametrize("length", [65, 97, MAX_LABEL_CHARS])
+def test_a_key_longer_than_64_and_up_to_the_documented_limit_is_kept_whole(api, length):
+    client = api.signed_in(ANN)
+    key = ("quiet_hours_" * 10)[:length]
+    made = add(client, "no calls after ten", key=key)
+    assert client.get(f"{MEMORIES}/{made['id']}").json()["key"] == key
+    too_long = client.put(f"{MEMORIES}/{made['id']}", json={"key": key + "x" * (MAX_LABEL_CHARS + 1 - length)})
+    assert too_long.status_code == 422
+
+
 def test_a_memory_is_edited_in_place_and_the_audit_keeps_before_and_after(api):
     client = api.signed_in(ANN)
     made = add(client, "lives in Berlin", key="lives_in")
@@ -360,6 +399,29 @@ def test_deleting_all_long_term_memories_keeps_the_working_memory(api):
 
 
 # Export and import
+
+
+@pytest.mark.parametrize("links, current", [
+    ({5: 5}, {"m5"}),                              # replaces itself
+    ({3: 8, 8: 3}, {"m8"}),                        # two replace each other
+    ({2: 4, 4: 9, 9: 2, 6: 4}, {"m9"}),            # a loop of three, and one more leading into it
+    ({1: 7, 7: 1, 11: 12, 12: 11}, {"m7", "m12"}),  # two loops
+])
+def test_an_imported_loop_of_superseded_by_is_broken_so_every_memory_is_read_and_deleted_by_id(api, links, current):
+    ids = sorted({*links, *links.values()})
+    document = {"format": "mnemo-export", "version": 2, "memories": [
+        {"id": local, "type": "fact", "content": f"m{local}", "superseded_by": links.get(local)} for local in ids]}
+    client = api.signed_in(ANN)
+    report = client.post(f"{MEMORIES}/import", files={"file": ("loops.json", json.dumps(document), "application/json")})
+    assert report.status_code == 200, report.text
+    dropped = [reason for reason in report.json()["refused"] if "the link was dropped" in reason]
+    assert len(dropped) == len(current)
+    shown = {item["content"]: item["id"] for item in client.get(MEMORIES).json()["items"]}
+    assert set(shown) == current
+    for content, memory_id in shown.items():
+        assert client.get(f"{MEMORIES}/{memory_id}").json()["content"] == content
+        assert client.delete(f"{MEMORIES}/{memory_id}").json() == {"deleted": 1}
+    assert client.get(MEMORIES).json()["total"] == 0
 
 
 def test_export_downloads_the_users_data_and_import_loads_it_into_another_account(api):
@@ -438,3 +500,47 @@ def test_answers_carry_security_headers_and_the_api_is_not_cached(api):
 def test_a_browser_asking_for_the_favicon_gets_an_empty_answer_not_a_404(api):
     response = api.client().get("/favicon.ico")
     assert response.status_code == 204 and response.content == b""
+
+
+# Blocking
+
+
+@pytest.fixture
+def guarded(uow_factory) -> tuple[Api, AccessService]:
+    """The API with the access lists in force, as ``mnemo api`` runs it (the operator is telegram:77)."""
+    access = AccessService(uow_factory, Policy(operators=frozenset({("telegram", "77")})), refresh_seconds=0)
+    panel = PanelService(uow_factory, session_lifetime=timedelta(hours=1), access=access)
+    app = create_app(panel, admin_token=ADMIN, public_url=BASE, limiter=SignInLimiter(per_address=100))
+    return Api(app, MemoryCommands(uow_factory, panel_url=BASE), uow_factory), access
+
+
+@pytest.mark.parametrize("blocked, caller", [("telegram:1001", ANN), ("discord:2002", BOB)])
+def test_a_blocked_users_open_session_adds_nothing_and_still_reads_exports_and_deletes(guarded, blocked, caller):
+    api, access = guarded
+    client = api.signed_in(caller)
+    kept = add(client, "has a bicycle named Comet")
+    exported = client.get(f"{MEMORIES}/export").content
+    access.run(Facts("telegram", "77"), f"block user {blocked}")
+    refused = [client.post(MEMORIES, json={"content": "collects stamps"}),
+               client.put(f"{MEMORIES}/{kept['id']}", json={"content": "has two bicycles"}),
+               client.post(f"{MEMORIES}/import", files={"file": ("mine.json", exported, "application/json")})]
+    assert [(answer.status_code, answer.json()["code"]) for answer in refused] == [(403, "blocked_adding")] * 3
+    assert [item["content"] for item in client.get(MEMORIES).json()["items"]] == ["has a bicycle named Comet"]
+    assert client.get(f"{MEMORIES}/export").status_code == 200
+    assert client.delete(f"{MEMORIES}/{kept['id']}").json() == {"deleted": 1}
+    access.run(Facts("telegram", "77"), f"remove user {blocked}")
+    assert client.post(MEMORIES, json={"content": "collects stamps"}).status_code == 201
+
+
+def test_a_block_on_one_linked_account_limits_the_persons_session_and_not_the_operators_token(guarded):
+    api, access = guarded
+    client = api.signed_in(ANN)
+    user_id = api.user_id(ANN)
+    with api.uow_factory() as uow:  # Ann's Discord account, linked to the same user
+        uow.session.add(Identity(user_id=user_id, platform="discord", platform_user_id="3003", display_name="ann#2"))
+        uow.commit()
+    access.run(Facts("telegram", "77"), "block user discord:3003")
+    assert client.post(MEMORIES, json={"content": "plays chess"}).json()["code"] == "blocked_adding"
+    operator = api.client()
+    operator.headers.update({"Authorization": f"Bearer {ADMIN}", USER_HEADER: str(user_id)})
+    assert operator.post(MEMORIES, json={"content": "plays chess"}).status_code == 201

@@ -13,6 +13,8 @@ import logging
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -24,6 +26,7 @@ from fastapi.testclient import TestClient
 from bot.api import schemas
 from bot.api.app import create_app
 from bot.api.auth import COOKIE, SignInLimiter
+from bot.api.body_limit import DRAIN_FACTOR
 from bot.api.json_body import (
     MAX_JSON_BODY_BYTES,
     MAX_JSON_DEPTH,
@@ -142,13 +145,17 @@ FILE_PART = b'--cut\r\nContent-Disposition: form-data; name="file"; filename="m.
     (MEMORIES, "application/json", b'{"content": "'),
     (f"{MEMORIES}/import", "multipart/form-data; boundary=cut", FILE_PART),
 ])
-def test_a_chunked_body_is_refused_on_the_chunk_that_crosses_the_limit_and_no_more_is_read(
+def test_a_chunked_body_is_refused_on_the_chunk_that_crosses_the_limit_and_read_no_further_than_the_drain(
         limited_app, untouched, path, content_type, opening):
     size = LIMIT // 3 + 1  # the third chunk crosses the limit
     chunks = [opening + b"x" * (size - len(opening))] + [b"x" * size] * 39
     status, answer, pulled = post_in_chunks(limited_app, path, chunks, content_type)
     assert (status, answer["code"]) == (413, "too_large")
-    assert pulled == 3 and untouched.used == []
+    drain = DRAIN_FACTOR * LIMIT  # the rest is read and thrown away only this far, then the answer is sent
+    assert (pulled - 1) * size <= drain < pulled * size and untouched.used == []
+    whole = [opening + b"x" * (size - len(opening))] + [b"x" * size] * 5  # within the drain: read to its end
+    status, _answer, pulled = post_in_chunks(limited_app, path, whole, content_type)
+    assert (status, pulled) == (413, len(whole))
 
 
 @contextmanager
@@ -204,6 +211,41 @@ def test_uvicorn_stops_reading_a_chunked_body_once_it_is_over_the_limit(limited_
     assert sent < planned  # the server closed the connection long before the body ended
     assert answer == b"" or answer.startswith(b"HTTP/1.1 413 ")
     assert untouched.used == []
+
+
+@pytest.mark.parametrize("share", [1.3, 2.5, DRAIN_FACTOR], ids=["1.3x", "2.5x", "at-the-drain"])
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_a_client_that_sends_the_whole_body_first_reads_the_413(untouched, share, chunked):
+    """The default limit, and bodies of megabytes: more than loopback's socket buffers hold unread, so a server
+    that closed without reading the rest would reset the connection under the client's feet."""
+    limit = DEFAULT_API_MAX_BODY_BYTES
+    size = int(limit * share)
+    body = b'{"content": "' + b"q" * (size - 15) + b'"}'
+    app = create_app(untouched, admin_token=ADMIN, public_url=BASE, max_body_bytes=limit)
+    with served(app) as port:
+        if chunked:  # http.client sends every chunk before it reads the answer
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+            connection.request("POST", MEMORIES, body=iter([body[i:i + 65536] for i in range(0, len(body), 65536)]),
+                               headers={"Content-Type": "application/json"}, encode_chunked=True)
+            response = connection.getresponse()
+            status, answer = response.status, json.loads(response.read())
+            connection.close()
+        else:  # urllib: the whole body, then the answer
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{MEMORIES}", data=body, method="POST",
+                                             headers={"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=20)
+            status, answer = refused.value.code, json.loads(refused.value.read())
+    assert (status, answer["code"]) == (413, "too_large") and str(limit) in answer["detail"]
+    assert untouched.used == []
+
+
+def test_a_client_that_waits_for_100_continue_is_answered_without_sending_the_body(limited_app, untouched):
+    with served(limited_app) as port, socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"POST /api/v1/memory/long-term HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % (2 * LIMIT))
+        answer = read_until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 413 ") and b"100 Continue" not in answer
 
 
 def test_the_default_limit_leaves_room_for_the_largest_import(api):

@@ -25,7 +25,7 @@ from shared.commands.texts import error_text
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
-from shared.db.memory_models import Episode
+from shared.db.memory_models import Episode, Todo
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.memory.writes import StatedMemory, store_stated_memories
 from tests.conftest import APP_TABLES, audit_of
@@ -533,6 +533,30 @@ def test_reminders_are_listed_soonest_first_and_can_be_cancelled_done_and_snooze
         assert [t.id for t in uow.todos.claim_due(clock.now + timedelta(minutes=15))] == [third.id]
 
 
+@pytest.mark.parametrize("due, minutes, kept", [
+    (datetime(9998, 12, 31, 20, 0, tzinfo=UTC), 300, False),
+    (datetime(9998, 12, 31, 20, 0, tzinfo=UTC), 120, True),
+    (datetime(9998, 12, 27, 6, 0, tzinfo=UTC), 7 * 24 * 60, False),
+    (datetime(9998, 12, 31, 23, 59, tzinfo=UTC), 1, False),
+])
+def test_a_snooze_never_moves_a_reminder_past_the_range_of_stored_times(commands, uow_factory, due, minutes, kept):
+    commands.list_reminders(BOB)
+    with uow_factory() as uow:
+        user_id = uow.users.identify(BOB.platform, BOB.platform_user_id).user_id
+        todo = uow.todos.add(Todo(user_id=user_id, content="renew the lease", due_at=due, remind_at=due,
+                                  timezone="America/Los_Angeles", status="sent", source="command",
+                                  created_at=START, updated_at=START))
+        uow.commit()
+    if kept:
+        change = commands.remind(BOB, f"snooze {todo.id} {minutes}")
+        assert change.item.due_at == due + timedelta(minutes=minutes)
+    else:
+        with pytest.raises(InvalidCommand, match="snooze_out_of_range"):
+            commands.remind(BOB, f"snooze {todo.id} {minutes}")
+        assert commands.list_reminders(BOB) == ()  # still sent, unchanged
+    assert commands.import_data(BOB, commands.export_data(BOB).data).refused == ()  # its export reads back
+
+
 def test_reminder_times_that_are_missing_or_past_are_refused_with_a_hint(commands):
     with pytest.raises(InvalidCommand, match="reminder_no_time"):
         commands.add_reminder(ALICE, "买牛奶")
@@ -583,6 +607,15 @@ def test_remembering_invisible_text_is_refused_with_a_clear_message(commands, se
         commands.remember(ALICE, text)
     assert refused.value.key == "invisible_text"
     assert "invisible" in error_text(refused.value, "en") and "不可见" in error_text(refused.value, "zh")
+
+
+@pytest.mark.parametrize("text", ["\u3164\u115f", "\u2800", "fact: \u0300\u20e3", "\U000e01ef", "\u034f",
+                                  "\ufffc\ufffc", "\U00100001", "preference: \uf8ff\u2028"])
+def test_remembering_fillers_lone_marks_or_private_use_is_refused_as_invisible(commands, seeded, uow_factory, text):
+    refused_without_change(uow_factory, lambda: commands.remember(ALICE, text), InvalidCommand)
+    with pytest.raises(InvalidCommand) as refused:
+        commands.remember(ALICE, text)
+    assert refused.value.key == "invisible_text"
 
 
 def test_remembered_text_loses_its_direction_controls_and_keeps_emoji_joiners(commands, uow_factory):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from datetime import timedelta
+import stat
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 from sqlalchemy import select
@@ -179,3 +180,40 @@ def test_export_says_how_many_memories_it_wrote_and_where(uow_factory, tmp_path)
     _remembered, _second, exported = run_console(uow_factory, tmp_path, [
         "/remember 我的生日是三月五号", "/remember 我住在成都", f"/export {path}"])
     assert exported == f"已把 2 条记忆（及聊天记录）导出到 {path}"
+
+
+def console_of(uow_factory, export_dir, user: str, now: datetime) -> ConsoleCommands:
+    caller = Caller(platform="console", platform_user_id=user, locale="en", platform_chat_id="console")
+    return ConsoleCommands(MemoryCommands(uow_factory, default_timezone="UTC", clock=lambda: now), caller,
+                           ask=lambda _question: "n", export_dir=export_dir)
+
+
+def test_console_exports_are_private_and_one_file_per_user_and_moment(uow_factory, tmp_path):
+    export_dir = tmp_path / "exports"
+    export_dir.mkdir(mode=0o755)
+    export_dir.chmod(0o755)  # as an older version left it
+    moment = datetime(2027, 3, 9, 16, 45, 12, tzinfo=UTC)
+    users = ["gwen", "Gwen", "gwen smith", "gwen/smith"]
+    for user in users:
+        console = console_of(uow_factory, export_dir, user, moment)
+        console.run(f"/remember {user} keeps bees")
+        console.run("/export")
+    console_of(uow_factory, export_dir, "gwen", moment).run("/export")  # the same user, the same moment
+    files = sorted(export_dir.iterdir())
+    assert len(files) == len(users) + 1
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in files)
+    assert stat.S_IMODE(export_dir.stat().st_mode) == 0o700
+    contents = {json.loads(path.read_bytes())["memories"][0]["content"] for path in files}
+    assert contents == {f"{user} keeps bees" for user in users}
+
+
+def test_an_export_to_a_named_file_is_private_even_over_a_readable_one(uow_factory, tmp_path):
+    named = tmp_path / "backup" / "mine.json"
+    named.parent.mkdir()
+    named.write_text("old")
+    named.chmod(0o644)
+    console = console_of(uow_factory, tmp_path, "hal", datetime(2027, 1, 2, 3, 4, 5, tzinfo=UTC))
+    console.run("/remember hal likes radishes")
+    console.run(f"/export {named}")
+    assert stat.S_IMODE(named.stat().st_mode) == 0o600
+    assert json.loads(named.read_bytes())["memories"][0]["content"] == "hal likes radishes"

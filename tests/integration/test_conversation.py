@@ -284,6 +284,15 @@ def test_todos_are_stored_at_absolute_times_in_the_users_time_zone(service, llm,
         assert todo.status == "pending" and todo.source == "conversation"
 
 
+def test_a_reminder_the_model_sets_with_nothing_visible_is_dropped(service, llm, uow_factory):
+    blanks = [("\u3164\u3164", "2026-11-23T10:00:00+08:00"), ("\u2800", "2026-11-23T11:00:00+08:00"),
+              ("\ufe0f\u0301", "2026-11-23T12:00:00+08:00"), ("feed the fish", "2026-11-23T13:00:00+08:00")]
+    llm.queue_reply(turn("好的", todos=blanks))
+    reply = say(service, "提醒我明天喂鱼")
+    with uow_factory() as uow:
+        assert [uow.session.get(Todo, todo_id).content for todo_id in reply.todo_ids] == ["feed the fish"]
+
+
 def test_a_reminder_without_a_time_is_told_only_when_the_user_asked_for_one(service, llm, uow_factory):
     made_up = [("I remember you said:", "at the time when it was stored in this message")]
     llm.queue_reply(turn("I remember you said: you keep bees.", todos=made_up))  # a small model's filler

@@ -24,7 +24,9 @@ from bot.telegram_webhook import MAX_UPDATE_BYTES, SECRET_HEADER, webhook_runnin
 from shared.commands.service import MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
+from shared.db.update_log import UpdateInbox
 from shared.settings import Settings
+from tests.waiting import until
 
 SECRET = "webhook-secret_0123456789abcdef"
 PATH = "/telegram/hook-7f3a"
@@ -48,15 +50,17 @@ def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Setting
                     default_timezone="Asia/Shanghai")
 
 
-def run_webhook_bot(settings: Settings, uow_factory, scenario: Callable[[Post, int], Awaitable[None]]) -> None:
+def run_webhook_bot(settings: Settings, uow_factory, scenario: Callable[[Post, int], Awaitable[None]], *,
+                    inbox: UpdateInbox | None = None) -> None:
     """Serve the bot's webhook on a free port of loopback, play the scenario, stop it."""
     service = ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=None)
     commands = MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
 
     async def main() -> None:
-        application = build_application(settings, service, commands)
+        application = build_application(settings, service, commands, inbox=inbox)
         async with webhook_running(application, url=f"https://bot.example.org{PATH}", listen="127.0.0.1", port=0,
-                                   path=PATH, secret_token=SECRET, allowed_updates=ALLOWED_UPDATES) as port, \
+                                   path=PATH, secret_token=SECRET, allowed_updates=ALLOWED_UPDATES,
+                                   inbox=inbox) as port, \
                 httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
 
             async def post(body: bytes | dict, *, secret: str | bytes | None = SECRET) -> httpx.Response:
@@ -132,6 +136,27 @@ def test_a_body_that_is_not_an_update_is_answered_200_logged_once_briefly_and_dr
     assert len(dropped) == 1 and why in dropped[0].getMessage() and len(dropped[0].getMessage()) < 300
     assert not any("secret words" in r.getMessage() or r.levelno >= logging.ERROR for r in caplog.records)
     assert len(telegram.sent) == 1  # only the help
+
+
+@pytest.mark.parametrize("update_id", [-3, 2**63 + 7, 10**30, "42", "7f", False, 12.5, {"n": 1}, []],
+                         ids=["negative", "past-bigint", "huge", "digits-as-text", "hex-text", "false", "fraction",
+                              "object", "empty-list"])
+@pytest.mark.parametrize("replicas", [False, True], ids=["alone", "with-inbox"])
+def test_a_readable_update_with_an_odd_update_id_is_answered_200_and_dropped(
+        telegram, settings, uow_factory, engine, caplog, update_id, replicas):
+    caplog.set_level(logging.INFO)
+    inbox = UpdateInbox(engine, "telegram") if replicas else None
+
+    async def scenario(post: Post, _port: int) -> None:
+        odd = {**update("/help"), "update_id": update_id}
+        assert (await post(odd)).status_code == 200
+        assert (await post(update("/help"))).status_code == 200  # the next update is served as usual
+        await until(lambda: telegram.sent, what="the next update's answer")
+
+    run_webhook_bot(settings, uow_factory, scenario, inbox=inbox)
+    assert len(telegram.sent) == 1  # only the second update's help
+    assert not any(r.levelno >= logging.ERROR for r in caplog.records)
+    assert any("update_id" in r.getMessage() for r in caplog.records if r.name == "bot.telegram_webhook")
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_read(telegram, settings, uow_factory, caplog):

@@ -183,6 +183,16 @@ def test_import_refuses_bad_entries_with_reasons_and_keeps_the_good_ones(command
     assert rows_of_user(uow_factory, bob) == bob_before  # nothing went to the user named in the file
 
 
+def test_an_imported_memory_with_nothing_visible_is_refused(commands, uow_factory):
+    blanks = ["\uffa0", "\u2800\u2800", "\u0301", "\ufe0f", "\u034f", "\ufffc", "\ue000", "\u115f\u3000"]
+    document = {"format": "mnemo-export", "version": 1, "memories": [
+        {"id": number + 1, "type": "fact", "content": blank} for number, blank in enumerate(blanks)] + [
+        {"id": 99, "type": "fact", "content": "grows basil\u2800"}]}
+    report = commands.import_data(ALICE, json.dumps(document).encode())
+    assert report.imported["memories"] == 1 and len(report.refused) == len(blanks)
+    assert memories_of(commands, ALICE) == ["grows basil\u2800"]
+
+
 def test_imported_memories_lose_their_direction_controls_in_text_key_and_value(commands, uow_factory):
     document = {"format": "mnemo-export", "version": 1, "memories": [
         {"id": 1, "type": "fact", "subject": "\u2066user\u2069", "predicate": "\u202dcity",

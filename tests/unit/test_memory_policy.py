@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,7 @@ from shared.memory.policy import (
     TIER_POLICY,
     tiers_where,
 )
+from shared.memory.writes import normalise_key
 
 EMOTION = TURN_JSON_SCHEMA["properties"]["emotion"]["properties"]
 ENTRY = TURN_JSON_SCHEMA["properties"]["memory_update"]["properties"]["entries"]["items"]["properties"]
@@ -107,3 +109,22 @@ def test_an_import_refuses_a_value_nested_deeper_than_can_be_shown_back_and_take
                                        "memories": memories}).encode())
     assert [entry["id"] for entry in document.sections["memories"]] == [1]
     assert len(document.refused) == 2
+
+
+def test_a_memory_key_has_one_length_limit_in_the_code_the_docs_and_the_panel():
+    root = Path(__file__).resolve().parents[2]
+    api_doc = (root / "docs" / "api.md").read_text(encoding="utf-8")
+    stated = re.search(r"`key` is up to (\d+) characters", api_doc)
+    assert stated and int(stated[1]) == MAX_LABEL_CHARS
+    assert re.search(r"`content` is 1–(\d+) characters", api_doc)[1] == str(MAX_MEMORY_CHARS)
+    page = (root / "bot" / "panel" / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'id="memory-key"[^>]*maxlength="(\d+)"', page)[1] == str(MAX_LABEL_CHARS)
+    panel_texts = (root / "bot" / "panel" / "texts.js").read_text(encoding="utf-8")
+    assert re.findall(r"bad_key: '[^']*?(\d+)[^']*?(\d+)", panel_texts) == [("1", str(MAX_LABEL_CHARS))] * 2
+    assert len(normalise_key("Favourite " * 40)) == MAX_LABEL_CHARS
+
+
+@pytest.mark.parametrize("length", [65, 88, MAX_LABEL_CHARS])
+def test_a_key_up_to_the_limit_is_kept_whole_by_the_model_path(length):
+    key = "k" * length
+    assert normalise_key(key) == key

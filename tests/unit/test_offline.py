@@ -1,6 +1,7 @@
 """The offline responder: statements echoed in the second person, recall questions answered, honest small talk,
 reminders, and the one-time hint on connecting a model — no LLM."""
 
+import re
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -14,6 +15,7 @@ from shared.conversation.offline import (
     extract_reminders,
     lookup_keys,
 )
+from shared.conversation.service import BUSY_WARNING, FLOOD_WARNING, UNSAVED_REPLY
 from shared.emotion import STRATEGY_TABLE
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=ZoneInfo("Asia/Shanghai"))
@@ -25,11 +27,11 @@ ANA = (MemoryNote("My name is Ana", "fact", "name"),
 
 
 def respond(text: str, *, known=(), recalled=(), strategy="neutral", hint_shown=False, bot_lines=(), turn=0,
-            paused=False):
+            paused=False, operator_console=True):
     view = OfflineView(text=text, local_now=NOW, timezone="Asia/Shanghai", strategy=STRATEGY_TABLE[strategy],
                        memories=tuple(n.content for n in recalled), user_name="tester", recalled=tuple(recalled),
                        known=tuple(known), bot_lines=tuple(bot_lines), hint_shown=hint_shown, turn_number=turn,
-                       paused=paused)
+                       paused=paused, operator_console=operator_console)
     return OfflineResponder().respond(view)
 
 
@@ -165,6 +167,14 @@ def test_a_question_it_cannot_answer_says_so_and_hints_at_a_model_once():
     assert "LLM_BASE_URL" not in respond("我住在北京").response
 
 
+@pytest.mark.parametrize("text", ["明天上海会下雨吗？", "Can you write me a haiku about autumn?", "帮我翻译这句话",
+                                  "Who won the 1998 World Cup?"])
+def test_nobody_but_the_operator_at_the_console_is_told_how_to_connect_a_model(text):
+    told = respond(text, operator_console=False)
+    assert "LLM_" not in told.response and ".md" not in told.response and told.context_variables == {}
+    assert "LLM_BASE_URL" in respond(text).response
+
+
 def test_questions_about_the_bot_are_answered_with_its_name():
     assert respond("你是谁？").response.startswith("我是Mnemo")
     assert respond("what's your name?").response.startswith("I'm Mnemo")
@@ -215,3 +225,8 @@ def test_the_keys_to_look_up_are_those_stated_asked_and_the_name():
 def test_any_input_gets_a_non_empty_reply(text):
     output = respond(text, known=XIAOHONG)
     assert output.response.strip() and output.emotion["primary"]
+
+
+def test_the_warnings_a_bots_user_may_read_name_no_setting():
+    for warning in (FLOOD_WARNING, BUSY_WARNING, UNSAVED_REPLY):
+        assert not re.search(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|README|\.md\b", warning), warning

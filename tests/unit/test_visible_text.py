@@ -15,7 +15,19 @@ def test_text_of_only_format_characters_and_spaces_is_invisible(text):
     assert is_invisible(text)
 
 
-@pytest.mark.parametrize("text", ["a", "\u200bx", FAMILY, "喝茶", "\u202e!"])
+@pytest.mark.parametrize("text", [
+    "\uffa0\u115f", "\u1160 \u3164", "\u2800\u2800", "\u0301\u0308", "\u20dd", "\ufe0f", "\U000e0100",
+    "\u034f", "\ufffc ", "\ue000\uf8ff", "\U0010fffd", "\U000e0041\U000e007f", "\u2029\u3000", "\u0378",
+    "\u0903",
+], ids=["hangul-halfwidth-and-choseong", "jungseong-and-compat", "braille-blank", "combining-marks",
+        "enclosing-circle", "vs16", "vs17", "grapheme-joiner", "object-replacement", "private-use",
+        "plane-16-private-use", "tags", "separators", "unassigned", "spacing-mark"])
+def test_fillers_marks_alone_private_use_and_unassigned_are_invisible_too(text):
+    assert is_invisible(text)
+
+
+@pytest.mark.parametrize("text", ["a", "\u200bx", FAMILY, "喝茶", "\u202e!", "e\u0301", "\u2764\ufe0f", "한\u3164",
+                                  "\u2801", "\ufffd"])
 def test_text_with_one_visible_character_is_not(text):
     assert not is_invisible(text)
 
