@@ -43,7 +43,7 @@ from shared.recall.round_keys import rekey_rounds
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, missed_on_import, room_for_reminders
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
-from shared.search.tokenizer import TOKENIZER_VERSION
+from shared.search.tokenizer import TOKENIZER_VERSION, shared_budget
 from shared.text import estimate_tokens
 
 __all__ = ["MAX_IMPORT_BYTES", "ExportFile", "ImportDocument", "ImportReport", "export_user_data", "import_user_data",
@@ -104,14 +104,21 @@ def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile
     return ExportFile(filename=f"mnemo-export-{now:%Y-%m-%d}.json", data=data)
 
 
+IMPORT_HMM_STATE_PAIRS = 50_000_000
+"""jieba's unknown-word guesses one import may make across all its texts (see
+:data:`~shared.search.tokenizer.HMM_STATE_PAIRS_PER_TEXT`), a few seconds: the largest file of ordinary
+memories needs far less; a file built to be slow has the rest of its texts cut by the dictionary alone."""
+
+
 def import_user_data(uow: UnitOfWork, user_id: int, document: ImportDocument, *, now: datetime, chat_id: int,
                      embeddings_wanted: bool) -> ImportReport:
     """Add the checked entries to the caller's data; imported turns and todos belong to ``chat_id``."""
     importer = _Importer(uow, user_id, now, chat_id)
-    episodes = importer.episodes(document.sections["episodes"])
-    turns = importer.turns(document.sections["turns"], episodes)
-    memory_ids = importer.memories(document.sections["memories"], turns)
-    importer.key_rounds()
+    with shared_budget(IMPORT_HMM_STATE_PAIRS):
+        episodes = importer.episodes(document.sections["episodes"])
+        turns = importer.turns(document.sections["turns"], episodes)
+        memory_ids = importer.memories(document.sections["memories"], turns)
+        importer.key_rounds()
     importer.todos(document.sections["todos"])
     importer.profile(document.profile)
     if embeddings_wanted:

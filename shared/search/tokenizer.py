@@ -6,6 +6,13 @@ into lower-cased words. Stop words of both languages and short numbers are dropp
 are those words as written; search tokens also cut English words to their Snowball (Porter2) stem
 (dogs → dog, hiking → hike, studies → studi), so every form of a word meets the others.
 
+Tokenising is bounded per text, however it is written (see :data:`MAX_TOKENISED_CHARS`,
+:data:`REPEATS_KEPT` and :data:`HMM_STATE_PAIRS_PER_TEXT`): jieba's tagger guesses the words it cannot
+find in its dictionary with a hidden Markov model whose cost per character is up to 70 times that of
+common text on characters it has no statistics for, so such guesses are rationed, and what is left of
+a text is segmented by the dictionary alone. :func:`shared_budget` rations them across many texts (an
+import).
+
 The same search tokens are stored (space-separated) beside memories and episodes and used to build
 queries, so a change to the rules here (or to the stemmer) must bump ``TOKENIZER_VERSION``: rows
 carry the version they were tokenised with and are re-indexed when it changes
@@ -14,12 +21,15 @@ carry the version they were tokenised with and are re-indexed when it changes
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import cache, lru_cache
 from importlib import resources
+from itertools import pairwise
 
 TOKENIZER_VERSION = 4
 
@@ -53,15 +63,63 @@ STEM_CACHE_WORDS = 100_000
 DROPPED_POS = frozenset({"m", "mq", "q", "x", "uj", "ul", "y"})
 """Numerals with classifiers (一只, 三个), particles and interjections never become tokens."""
 
+MAX_TOKENISED_CHARS = 8_000
+"""Only a text's first 8,000 characters are tokenised: the keys of a longer text (a long imported turn or
+episode summary) come from its beginning. A chat message is cut to this length before it is read."""
+REPEATS_KEPT = 4
+"""A unit of one to four Chinese characters repeated more often than this (哈哈哈哈哈…, 半半半半半…,
+好的好的好的…) is cut to this many repetitions before segmentation: more add no word, only work."""
+HMM_STATE_PAIRS_PER_TEXT = 800_000
+"""The work one text's unknown-word guesses may take, in state pairs jieba's tagger weighs (the
+tag-states of a character times those of the one before it: about 900 for common characters, 65,536
+for a character jieba has no statistics for), some tens of milliseconds. Ordinary chat needs at most
+40,000 per 500 characters and 330,000 for 8,000 (MADial-zh's dialogues and memories). A Chinese run
+whose guesses would go over what is left is segmented by the dictionary alone."""
+HMM_ALL_STATES = 256
+"""Tag-states of a character the tagger has no statistics for (it then weighs every state)."""
+
 _HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RUN = re.compile(f"[{_HAN}]+")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _HAN_CHAR = re.compile(f"[{_HAN}]")
+_REPEATED_UNIT = re.compile(f"([{_HAN}]{{1,4}}?)\\1{{{REPEATS_KEPT},}}")
+_HMM_CHAR = re.compile("[\u4e00-\u9fd5]")
+"""The characters jieba's tagger runs its model on (those it cuts into words)."""
 _JIEBA_LOCK = threading.Lock()
 _STEMMER_LOCK = threading.Lock()
 """A Snowball stemmer object keeps the word it works on: one thread at a time."""
 
 logging.getLogger("jieba").setLevel(logging.WARNING)
+
+
+class HmmBudget:
+    """State pairs left for unknown-word guesses."""
+
+    def __init__(self, state_pairs: int) -> None:
+        self.left = state_pairs
+
+    def spend(self, cost: int) -> bool:
+        """Whether ``cost`` fits what is left (then it is spent)."""
+        if cost > self.left:
+            return False
+        self.left -= cost
+        return True
+
+
+_SHARED: contextvars.ContextVar[HmmBudget | None] = contextvars.ContextVar("mnemo_hmm_budget", default=None)
+
+
+@contextmanager
+def shared_budget(state_pairs: int) -> Iterator[HmmBudget]:
+    """Texts tokenised inside the block (in this thread or task) share ``state_pairs`` of unknown-word
+    guesses besides each one's own :data:`HMM_STATE_PAIRS_PER_TEXT`: many texts at once (an import) cost
+    at most this much more than the dictionary's segmentation of them."""
+    budget = HmmBudget(state_pairs)
+    token = _SHARED.set(budget)
+    try:
+        yield budget
+    finally:
+        _SHARED.reset(token)
 
 
 @cache
@@ -102,11 +160,13 @@ def tokenize(text: str, *, expand: bool = True) -> list[str]:
     ``expand`` adds, after each Chinese compound, the dictionary words inside it (see
     ``SUBWORD_MIN_CHARS``) and its head noun (see ``HEAD_NOUN_POS``).
     """
+    text = text[:MAX_TOKENISED_CHARS]
+    budgets = (HmmBudget(HMM_STATE_PAIRS_PER_TEXT), _SHARED.get())
     tokens: list[str] = []
     position = 0
     for match in _HAN_RUN.finditer(text):
         tokens.extend(_words(text[position : match.start()]))
-        tokens.extend(_chinese(match.group(), expand))
+        tokens.extend(_chinese(_REPEATED_UNIT.sub(_kept_repeats, match.group()), expand, budgets))
         position = match.end()
     tokens.extend(_words(text[position:]))
     return tokens
@@ -173,10 +233,14 @@ def _words(chunk: str) -> Iterable[str]:
         yield word.replace("'", "")
 
 
-def _chinese(run: str, expand: bool) -> Iterable[str]:
+def _kept_repeats(match: re.Match) -> str:
+    return match.group(1) * REPEATS_KEPT
+
+
+def _chinese(run: str, expand: bool, budgets: tuple[HmmBudget, HmmBudget | None]) -> Iterable[str]:
     stops = stop_words()
     posseg = _posseg()
-    for pair in posseg.cut(run, HMM=True):
+    for pair in _tagged(posseg, run, budgets):
         word, flag = pair.word, pair.flag
         if word in stops or flag in DROPPED_POS or not _HAN_CHAR.search(word):
             continue
@@ -188,6 +252,42 @@ def _chinese(run: str, expand: bool) -> Iterable[str]:
         yield from _subwords(word, posseg.dt.word_tag_tab, stops)
         if _has_head_noun(word, flag, posseg.dt.word_tag_tab):
             yield word[-1]
+
+
+def _tagged(posseg, run: str, budgets: tuple[HmmBudget, HmmBudget | None]) -> list:
+    """jieba's tagged words of ``run``: with its guesses at unknown words if they fit the budgets, else as
+    the dictionary alone cuts them (the same words when there is nothing to guess)."""
+    plain = list(posseg.cut(run, HMM=False))
+    cost = _guess_cost(plain, posseg.dt.tokenizer.FREQ)
+    if cost == 0:
+        return plain
+    own, shared = budgets
+    if cost > own.left or (shared is not None and not shared.spend(cost)):
+        return plain
+    own.spend(cost)
+    return list(posseg.cut(run, HMM=True))
+
+
+def _guess_cost(plain: list, frequencies: dict[str, int]) -> int:
+    """State pairs the tagger's model would weigh on ``plain``'s unknown spans: runs of two or more
+    one-character words that together are no dictionary word (exactly what ``HMM=True`` sends to it)."""
+    cost = 0
+    span = ""
+    for pair in [*plain, None]:
+        if pair is not None and len(pair.word) == 1 and _HMM_CHAR.match(pair.word):
+            span += pair.word
+            continue
+        if len(span) > 1 and not frequencies.get(span):
+            cost += _state_pairs(span)
+        span = ""
+    return cost
+
+
+def _state_pairs(span: str) -> int:
+    from jieba.posseg import char_state_tab_P
+
+    states = [len(char_state_tab_P.get(char, ())) or HMM_ALL_STATES for char in span]
+    return states[0] + sum(before * after for before, after in pairwise(states))
 
 
 def _subwords(word: str, dictionary: dict[str, str], stops: frozenset[str]) -> Iterable[str]:

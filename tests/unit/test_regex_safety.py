@@ -203,6 +203,7 @@ def entry_points() -> dict[str, tuple[Callable[[str], object], tuple[str, ...]]]
     from shared.redaction import mask_url, redact
     from shared.reminders import timeparse
     from shared.search import temporal
+    from shared.search.tokenizer import keywords
     from shared.speech import acts, statements
 
     speech = ("shared.speech.rules", "shared.speech.statements", "shared.speech.acts", "shared.speech.lexicon")
@@ -219,6 +220,7 @@ def entry_points() -> dict[str, tuple[Callable[[str], object], tuple[str, ...]]]
         "extract_reminders": (lambda text: offline.extract_reminders(text, NOW, "UTC"),
                               ("shared.reminders.timeparse", "shared.conversation.offline")),
         "asked_span": (lambda text: temporal.asked_span(text, NOW), ("shared.search.temporal",)),
+        "keywords": (keywords, ("shared.search.tokenizer",)),
         "forget_target": (_refusal_allowed(service.forget_target), ("shared.commands.service",)),
         "reminder_action": (reminder_actions.reminder_action, ("shared.commands.reminder_actions",)),
     }

@@ -2,12 +2,15 @@
 
 import hashlib
 import json
+import random
 import subprocess
 import sys
+import time
 from importlib import metadata
 
 import jieba
 import pytest
+from jieba.posseg import char_state_tab_P
 
 from shared.search import tokenizer
 from shared.search.tokenizer import (
@@ -185,3 +188,65 @@ def test_warm_up_loads_the_chinese_dictionary_and_the_stemmer_before_any_message
               "tokenizer._stemmer.cache_info().currsize)")
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert loaded.stdout.split() == ["False", "True", "1", "1"], loaded.stderr
+
+
+def _cpu_ms(call, text: str, tries: int = 3) -> float:
+    best = float("inf")
+    for _ in range(tries):
+        started = time.thread_time()
+        call(text)
+        best = min(best, time.thread_time() - started)
+    return best * 1000
+
+
+ORDINARY = "我昨天和朋友去上海看了一场篮球比赛，晚上在外滩附近吃了小笼包。张伟说下个月想去成都吃火锅！"
+RARE_CHARS = "".join(chr(code) for code in range(0x4E00, 0x9FA5) if chr(code) not in char_state_tab_P)
+ADVERSARIAL_FACTOR = 4
+"""100k adversarial characters may cost this many times the tokenising of MAX_TOKENISED_CHARS of ordinary text."""
+
+
+def adversarial_texts(size: int) -> dict[str, str]:
+    rng = random.Random(27)
+    return {"run of 好": "好" * size, "哈哈…": "哈哈" * (size // 2), "好的好的…": "好的" * (size // 2),
+            "Extension A": "".join(rng.choice("".join(map(chr, range(0x3400, 0x4DB6)))) for _ in range(size)),
+            "rare common-block": "".join(rng.choice(RARE_CHARS) for _ in range(size)),
+            "random common-block": "".join(chr(rng.randrange(0x4E00, 0x9FA5)) for _ in range(size)),
+            "short rare runs": "，".join(rng.choice(RARE_CHARS) + rng.choice(RARE_CHARS) for _ in range(size // 3)),
+            "mixed": "".join(rng.choice(RARE_CHARS) + rng.choice(" a1，哈") for _ in range(size // 2))}
+
+
+def test_adversarial_chinese_costs_a_few_times_the_cap_of_ordinary_text():
+    tokenize(ORDINARY)
+    baseline = _cpu_ms(search_tokens, (ORDINARY * 400)[:tokenizer.MAX_TOKENISED_CHARS])
+    slow = {name: round(took) for name, text in adversarial_texts(100_000).items()
+            if (took := _cpu_ms(search_tokens, text)) > ADVERSARIAL_FACTOR * baseline}
+    assert not slow, f"ms against {baseline:.0f} ms for ordinary text: {slow}"
+
+
+def test_runs_of_a_repeated_unit_are_cut_to_a_few_repetitions():
+    assert tokenize("哈" * 500) == tokenize("哈" * tokenizer.REPEATS_KEPT)
+    assert tokenize("好的" * 300 + "猫") == tokenize("好的" * tokenizer.REPEATS_KEPT + "猫")
+    assert tokenize("2000000000 haaaaaaaaa") == ["2000000000", "haaaaaaaaa"]
+
+
+def test_only_the_first_max_tokenised_chars_give_keys():
+    assert keywords("猫" + "。" * tokenizer.MAX_TOKENISED_CHARS + "狗") == ["猫"]
+
+
+def test_guesses_at_unknown_words_stop_when_the_shared_budget_is_spent():
+    posseg = tokenizer._posseg()
+    text = "张伟和王芳在苏州"
+    with tokenizer.shared_budget(0):
+        without = tokenize(text, expand=False)
+    with tokenizer.shared_budget(10**9) as budget:
+        guessed = tokenize(text, expand=False)
+    assert guessed == tokenize(text, expand=False)
+    assert budget.left < 10**9
+    plain = [p.word for p in posseg.cut(text, HMM=False)]
+    assert set(without) <= set(plain)
+
+
+def test_a_run_of_characters_jieba_has_no_statistics_for_is_over_one_texts_budget():
+    posseg = tokenizer._posseg()
+    plain = list(posseg.cut(RARE_CHARS[:300], HMM=False))
+    assert tokenizer._guess_cost(plain, posseg.dt.tokenizer.FREQ) > tokenizer.HMM_STATE_PAIRS_PER_TEXT
