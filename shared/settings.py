@@ -82,6 +82,9 @@ class Settings(AccessSettings, BaseSettings):
     message_rate_per_user: str | None = "20/minute"
     """Messages one user may have answered by the model (``limits`` notation, e.g. "20/minute"; "off": none);
     past it the offline responder answers with a notice. Shared by every bot replica (Redis or PostgreSQL)."""
+    command_write_rate_per_user: str | None = "20/minute"
+    """Commands one user may run that write what is remembered (/remember, /remind, import; ``limits`` notation;
+    "off": none); past it the command is refused with how long to wait. Shared by every replica."""
     turn_llm_concurrency: Annotated[int, Field(ge=1, le=4096)] = 64
     """Turns of one bot process in the LLM call at once; the next ones queue (back-pressure)."""
     turn_queue_limit: Annotated[int, Field(ge=0, le=100_000)] = 256
@@ -115,7 +118,8 @@ class Settings(AccessSettings, BaseSettings):
                                                              "the other secrets")
 
     @field_validator("memory_eviction_threshold", "conversation_retention_days", "llm_daily_tokens_per_user",
-                     "llm_daily_tokens_per_chat", "message_rate_per_user", mode="before")
+                     "llm_daily_tokens_per_chat", "message_rate_per_user", "command_write_rate_per_user",
+                     mode="before")
     @classmethod
     def _off_means_none(cls, value: object) -> object:
         if isinstance(value, str) and value.strip().lower() in {"", "off", "none", "0"}:
@@ -131,7 +135,7 @@ class Settings(AccessSettings, BaseSettings):
     def _blank_means_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("message_rate_per_user")
+    @field_validator("message_rate_per_user", "command_write_rate_per_user")
     @classmethod
     def _a_rate(cls, value: str | None) -> str | None:
         if value is not None:

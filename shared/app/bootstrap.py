@@ -102,10 +102,15 @@ def memory_commands(rt: Runtime, *, embeddings_wanted: bool) -> MemoryCommands:
     from datetime import timedelta
 
     from shared.commands.service import MemoryCommands
+    from shared.limits import SharedLimit, shared_storage
     from shared.usage.policy import UsagePolicy
 
     settings = rt.settings
+    rate = settings.command_write_rate_per_user
+    write_limit = (SharedLimit(shared_storage(settings.redis_url, rt.engine), "command-writes", rate)
+                   if rate else None)
     return MemoryCommands(rt.uow, default_timezone=settings.default_timezone, embeddings_wanted=embeddings_wanted,
+                          write_limit=write_limit,
                           panel_url=settings.panel_public_url,
                           panel_link_lifetime=timedelta(minutes=settings.panel_link_minutes),
                           usage_policy=UsagePolicy.from_settings(settings))

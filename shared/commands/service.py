@@ -34,6 +34,7 @@ from shared.commands.reminder_actions import ReminderAction, action_of, reminder
 from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.limits import SharedLimit
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
 from shared.reminders.timeparse import TimeOutOfRange, resolve_when, storable_later, zone_or_default
 from shared.repositories.uow import UnitOfWork
@@ -98,7 +99,7 @@ class MemoryCommands:
     def __init__(self, uow_factory: Callable[[], UnitOfWork], *, default_timezone: str = "UTC",
                  clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
                  panel_url: str = "http://127.0.0.1:8080", panel_link_lifetime: timedelta = PANEL_LINK_LIFETIME,
-                 usage_policy: UsagePolicy | None = None) -> None:
+                 usage_policy: UsagePolicy | None = None, write_limit: SharedLimit | None = None) -> None:
         self.uow_factory = uow_factory
         self.default_timezone = default_timezone
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -109,6 +110,8 @@ class MemoryCommands:
         self.panel_link_lifetime = panel_link_lifetime
         self.usage_policy = usage_policy or UsagePolicy()
         """Quotas and prices, for ``/usage``."""
+        self.write_limit = write_limit
+        """Commands that write what is remembered, per user (``COMMAND_WRITE_RATE_PER_USER``), shared by replicas."""
 
     # Memories
 
@@ -127,7 +130,7 @@ class MemoryCommands:
     def remember(self, caller: Caller, text: str) -> MemoryItem:
         content = command_text(text, MAX_TEXT_CHARS, "remember_empty")
         return self._run(caller, lambda uow, me: memory_commands.remember(
-            uow, me.user_id, content, self.clock(), embeddings_wanted=self.embeddings_wanted))
+            uow, me.user_id, content, self.clock(), embeddings_wanted=self.embeddings_wanted), writes=True)
 
     def request_forget(self, caller: Caller, target: str) -> Confirmation:
         what = forget_target(target)
@@ -164,7 +167,7 @@ class MemoryCommands:
 
     def add_reminder(self, caller: Caller, text: str) -> ReminderItem:
         request = command_text(text, MAX_TEXT_CHARS, "reminder_empty")
-        return self._run(caller, lambda uow, me: self._add_reminder(uow, me, caller, request))
+        return self._run(caller, lambda uow, me: self._add_reminder(uow, me, caller, request), writes=True)
 
     def cancel_reminder(self, caller: Caller, reminder_id: int) -> ReminderItem:
         return self._change_reminder(caller, reminder_id, ("pending",), status="cancelled")
@@ -187,7 +190,7 @@ class MemoryCommands:
         document = user_data.read_export(data)  # a bad file is refused before anything is opened
         return self._run(caller, lambda uow, me: user_data.import_user_data(
             uow, me.user_id, document, now=self.clock(), chat_id=self._chat(uow, caller, private=True).id,
-            embeddings_wanted=self.embeddings_wanted))
+            embeddings_wanted=self.embeddings_wanted), writes=True)
 
     # Pause, resume
 
@@ -245,13 +248,18 @@ class MemoryCommands:
 
     # Plumbing
 
-    def _run(self, caller: Caller, work: Callable[[UnitOfWork, Identity], T]) -> T:
-        """``work`` for the caller's identity in one transaction, committed when it succeeds."""
+    def _run(self, caller: Caller, work: Callable[[UnitOfWork, Identity], T], *, writes: bool = False) -> T:
+        """``work`` for the caller's identity in one transaction, committed when it succeeds; work that ``writes``
+        what is remembered counts against the user's write rate first (refused ``too_many_writes`` past it)."""
         check_caller(caller)
         with self.uow_factory() as uow:
             locale = caller.locale if isinstance(caller.locale, str) and _LOCALE.fullmatch(caller.locale) else None
             name = caller.display_name if isinstance(caller.display_name, str) else None
             identity = uow.users.identify(caller.platform, caller.platform_user_id, display_name=name, locale=locale)
+            if writes and self.write_limit is not None:
+                wait = self.write_limit.hit(str(identity.user_id))
+                if wait is not None:
+                    raise InvalidCommand("too_many_writes", seconds=int(wait))
             result = work(uow, identity)
             uow.commit()
         return result

@@ -118,6 +118,8 @@ ERRORS: dict[str, tuple[str, str]] = {
     "bad_confidence": ("Confidence is a number from 0 to 1.", "置信度须为 0 到 1 之间的数字。"),
     "bad_value": ("The value must be JSON of at most {limit} bytes, without NUL characters.",
                   "值必须是不超过 {limit} 字节的 JSON，且不含 NUL 字符。"),
+    "too_many_writes": ("You're saving things faster than I can keep up with: try again in {seconds} s.",
+                        "你保存得太快了，请 {seconds} 秒后再试。"),
     "too_many_ids": ("Give 1 to {limit} ids at a time.", "一次请给出 1 到 {limit} 个编号。"),
     "session_not_found": ("There is no such conversation session.", "没有这个会话。"),
     "round_not_found": ("I can't find that exchange of ours.", "找不到这段对话。"),
