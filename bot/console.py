@@ -31,7 +31,7 @@ CONSOLE_CHAT_ID = "console"
 
 
 def render_why(reply: Reply | None) -> str:
-    """What shaped the last reply: the memories used with their score breakdown, emotion, strategy."""
+    """What shaped the last reply: the memories and rounds used with their scores, emotion, strategy."""
     if reply is None:
         return "Nothing said yet."
     emotion = reply.emotion
@@ -40,12 +40,16 @@ def render_why(reply: Reply | None) -> str:
              f"strategy: {strategy.tone}, ~{strategy.max_length} chars, "
              f"{'uses memories' if strategy.use_memory else 'no memories'}, "
              f"{'asks a follow-up' if strategy.proactive_question else 'no probing question'}"]
-    if not reply.memories_used:
+    if not reply.memories_used and not reply.rounds_used:
         lines.append("memories used: none")
     for used in reply.memories_used:
         parts = ", ".join(f"{name} {value:.2f}" for name, value in used.score.items()
                           if isinstance(value, float) and name != "total")
         lines.append(f"  #{used.id} {used.content}\n      score {used.score['total']:.3f} = {parts}")
+    for said in reply.rounds_used:
+        reply_part = f" / me: {said.reply}" if said.reply else ""
+        lines.append(f"  said {said.said_at:%Y-%m-%d}: you: {said.line}{reply_part}\n"
+                     f"      score {said.score['total']:.3f}")
     return "\n".join(lines)
 
 

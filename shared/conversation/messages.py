@@ -38,6 +38,17 @@ class UsedMemory:
 
 
 @dataclass(frozen=True)
+class UsedRound:
+    """A round (what was said) that went into the prompt, with when it was said and why it was chosen."""
+
+    turn_id: int
+    said_at: datetime
+    line: str
+    reply: str | None
+    score: dict[str, float | None]
+
+
+@dataclass(frozen=True)
 class Reply:
     """What to send back (``text`` empty for a duplicate still in flight) and what was learnt."""
 
@@ -52,6 +63,7 @@ class Reply:
     limited: bool = False
     """Offline because the user sent more than ``MESSAGE_RATE_PER_USER`` allows."""
     memories_used: tuple[UsedMemory, ...] = field(default=())
+    rounds_used: tuple[UsedRound, ...] = field(default=())
     stored_memory_ids: tuple[int, ...] = ()
     todo_ids: tuple[int, ...] = ()
     timings_ms: dict[str, float] = field(default_factory=dict)

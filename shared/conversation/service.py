@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from shared import log_context
 from shared.conversation.apply import AppliedTurn, TurnResult, apply_turn_result
 from shared.conversation.config import ConversationConfig
-from shared.conversation.messages import IncomingMessage, Reply, UsedMemory
+from shared.conversation.messages import IncomingMessage, Reply, UsedMemory, UsedRound
 from shared.conversation.offline import OfflineResponder
 from shared.conversation.offline_view import replies_in_chinese
 from shared.conversation.patience import OnDelay, patiently
@@ -282,6 +282,7 @@ class ConversationService:
             busy=result.busy,
             limited=result.limited,
             memories_used=_used(prepared.recall, prepared.prompt),
+            rounds_used=_rounds_used(prepared.recall, prepared.prompt),
             stored_memory_ids=applied.memory_ids,
             todo_ids=applied.todo_ids,
             notice=" ".join(part for part in (result.notice, applied.notice) if part) or None,
@@ -335,6 +336,12 @@ def _once(on_delay: OnDelay | None) -> OnDelay | None:
             await on_delay()
 
     return tell
+
+
+def _rounds_used(recall: Recall, prompt: BuiltPrompt) -> tuple[UsedRound, ...]:
+    in_prompt = set(prompt.round_ids)
+    return tuple(UsedRound(item.round.turn_id, item.round.said_at, item.round.line, item.round.reply,
+                           item.score.as_dict()) for item in recall.rounds if item.round.turn_id in in_prompt)
 
 
 def _used(recall: Recall, prompt: BuiltPrompt) -> tuple[UsedMemory, ...]:

@@ -117,3 +117,12 @@ def test_what_was_said_a_moment_ago_in_the_same_sitting_is_answerable_too(offlin
     assert "March 14" in talk(offline, clock, "When am I flying to Tokyo?")
     talk(offline, clock, "5月2日我去博物馆看了恐龙化石展。", user="u5")
     assert "恐龙化石展" in talk(offline, clock, "我上次跟你说我去博物馆看了什么展览？", user="u5")
+
+
+def test_why_shows_the_rounds_the_prompt_showed(offline, clock):
+    from bot.console import render_why
+
+    talk(offline, clock, "We planted three apple trees by the fence.")
+    clock.now += NEXT_WEEK
+    reply = say(offline, "What did I tell you about the apple trees?", clock=clock)
+    assert "you: We planted three apple trees by the fence." in render_why(reply)
