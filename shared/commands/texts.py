@@ -70,6 +70,8 @@ ERRORS: dict[str, tuple[str, str]] = {
                         "/forget all.",
                         "有 {count} 条记忆或对话匹配，超过了 {limit} 条。请缩小范围，或使用 /forget all。"),
     "memory_not_found": ("I can't find that memory.", "找不到这条记忆。"),
+    "memory_not_in_bin": ("That memory is not among the forgotten ones (see /memories forgotten).",
+                          "回收站里没有这条记忆（见 /memories forgotten）。"),
     "reminder_not_found": ("I can't find that reminder.", "找不到这个提醒。"),
     "reminder_empty": ("When, and what? For example: /remind tomorrow 9am call mom",
                        "什么时候提醒什么？例如：/remind 明天早上9点 开会"),
