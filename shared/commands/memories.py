@@ -242,6 +242,16 @@ def forget_memories(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> lis
     return sorted(set(memory_ids) & set(deleted))
 
 
+def forget_for_real(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> list[int]:
+    """What the user asked, in words, to forget: these memories with their earlier versions and the rounds they
+    were drawn from (where those are still kept); audit tombstones only. Which of ``memory_ids`` were deleted."""
+    chain = uow.memories.with_earlier_versions(user_id, memory_ids)
+    turn_ids = uow.memories.source_turns(user_id, chain)
+    deleted = forget_memories(uow, user_id, memory_ids)
+    forget_rounds(uow, user_id, turn_ids)
+    return deleted
+
+
 def forget_long_term(uow: UnitOfWork, user_id: int) -> int:
     """Forget every memory of the user (conversations, summaries and profile stay); how many were active."""
     count = uow.memories.count_active(user_id)
