@@ -151,8 +151,8 @@ def test_boost_raises_importance_by_0_3_and_is_audited(uow_factory, llm, model):
 
 def test_a_delete_forgets_the_memory_for_real_with_the_round_it_came_from_leaving_only_a_tombstone(
         uow_factory, llm, model):
-    user_id, [said, turn_id] = conversation(uow_factory, [("I have a dog", "A dog, lovely!"),
-                                                           ("I never had a dog, forget that", "Sorry, I mixed that up.")])
+    user_id, [said, turn_id] = conversation(uow_factory, [
+        ("I have a dog", "A dog, lovely!"), ("I never had a dog, forget that", "Sorry, I mixed that up.")])
     dog = remember(uow_factory, user_id, "The user has a dog", predicate="pet")
     with uow_factory() as uow:
         uow.session.get(Memory, dog).source_turn_id = said
@@ -163,7 +163,8 @@ def test_a_delete_forgets_the_memory_for_real_with_the_round_it_came_from_leavin
     assert [(e.action, e.actor, e.before, e.after) for e in events_of(uow_factory, dog)] == [
         ("forget", "user", None, None)]
     with uow_factory() as uow:
-        left = [t.text for t in uow.session.scalars(select(ConversationTurn).where(ConversationTurn.user_id == user_id))]
+        left = [turn.text for turn in uow.session.scalars(
+            select(ConversationTurn).where(ConversationTurn.user_id == user_id))]
     assert "I have a dog" not in left and "A dog, lovely!" not in left
 
 
