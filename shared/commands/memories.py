@@ -24,6 +24,7 @@ from shared.accounts import panel_access
 from shared.db.memory_models import Memory
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.memory import recycle_bin
 from shared.repositories.memories import snapshot
 from shared.repositories.round_records import RoundRecord
 from shared.repositories.uow import UnitOfWork
@@ -66,6 +67,8 @@ class MemoryItem:
     last_accessed: datetime | None
     created_at: datetime
     source: str
+    binned_at: datetime | None = None
+    """When a rule put it in the recycle bin (purged ``BIN_LIFETIME`` later); None while in use."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class MemoryPage:
     total: int
     type_filter: str | None
     search: str | None
+    forgotten: bool = False
+    """A page of the recycle bin (``/memories forgotten``), not of the memories in use."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,7 @@ class Confirmation:
 def memory_item(memory: Memory) -> MemoryItem:
     return MemoryItem(id=memory.id, type=memory.type, content=memory.content, confidence=memory.confidence,
                       access_count=memory.access_count, last_accessed=memory.last_accessed,
-                      created_at=memory.created_at, source=memory.source)
+                      created_at=memory.created_at, source=memory.source, binned_at=memory.deleted_at)
 
 
 def memory_type(word: str) -> str | None:
@@ -139,6 +144,22 @@ def list_page(uow: UnitOfWork, user_id: int, type_: str | None, search: str | No
                                         offset=(page - 1) * page_size)
     return MemoryPage(items=tuple(memory_item(m) for m in rows), page=page, pages=pages, total=total,
                       type_filter=type_, search=search)
+
+
+def binned_page(uow: UnitOfWork, user_id: int, page: int, page_size: int) -> MemoryPage:
+    """One page of the user's recycle bin, latest first; a page past the end shows the last."""
+    rows, total = recycle_bin.binned_page(uow, user_id, page, page_size)
+    pages = max(1, math.ceil(total / page_size))
+    if page > pages:
+        page = pages
+        rows, total = recycle_bin.binned_page(uow, user_id, page, page_size)
+    return MemoryPage(items=tuple(memory_item(m) for m in rows), page=page, pages=pages, total=total,
+                      type_filter=None, search=None, forgotten=True)
+
+
+def restore(uow: UnitOfWork, user_id: int, memory_id: int, now: datetime) -> MemoryItem:
+    """Take one of the user's memories back out of the recycle bin."""
+    return memory_item(recycle_bin.restore(uow, user_id, memory_id, now))
 
 
 def origin(uow: UnitOfWork, user_id: int, memory_id: int) -> MemoryOrigin:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from shared.memory.policy import BIN_LIFETIME
 from shared.text import is_chinese
 
 COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -152,6 +153,11 @@ def help_text(locale: str | None) -> str:
                                "<second code> back here; /link unlink separates.",
                        "/link 获取代码，在另一个账号发送 /link <代码>，再回到这里发送 /link confirm <第二个代码>；"
                        "/link unlink 解除关联。"))
+    lines.append(_pick(locale, "What you tell me stays until you forget it. Passing remarks I have not used for 90 "
+                               "days go to a recycle bin for 30 days: /memories forgotten lists them, /memories "
+                               "restore <id> brings one back.",
+                       "你告诉我的事会一直保留，直到你让我忘掉。90 天没用到的零碎小事会先放进回收站 30 天："
+                       "/memories forgotten 查看，/memories restore <编号> 找回。"))
     lines.append(_pick(locale, "Your memories, exports and confirmations are only ever shown to you.",
                        "你的记忆、导出文件和确认按钮只会给你本人看到。"))
     return "\n".join(lines)
@@ -159,6 +165,8 @@ def help_text(locale: str | None) -> str:
 
 def memory_page_text(page: Any, locale: str | None) -> str:
     zh = is_chinese(locale)
+    if getattr(page, "forgotten", False):
+        return forgotten_page_text(page, locale)
     if not page.items:
         if page.type_filter or page.search:
             return _pick(locale, "No memory matches.", "没有找到匹配的记忆。")
@@ -170,6 +178,28 @@ def memory_page_text(page: Any, locale: str | None) -> str:
         head += f" · {'搜索' if zh else 'search'} {_param(page.search)}"
     footer = f"第 {page.page}/{page.pages} 页" if zh else f"page {page.page}/{page.pages}"
     return "\n".join([head, *(memory_line(item, locale) for item in page.items), footer])
+
+
+def forgotten_page_text(page: Any, locale: str | None) -> str:
+    """``/memories forgotten``: the recycle bin, each line with the day it will be purged."""
+    if not page.items:
+        return _pick(locale, "Nothing is in the recycle bin: I have forgotten nothing on my own.",
+                     "回收站是空的：我没有自己忘掉任何事。")
+    zh = is_chinese(locale)
+    head = (f"我因为久未提起而放进回收站的记忆（共 {page.total} 条，/memories restore <编号> 可以找回）" if zh else
+            f"Memories I set aside after long disuse ({page.total}; /memories restore <id> brings one back)")
+    lines = []
+    for item in page.items:
+        purge = f"{(item.binned_at + BIN_LIFETIME).astimezone(UTC):%Y-%m-%d}" if item.binned_at else "—"
+        content = _clip(" ".join(item.content.split()), LIST_CONTENT_CHARS)
+        lines.append(f"#{item.id} · {item.type} · {content} · " + (f"{purge} 彻底删除" if zh else f"purged {purge}"))
+    footer = f"第 {page.page}/{page.pages} 页" if zh else f"page {page.page}/{page.pages}"
+    return "\n".join([head, *lines, footer])
+
+
+def restored_text(item: Any, locale: str | None) -> str:
+    return _pick(locale, f"Restored #{item.id}: {_clip(item.content, LIST_CONTENT_CHARS)}",
+                 f"已找回 #{item.id}：{_clip(item.content, LIST_CONTENT_CHARS)}")
 
 
 def memory_line(item: Any, locale: str | None) -> str:

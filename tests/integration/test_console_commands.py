@@ -179,3 +179,16 @@ def test_export_says_how_many_memories_it_wrote_and_where(uow_factory, tmp_path)
     _remembered, _second, exported = run_console(uow_factory, tmp_path, [
         "/remember 我的生日是三月五号", "/remember 我住在成都", f"/export {path}"])
     assert exported == f"已把 2 条记忆（及聊天记录）导出到 {path}"
+
+
+def test_memories_forgotten_lists_the_recycle_bin_and_restore_brings_one_back(uow_factory, tmp_path):
+    run_console(uow_factory, tmp_path, ["I like the band Low"])
+    with uow_factory() as uow:
+        [memory] = uow.session.scalars(select(Memory)).all()
+        memory.deleted_at = memory.created_at + timedelta(days=90)  # as the 90-day rule does
+        uow.commit()
+    listed, restored, again, kept = run_console(uow_factory, tmp_path, [
+        "/memories forgotten", f"/memories restore {memory.id}", "/memories forgotten", "/memories"])
+    assert f"#{memory.id}" in listed and "band Low" in listed and "purged" in listed
+    assert f"Restored #{memory.id}" in restored
+    assert "Nothing is in the recycle bin" in again and "band Low" in kept
