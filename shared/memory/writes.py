@@ -28,6 +28,7 @@ from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import query_terms
 from shared.speech.guard import near_same, rejection
+from shared.speech.statements import read_statements
 from shared.text import is_invisible
 
 STATED_CONFIDENCE = 0.9
@@ -107,6 +108,7 @@ def _add(uow: UnitOfWork, user_id: int, entry: StatedMemory, subject: str, predi
                       reason="stated by the user" if memory.source == "user_stated" else "inferred by the model")
     replaced = None
     for old in current:
+        _keep_the_rest(uow, old, (entry.type, predicate), now=now, actor=actor)
         before = snapshot(old)
         old.superseded_by = memory.id
         old.updated_at = now
@@ -114,6 +116,26 @@ def _add(uow: UnitOfWork, user_id: int, entry: StatedMemory, subject: str, predi
                           reason=f"replaced by memory {memory.id}")
         replaced = old
     return MemoryWrite(memory, "supersede" if replaced else "add", replaced)
+
+
+def _keep_the_rest(uow: UnitOfWork, old: Memory, corrected: tuple[str, str], *, now: datetime, actor: str) -> None:
+    """One fact per memory: before a memory that said several facts ("I live in Portland with my wife Jenny") is
+    superseded by the correction of one of them, each other fact it said becomes a memory of its own (unless the
+    user already has one under that key, or in nearly those words), so the correction replaces only what it names."""
+    for statement in read_statements(old.content):
+        key = (statement.type, normalise_key(statement.predicate))
+        if key == corrected or uow.memories.active_by_key(old.user_id, key[0], old.subject, key[1]):
+            continue
+        if _said_before(uow, old.user_id, statement.content) not in (None, old):
+            continue
+        importance = max(old.base_importance, importance_for(*key))
+        part = uow.memories.add(Memory(
+            user_id=old.user_id, type=key[0], subject=old.subject, predicate=key[1], content=statement.content,
+            source=old.source, confidence=old.confidence, tier=old.tier, importance=importance,
+            base_importance=importance, verified=old.verified, source_turn_id=old.source_turn_id,
+            session_id=old.session_id, created_at=now, updated_at=now, last_accessed=old.last_accessed))
+        uow.events.record(old.user_id, part.id, "add", actor, after=snapshot(part),
+                          reason=f"split from memory {old.id} when another fact in it was corrected")
 
 
 def _said_before(uow: UnitOfWork, user_id: int, content: str) -> Memory | None:
