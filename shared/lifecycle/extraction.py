@@ -19,7 +19,7 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from shared.commands.memories import forget_for_real
+from shared.commands.memories import forget_for_real, forget_rounds
 from shared.conversation.offline import extract_statements
 from shared.db.memory_models import Memory
 from shared.llm.client import ChatModel, LLMUnavailable
@@ -32,6 +32,7 @@ from shared.recall.round_keys import rekey_rounds
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import keywords, query_terms
+from shared.speech.forget_requests import forget_request, named_words
 from shared.text import clean_text
 
 MAX_TURNS_PER_BATCH = 10
@@ -342,9 +343,26 @@ def _apply_rules(uow: UnitOfWork, batch: _Batch, now: datetime, part: Extraction
     """Offline: the rule-based statements of each turn (what the hot path stored is refreshed, not doubled)."""
     part.offline_batches += 1
     for turn in batch.turns:
+        if (named := forget_request(turn.text)) is not None:
+            part.deleted += _forget_named(uow, batch.user_id, named, turn.turn_id)
+            continue
         statements = extract_statements(turn.text)
         entries = list(statements)
         _store(uow, batch, entries, turn.turn_id, now, part, actor="rule")
+
+
+def _forget_named(uow: UnitOfWork, user_id: int, named: str, request_turn_id: int) -> list[int]:
+    """Offline, "forget that I have a cat": the one memory whose text holds the named words is forgotten for real,
+    with the round it came from and the round that asked (which names it too). When several memories hold the
+    words nothing is deleted here: like ``/forget <words>``, that needs the user's confirmation."""
+    matches, total = uow.memories.page(user_id, search=named_words(named), limit=2)
+    if total != 1:
+        log.info("a request to forget named %d memories of user %s: left for /forget and its confirmation",
+                 total, user_id)
+        return []
+    forgotten = forget_for_real(uow, user_id, [matches[0].id])
+    forget_rounds(uow, user_id, [request_turn_id])
+    return forgotten
 
 
 def _apply_operations(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp], now: datetime,

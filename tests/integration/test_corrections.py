@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlalchemy import select
 
 from bench.fakes.openai_server import FakeOpenAI
+from shared.commands.service import Caller, MemoryCommands
 from shared.db.memory_models import Memory
+from shared.db.models import ConversationTurn
+from shared.lifecycle.extraction import extract_turns
 from shared.llm.client import ChatModel
 from tests.conftest import audit_of
 from tests.integration.test_offline_memory import Visit, active_contents
@@ -62,3 +67,37 @@ def test_with_the_model_a_compound_memory_is_split_on_the_correction_that_touche
                                                          Memory.superseded_by.is_(None))).one()
         [event] = audit_of(uow, split.user_id, split.id)
     assert event.action == "add" and "split from memory" in event.reason
+
+
+def unextracted_turns(uow_factory) -> list[int]:
+    with uow_factory() as uow:
+        return list(uow.session.scalars(select(ConversationTurn.id).where(ConversationTurn.role == "user",
+                                                                          ConversationTurn.extracted.is_(False))))
+
+
+@pytest.mark.parametrize(("tell", "forget", "gone", "kept"), [
+    ("I have a cat. I live in Berlin.", "forget that I have a cat", "cat", "Berlin"),
+    ("我有一只猫。我住在北京。", "忘掉我说过的猫", "猫", "北京"),
+])
+def test_forget_said_in_words_removes_the_memory_and_its_export_entry(uow_factory, tell, forget, gone, kept):
+    visit = Visit(uow_factory, 0)
+    visit.say(tell)
+    visit.say(forget)
+    extract_turns(uow_factory, None, unextracted_turns(uow_factory), [], visit.at)  # the worker's rule pass
+    exported = MemoryCommands(uow_factory, default_timezone="UTC").export_data(
+        Caller("console", "xiaohong")).data.decode()
+    memories = [m["content"] for m in json.loads(exported)["memories"]]
+    assert not any(gone in content for content in memories) and any(kept in content for content in memories)
+    with uow_factory() as uow:
+        assert not any(gone in line for line in uow.session.scalars(select(ConversationTurn.text)))
+
+
+def test_forget_said_in_words_that_names_several_memories_deletes_none_without_confirmation(uow_factory):
+    visit = Visit(uow_factory, 0)
+    visit.say("I have a cat named Mochi.")
+    visit.say("I have a cat allergy, sadly.")
+    before = active_contents(uow_factory)
+    assert len([content for content in before if "have a cat" in content]) == 2
+    visit.say("forget that I have a cat")  # both hold it: like /forget, that needs a confirmation
+    extract_turns(uow_factory, None, unextracted_turns(uow_factory), [], visit.at)
+    assert active_contents(uow_factory) == before
