@@ -18,7 +18,7 @@ from bot.api.app import create_app
 from bot.api.auth import COOKIE, CSRF_HEADER, USER_HEADER, SignInLimiter
 from shared.commands.panel import PanelService
 from shared.commands.service import Caller, MemoryCommands
-from shared.db.memory_models import MemoryEvent
+from shared.db.memory_models import Memory, MemoryEvent
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from tests.conftest import audit_of
 
@@ -149,7 +149,8 @@ ROUTES = [("get", MEMORIES), ("post", MEMORIES), ("delete", MEMORIES), ("get", f
           ("put", f"{MEMORIES}/1"), ("delete", f"{MEMORIES}/1"), ("post", f"{MEMORIES}/batch-delete"),
           ("get", f"{MEMORIES}/export"), ("post", f"{MEMORIES}/import"), ("get", "/api/v1/memory/working"),
           ("get", "/api/v1/memory/working/1"), ("get", "/api/v1/reminders"), ("post", "/api/v1/reminders/1/cancel"),
-          ("get", "/api/v1/session")]
+          ("get", "/api/v1/session"), ("get", "/api/v1/memory/forgotten"),
+          ("post", "/api/v1/memory/forgotten/1/restore")]
 
 
 @pytest.mark.parametrize(("method", "path"), ROUTES)
@@ -438,3 +439,20 @@ def test_answers_carry_security_headers_and_the_api_is_not_cached(api):
 def test_a_browser_asking_for_the_favicon_gets_an_empty_answer_not_a_404(api):
     response = api.client().get("/favicon.ico")
     assert response.status_code == 204 and response.content == b""
+
+
+def test_the_recycle_bin_is_listed_and_a_memory_restored_only_by_its_owner(api):
+    client = api.signed_in(ANN)
+    made = add(client, "liked the song on the radio")
+    with api.uow_factory() as uow:
+        uow.session.get(Memory, made["id"]).deleted_at = datetime(2026, 1, 1, tzinfo=UTC)  # as the 90-day rule does
+        uow.commit()
+    assert client.get(f"{MEMORIES}/{made['id']}").status_code == 404  # not in use while in the bin
+    listed = client.get("/api/v1/memory/forgotten").json()
+    assert listed["total"] == 1 and listed["items"][0]["content"] == "liked the song on the radio"
+    assert api.signed_in(BOB).post(f"/api/v1/memory/forgotten/{made['id']}/restore").status_code == 404
+    restored = client.post(f"/api/v1/memory/forgotten/{made['id']}/restore")
+    assert restored.status_code == 200 and restored.json()["id"] == made["id"]
+    assert client.get(f"{MEMORIES}/{made['id']}").status_code == 200
+    assert client.get("/api/v1/memory/forgotten").json()["total"] == 0
+    assert client.post(f"/api/v1/memory/forgotten/{made['id']}/restore").status_code == 404
