@@ -132,3 +132,17 @@ def test_the_bin_is_in_the_export_until_purged_and_each_run_is_kept_for_the_doct
     _, report = last_report(uow_factory)
     assert report["as_of"] == clock.now.isoformat() and report["changes"]["binned"] == 1
     assert load(uow_factory, ids["likes_song"]).base_importance == 0.6
+
+
+def test_an_export_keeps_the_importance_each_memory_was_given_and_an_import_brings_it_back(uow_factory, commands):
+    state(uow_factory, StatedMemory("preference", "user", "likes_band", "I like the band Low"),
+          StatedMemory("fact", "user", "job", "I work as a nurse"))
+    exported = commands.export_data(ALICE).data
+    given = {m["content"]: m["base_importance"] for m in json.loads(exported)["memories"]}
+    assert given == {"I like the band Low": 0.6, "I work as a nurse": 2.0}
+    bob = Caller("telegram", "2002", display_name="Bob", locale="en")
+    commands.import_data(bob, exported)
+    with uow_factory() as uow:
+        bob_id = uow.users.identify(bob.platform, bob.platform_user_id).user_id
+        rows, _ = uow.memories.page(bob_id, limit=10)
+    assert {m.content: m.base_importance for m in rows} == given
