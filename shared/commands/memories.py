@@ -25,6 +25,7 @@ from shared.db.memory_models import Memory
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.memory import recycle_bin
+from shared.memory.policy import DEFAULT_IMPORTANCE, importance_for
 from shared.repositories.memories import snapshot
 from shared.repositories.round_records import RoundRecord
 from shared.repositories.uow import UnitOfWork
@@ -67,6 +68,8 @@ class MemoryItem:
     last_accessed: datetime | None
     created_at: datetime
     source: str
+    verified: bool = False
+    """Confirmed by the user (``/remember``): never forgotten by a rule."""
     binned_at: datetime | None = None
     """When a rule put it in the recycle bin (purged ``BIN_LIFETIME`` later); None while in use."""
 
@@ -124,7 +127,8 @@ class Confirmation:
 def memory_item(memory: Memory) -> MemoryItem:
     return MemoryItem(id=memory.id, type=memory.type, content=memory.content, confidence=memory.confidence,
                       access_count=memory.access_count, last_accessed=memory.last_accessed,
-                      created_at=memory.created_at, source=memory.source, binned_at=memory.deleted_at)
+                      created_at=memory.created_at, source=memory.source, verified=memory.verified,
+                      binned_at=memory.deleted_at)
 
 
 def memory_type(word: str) -> str | None:
@@ -205,8 +209,10 @@ def remember(uow: UnitOfWork, user_id: int, text: str, now: datetime, *, embeddi
     known = uow.memories.active_with_content(user_id, type_, content)
     if known is not None:
         return memory_item(known)
-    memory = uow.memories.add(Memory(user_id=user_id, type=type_, content=content, source="manual",
-                                     confidence=1.0, verified=True, tier="long", created_at=now, updated_at=now))
+    importance = max(DEFAULT_IMPORTANCE, importance_for(type_, None))
+    memory = uow.memories.add(Memory(user_id=user_id, type=type_, content=content, source="user_stated",
+                                     confidence=1.0, verified=True, tier="long", importance=importance,
+                                     base_importance=importance, created_at=now, updated_at=now))
     uow.events.record(user_id, memory.id, "add", "user", after=snapshot(memory), reason="added with /remember")
     if embeddings_wanted:
         uow.outbox.add("embed_memory", {"memory_id": memory.id, "user_id": user_id},

@@ -42,7 +42,8 @@ PARAM_CHARS = 60
 REPORT_LINES = 10
 
 _SOURCES = {"user_stated": ("conversation", "对话"), "inferred": ("inferred", "推断"), "system": ("system", "系统"),
-            "manual": ("manual", "手动")}
+            "manual": ("manual", "手动"), "imported": ("import", "导入"), "operator": ("operator", "运营者"),
+            "remembered": ("/remember", "/remember")}
 _STATUSES = {"pending": ("pending", "待提醒"), "sent": ("sent", "已发送"), "done": ("done", "已完成"),
              "cancelled": ("cancelled", "已取消")}
 _SECTIONS = (("memories", "memory", "记忆"), ("episodes", "summary", "摘要"), ("todos", "reminder", "提醒"),
@@ -206,7 +207,8 @@ def memory_line(item: Any, locale: str | None) -> str:
     """``#12 · preference · 喜欢乌龙茶 · 置信度 0.9 · 用过 3 次 · 上次 2026-11-20 · 来源 对话``."""
     zh = is_chinese(locale)
     last = f"{item.last_accessed.astimezone(UTC):%Y-%m-%d}" if item.last_accessed else "—"
-    source = _SOURCES.get(item.source, (item.source, item.source))[zh]
+    kind = "remembered" if item.source == "user_stated" and getattr(item, "verified", False) else item.source
+    source = _SOURCES.get(kind, (kind, kind))[zh]
     content = _clip(" ".join(item.content.split()), LIST_CONTENT_CHARS)
     if zh:
         details = f"置信度 {_number(item.confidence)} · 用过 {item.access_count} 次 · 上次 {last} · 来源 {source}"
@@ -224,7 +226,7 @@ def origin_text(origin: Any, locale: str | None, link: str | None) -> str:
         when = f"{origin.message_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if origin.message_at else ""
         quote = _clip(origin.message_text, QUOTE_CHARS)
         lines.append(_pick(locale, f"From your message {when}: “{quote}”", f"来自你 {when} 的消息：「{quote}」"))
-    elif memory.source == "manual":
+    elif memory.source in ("manual", "imported") or getattr(memory, "verified", False):
         lines.append(_pick(locale, "You added this yourself (/remember or an import).",
                            "这是你自己添加的（/remember 或导入）。"))
     else:
