@@ -112,11 +112,16 @@ LASTING_KEYS = ("lives_in", "home", "from", "grew_up_in", "hometown", "job", "wo
                 "values", "goal")
 PASSING_KEYS = ("likes", "eats", "does", "mood", "feels", "watched", "listened", "played", "trait")
 """Passing likes and doings ("likes_jazz", "eats_hotpot"): of low importance unless said to matter."""
+STRONG_FEELING = ("love", "adore", "passionate", "hate", "can't stand", "cannot stand", "obsessed", "big fan",
+                  "huge fan", "favourite", "favorite", "热爱", "最喜欢", "特别喜欢", "非常喜欢", "超喜欢", "爱", "讨厌",
+                  "受不了")
+"""Words that say a like or dislike matters ("I love traveling", "我热爱画画"): then it is no passing remark."""
 
 
-def importance_for(type_: str, predicate: str | None) -> float:
+def importance_for(type_: str, predicate: str | None, content: str = "") -> float:
     """The importance the rules give a memory by its kind, when nobody said how much it matters: family, identity,
-    health and dates high; home, work, study, pets and hobbies lasting; passing likes lower; the rest ordinary."""
+    health and dates high; home, work, study, pets and hobbies lasting; passing likes lower (a like said with
+    feeling, ordinary); the rest ordinary."""
     key = (predicate or "").lower()
     words = set(key.split("_"))
     if words & FAMILY_WORDS or _starts(key, DEFINING_KEYS):
@@ -124,7 +129,8 @@ def importance_for(type_: str, predicate: str | None) -> float:
     if type_ == "person" or _starts(key, LASTING_KEYS):
         return IMPORTANCE["lasting"]
     if _starts(key, PASSING_KEYS):
-        return IMPORTANCE["passing"]
+        felt = any(word in content.lower() for word in STRONG_FEELING)
+        return DEFAULT_IMPORTANCE if felt else IMPORTANCE["passing"]
     return DEFAULT_IMPORTANCE
 
 

@@ -96,7 +96,8 @@ def store_stated_memories(uow: UnitOfWork, user_id: int, entries: Iterable[State
 def _add(uow: UnitOfWork, user_id: int, entry: StatedMemory, subject: str, predicate: str, current: list[Memory], *,
          now: datetime, actor: str, source_turn_id: int | None, session_id: int | None) -> MemoryWrite:
     """A new memory, superseding the current ones of the same key."""
-    importance = entry.importance if entry.importance is not None else importance_for(entry.type, predicate)
+    importance = (entry.importance if entry.importance is not None
+                  else importance_for(entry.type, predicate, entry.content))
     memory = uow.memories.add(Memory(
         user_id=user_id, type=entry.type, subject=subject, predicate=predicate, content=entry.content,
         entities=list(entry.entities), happened_at=entry.happened_at, source=_source(entry.source),
@@ -128,7 +129,7 @@ def _keep_the_rest(uow: UnitOfWork, old: Memory, corrected: tuple[str, str], *, 
             continue
         if _said_before(uow, old.user_id, statement.content) not in (None, old):
             continue
-        importance = max(old.base_importance, importance_for(*key))
+        importance = max(old.base_importance, importance_for(*key, statement.content))
         part = uow.memories.add(Memory(
             user_id=old.user_id, type=key[0], subject=old.subject, predicate=key[1], content=statement.content,
             source=old.source, confidence=old.confidence, tier=old.tier, importance=importance,

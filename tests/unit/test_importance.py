@@ -31,6 +31,16 @@ def test_the_rules_give_importance_by_kind(type_, predicate, level):
     assert importance_for(type_, predicate) == IMPORTANCE[level]
 
 
+@pytest.mark.parametrize(("content", "level"), [
+    ("I like the band Low", "passing"), ("I enjoy hiking", "passing"), ("我喜欢猫", "passing"),
+    ("I love traveling", "ordinary"), ("I'm passionate about improving education", "ordinary"),
+    ("I hate mornings", "ordinary"), ("我特别喜欢火锅", "ordinary"), ("我热爱画画", "ordinary"),
+])
+def test_a_like_said_with_feeling_is_no_passing_remark(content, level):
+    [statement] = extract_statements(content)
+    assert importance_for(statement.type, statement.predicate, statement.content) == IMPORTANCE[level]
+
+
 def test_identity_family_and_health_never_decay_and_passing_likes_are_low():
     assert IMPORTANCE["defining"] >= NEVER_DECAYS_FROM > IMPORTANCE["lasting"] > IMPORTANCE["ordinary"]
     assert IMPORTANCE["passing"] < IMPORTANCE["ordinary"]
