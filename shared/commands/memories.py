@@ -102,7 +102,7 @@ class MemoryOrigin:
     current: MemoryItem | None = None
     """The version in use now, when the chain of replacements reaches one in a few steps past ``replaced_by``."""
     forgotten_at: datetime | None = None
-    """When this memory was set aside as wrong or outdated (still in the export, no longer used)."""
+    """When a rule put this memory in the recycle bin (still in the export, restorable, no longer used)."""
 
 
 @dataclass(frozen=True)

@@ -250,8 +250,11 @@ def _fate_lines(origin: Any, locale: str | None) -> list[str]:
                            f"现在用的是 #{now.id}：「{_clip(now.content, QUOTE_CHARS)}」"))
     if origin.forgotten_at is not None:
         day = f"{origin.forgotten_at.astimezone(UTC):%Y-%m-%d}"
-        lines.append(_pick(locale, f"Forgotten on {day} as wrong or outdated: I no longer use it.",
-                           f"已于 {day} 作为错误或过时的记忆被遗忘，不再使用。"))
+        purge = f"{(origin.forgotten_at + BIN_LIFETIME).astimezone(UTC):%Y-%m-%d}"
+        lines.append(_pick(locale, f"Set aside on {day} after long disuse: in the recycle bin until {purge} "
+                                   f"(/memories restore {origin.memory.id} brings it back).",
+                           f"已于 {day} 因久未用到放进回收站，{purge} 彻底删除"
+                           f"（/memories restore {origin.memory.id} 可以找回）。"))
     return lines
 
 
