@@ -9,6 +9,7 @@ from shared.db.access_models import AccessEntryRow  # noqa: F401  (puts access_e
 from shared.db.engine import make_engine, sqlalchemy_url
 from shared.db.lease_models import LeaseRow  # noqa: F401  (puts process_leases in the metadata)
 from shared.db.limit_models import RateLimitCounter  # noqa: F401  (puts rate_limit_counters in the metadata)
+from shared.db.maintenance_models import MaintenanceRun  # noqa: F401  (puts maintenance_runs in the metadata)
 from shared.db.memory_models import Base
 from shared.db.token_models import OneTimeToken  # noqa: F401  (puts one_time_tokens in the metadata)
 from shared.db.update_models import PlatformUpdate  # noqa: F401  (puts platform_updates in the metadata)

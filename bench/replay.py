@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -51,12 +51,16 @@ class Wiring:
 
 
 def run(path: Path, out_dir: Path, database_url: str | None = None, *, limit: int | None = None,
-        quick: bool = False) -> dict:
-    """Replays the file's conversations (the first ``limit``; two with ``quick``) and writes the figures."""
+        quick: bool = False, ask_after_days: int = 0) -> dict:
+    """Replays the file's conversations (the first ``limit``; two with ``quick``) and writes the figures.
+    ``ask_after_days``: every question is asked that many days after its own time (the nightly maintenance of
+    every day between runs first), to measure what the lifecycle keeps."""
     from bench.hot_path import scratch_database
 
     started = time.perf_counter()
     conversations = read_replay(Path(path), QUICK_CONVERSATIONS if quick and limit is None else limit)
+    if ask_after_days:
+        conversations = [asked_later(conversation, ask_after_days) for conversation in conversations]
     rows: list[dict] = []
     junk = Junk()
     with scratch_database(database_url) as url, _product_logs_quiet(), _wired(url) as wiring:
@@ -73,12 +77,19 @@ def run(path: Path, out_dir: Path, database_url: str | None = None, *, limit: in
         "prompt": {"retrieval_limit": wiring.config.retrieval_limit,
                    "memory_budget_tokens": wiring.config.memory_budget_tokens},
         "worker": {"jobs_run": wiring.worker.jobs_run, "nights": wiring.worker.nights},
+        "ask_after_days": ask_after_days,
         "elapsed_s": round(time.perf_counter() - started, 1)}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "replay.json").write_text(json.dumps(figures, indent=2, ensure_ascii=False))
     (out_dir / "report.md").write_text(f"# Replay: recall through the write path\n\n```\n{report(figures)}\n```\n")
     return figures
+
+
+def asked_later(conversation: ReplayConversation, days: int) -> ReplayConversation:
+    """The conversation with every question asked ``days`` later than its own time."""
+    later = tuple(replace(question, at=question.at + timedelta(days=days)) for question in conversation.questions)
+    return replace(conversation, questions=later)
 
 
 def replay_conversation(wiring: Wiring, conversation: ReplayConversation, number: int,

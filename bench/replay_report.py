@@ -72,4 +72,6 @@ def report(figures: dict) -> str:
                  f"({', '.join(f'{kind} {count}' for kind, count in junk.items())}); "
                  f"{figures['worker']['jobs_run']} worker jobs, {figures['worker']['nights']} nights; "
                  f"{figures['elapsed_s']:.0f} s")
+    if figures.get("ask_after_days"):
+        lines.append(f"questions asked {figures['ask_after_days']} days after their own time")
     return "\n".join(lines)

@@ -5,7 +5,7 @@ the body Celery runs) with a worker context whose clock is the replay's (:func:`
 After every played turn the outbox's owed jobs are run (extraction, episode summaries). Between one moment of
 the replay and the next, the beat's schedule (:func:`worker.schedule.beat_schedule`) is followed: a sitting
 idle for ``SESSION_IDLE_MINUTES`` is closed at the beat's next idle-close run and summarised into an episode,
-and every day crossed runs the decay, the reviews and the dedup at their hours, each with that time as now.
+and every day crossed runs the daily maintenance (decay, reviews, dedup) at its hour, with that time as now.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from worker.context import WorkerContext
 
-DAILY_TASKS = ("run_decay", "run_reviews", "run_dedup")
+DAILY_TASKS = ("run_maintenance",)
 IDLE_CLOSE_ENTRY = "close-idle-sessions"
 NEVER = datetime(9999, 1, 1, tzinfo=UTC)
 """Owed jobs are run whenever their row says they are available (rows are stamped by the database's clock)."""

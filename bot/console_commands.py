@@ -1,6 +1,7 @@
 """The console's slash commands: the same memory-command service and texts the bots use.
 
-``/memories [type] [search]`` (then ``/more``), ``/memories why <id>``, ``/forget <id|search|all>``
+``/memories [type] [search]`` (then ``/more``), ``/memories why <id>``, ``/memories forgotten``,
+``/memories restore <id>``, ``/forget <id|search|all>``
 (asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>`` (or ``cancel|done|snooze <id>``),
 ``/cancel|/done <id>``, ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
 ``/link [code]``, ``/link confirm <code>``, ``/unlink``, ``/panel``, ``/usage``, ``/help``; and ``/access`` (the
@@ -145,6 +146,11 @@ class ConsoleCommands:
         words = argument.split()
         if words[:1] == ["why"]:
             return texts.origin_text(self.commands.why(self.caller, " ".join(words[1:])), self.locale, None)
+        if words[:1] == ["forgotten"]:
+            page = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+            return texts.memory_page_text(self.commands.forgotten_memories(self.caller, page=page), self.locale)
+        if words[:1] == ["restore"]:
+            return texts.restored_text(self.commands.restore(self.caller, " ".join(words[1:])), self.locale)
         type_ = words.pop(0) if words and words[0] in MEMORY_TYPES else None
         self._listing = (type_, " ".join(words) or None, 1)
         return self._page()

@@ -217,6 +217,25 @@ async def memories_why(interaction: discord.Interaction,
     await send_private(interaction, texts.origin_text(origin, interaction.locale.value, link))
 
 
+@app_commands.command(name="memories_forgotten", description=describe("memories_forgotten"))
+@app_commands.describe(page=command_text("memories.page"))
+async def memories_forgotten(interaction: discord.Interaction,
+                             page: app_commands.Range[int, 1, MAX_OPTION_INTEGER] = 1) -> None:
+    """The recycle bin: what I set aside after long disuse, and when it will be purged."""
+    result = await deferred(interaction, memory_commands(interaction).forgotten_memories, caller_of(interaction),
+                            page=page)
+    await send_private(interaction, fit(texts.memory_page_text(result, interaction.locale.value)))
+
+
+@app_commands.command(name="memories_restore", description=describe("memories_restore"))
+@app_commands.describe(memory_id=command_text("memories_restore.memory_id"))
+async def memories_restore(interaction: discord.Interaction,
+                           memory_id: app_commands.Range[int, 1, MAX_OPTION_INTEGER]) -> None:
+    """Bring a memory back from the recycle bin, with its history."""
+    item = await deferred(interaction, memory_commands(interaction).restore, caller_of(interaction), memory_id)
+    await send_private(interaction, texts.restored_text(item, interaction.locale.value))
+
+
 @app_commands.command(name="forget", description=describe("forget"))
 @app_commands.describe(target=command_text("forget.target"))
 async def forget(interaction: discord.Interaction, target: str) -> None:
@@ -375,8 +394,8 @@ async def access(interaction: discord.Interaction, action: str = "list", kind: s
                        change_text(result, locale))
 
 
-COMMANDS = (memories, memories_why, forget, remember, reminders, remind, cancel, done, snooze, export, import_, pause,
-            resume, link, unlink, panel, usage, help_, access)
+COMMANDS = (memories, memories_why, memories_forgotten, memories_restore, forget, remember, reminders, remind, cancel,
+            done, snooze, export, import_, pause, resume, link, unlink, panel, usage, help_, access)
 
 
 def install_commands(tree: app_commands.CommandTree) -> None:

@@ -27,6 +27,11 @@ CHINESE_LOCALES = frozenset({discord.Locale.chinese, discord.Locale.taiwan_chine
 # from shared.commands.texts.COMMANDS, which every front-end shows.
 _MENU_TEXTS = {
     "memories_why.description": ("Where a memory came from", "这条记忆从哪里来"),
+    "memories_forgotten.description": ("What I set aside after long disuse (restorable for 30 days)",
+                                       "因久未提起而放进回收站的记忆（30 天内可找回）"),
+    "memories_restore.description": ("Bring a memory back from the recycle bin", "从回收站找回一条记忆"),
+    "memories_restore.memory_id": ("The memory's number, as /memories_forgotten shows it",
+                                   "记忆编号（/memories_forgotten 里显示的）"),
     "unlink.description": ("Separate this account from a linked one", "解除与另一个账号的关联"),
     "memories.type": ("Only memories of this kind", "只看这一类记忆"),
     "memories.search": ("Only memories containing these words", "只看包含这些词的记忆"),

@@ -122,12 +122,15 @@ class CommandHandlers:
         await update.effective_message.reply_text(texts.help_text(locale_of(update)))
 
     async def memories(self, update: Update, context: Context) -> None:
-        """``/memories [type] [search]`` (paged) or ``/memories why <id>``."""
+        """``/memories [type] [search]`` (paged), ``/memories why <id>``, ``/memories forgotten [page]`` (the
+        recycle bin) or ``/memories restore <id>``."""
         argument = command_argument(update.effective_message)
         words = argument.split(maxsplit=1)
         rest = words[1] if len(words) > 1 else None
         if words and words[0].lower() == "why":
             await self._why(update, context, rest or "")
+        elif words and words[0].lower() in ("forgotten", "restore"):
+            await self._recycle_bin(update, context, words[0].lower(), rest or "")
         elif words and memory_type(words[0]) is not None:
             await self._show_page(update, context, memory_type(words[0]), rest, 1)
         else:
@@ -147,6 +150,16 @@ class CommandHandlers:
         else:
             await edit_answer(update.callback_query, body, markup)
             await update.callback_query.answer()
+
+    async def _recycle_bin(self, update: Update, context: Context, action: str, argument: str) -> None:
+        caller = caller_of(update)
+        if action == "restore":
+            item = await self._call(self.commands.restore, caller, argument)  # the service checks the id
+            await answer_privately(update, context, texts.restored_text(item, caller.locale))
+            return
+        page = int(argument) if argument.strip().isdigit() else 1
+        binned = await self._call(self.commands.forgotten_memories, caller, page=page, page_size=PAGE_SIZE)
+        await answer_privately(update, context, texts.memory_page_text(binned, caller.locale))
 
     async def _why(self, update: Update, context: Context, memory_id: str) -> None:
         caller = caller_of(update)

@@ -15,12 +15,9 @@ def beat_schedule(reminder_scan_seconds: float = 60.0, daily_hour_utc: int = 3) 
         "sweep-outbox": {"task": "mnemo.sweep_outbox", "schedule": minute, "options": {"expires": minute}},
         "close-idle-sessions": {"task": "mnemo.close_idle_sessions", "schedule": 5 * minute,
                                 "options": {"expires": 5 * minute}},
-        "decay": {"task": "mnemo.run_decay", "schedule": crontab(hour=daily_hour_utc, minute=0),
-                  "options": {"expires": 3600}},
-        "reviews": {"task": "mnemo.run_reviews", "schedule": crontab(hour=daily_hour_utc, minute=20),
-                    "options": {"expires": 3600}},
-        "dedup": {"task": "mnemo.run_dedup", "schedule": crontab(hour=daily_hour_utc, minute=40),
-                  "options": {"expires": 3600}},
+        # decay, reviews and dedup in one run with one clock and one report (shared/lifecycle/maintenance.py)
+        "maintenance": {"task": "mnemo.run_maintenance", "schedule": crontab(hour=daily_hour_utc, minute=0),
+                        "options": {"expires": 3600}},
         # After an upgrade that changed the tokenizer, old rows get new search tokens within the hour.
         "retokenize-search": {"task": "mnemo.retokenize_search", "schedule": 60 * minute,
                               "options": {"expires": 60 * minute}},

@@ -14,7 +14,7 @@ from kombu.exceptions import OperationalError as BrokerConnectionError
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from shared.errors import BrokerUnavailable, DatabaseUnavailable
-from shared.lifecycle import decay, dedup, embedding, episodes, reviews
+from shared.lifecycle import decay, dedup, embedding, episodes, maintenance, reviews
 from shared.lifecycle import extraction as knowledge
 from shared.lifecycle import outbox as jobs
 from shared.metrics import record
@@ -137,6 +137,16 @@ def deliver_reminder(self, todo_id: int, attempt: int) -> str:
     if outcome.retry_after is not None:
         raise self.retry(countdown=outcome.retry_after, max_retries=8)
     return outcome.kind
+
+
+@app.task(name="mnemo.run_maintenance", **RETRY)
+def run_maintenance() -> None:
+    """The daily run: decay, reviews, dedup as of the worker's clock, its report logged, counted and kept."""
+    ctx = context()
+    maintenance.run_maintenance(ctx.uow, ctx.now(), chat_model=ctx.chat_model,
+                                eviction_threshold=ctx.settings.memory_eviction_threshold,
+                                conversation_retention_days=ctx.settings.conversation_retention_days,
+                                quota=ctx.quota)
 
 
 @app.task(name="mnemo.run_decay", **RETRY)

@@ -52,6 +52,21 @@ def list_memories(request: Request, caller: Caller, limit: Annotated[int, Query(
                          limit=listing.limit, offset=listing.offset)
 
 
+@router.get("/memory/forgotten", response_model=MemoryPageOut, tags=["memories"])
+def list_forgotten(request: Request, caller: Caller, limit: Annotated[int, Query(ge=1, le=100)] = 20,
+                   offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0) -> MemoryPageOut:
+    """The caller's recycle bin: memories the rules set aside after 90 days unused, purged 30 days later."""
+    listing = context(request).panel.list_forgotten(caller.user_id, limit=limit, offset=offset)
+    return MemoryPageOut(items=[MemoryOut(**asdict(item)) for item in listing.items], total=listing.total,
+                         limit=listing.limit, offset=listing.offset)
+
+
+@router.post("/memory/forgotten/{memory_id}/restore", response_model=MemoryOut, tags=["memories"])
+def restore_memory(request: Request, caller: Caller, memory_id: int) -> MemoryOut:
+    """Bring a memory back from the recycle bin, with its history; 404 when it is not in the caller's bin."""
+    return MemoryOut(**asdict(context(request).panel.restore_memory(caller.user_id, memory_id)))
+
+
 @router.post("/memory/long-term", response_model=MemoryOut, status_code=201, tags=["memories"])
 def create_memory(request: Request, caller: Adder, body: MemoryCreate) -> MemoryOut:
     """Add a memory by hand (``source`` user_stated)."""

@@ -424,6 +424,30 @@ async function cancelReminder(id) {
   await loadReminders();
 }
 
+/* ---- recycle bin ---- */
+
+function forgottenCard(memory) {
+  const card = $('forgotten-card-template').content.firstElementChild.cloneNode(true);
+  translateWithin(card);
+  card.dataset.memoryId = String(memory.id);
+  card.querySelector('.forgotten-content').textContent = memory.content;
+  card.querySelector('.forgotten-restore').addEventListener('click', () => restoreMemory(memory.id));
+  return card;
+}
+
+async function loadForgotten() {
+  const result = await attempt(() => api('GET', '/memory/forgotten?limit=100'));
+  if (!result) return;
+  $('forgotten-list').replaceChildren(...result.items.map(forgottenCard));
+  $('forgotten-empty').hidden = result.items.length > 0;
+}
+
+async function restoreMemory(id) {
+  const result = await attempt(() => api('POST', `/memory/forgotten/${id}/restore`));
+  if (result !== undefined) notify(t('memoryRestored'));
+  await Promise.all([loadForgotten(), loadMemories()]);
+}
+
 /* ---- session ---- */
 
 async function signOut() {
@@ -446,7 +470,7 @@ async function start() {
   state.csrfToken = session.csrf_token;
   $('user-name').textContent = session.display_name || '';
   showScreen('app');
-  await Promise.all([loadMemories(), loadRounds(), loadReminders(), loadUsage()]);
+  await Promise.all([loadMemories(), loadRounds(), loadReminders(), loadForgotten(), loadUsage()]);
 }
 
 function wireEvents() {

@@ -29,6 +29,10 @@ const TEXTS = {
     imported: (counts) => `Imported: ${counts}.`, importedNothing: 'Nothing new was imported.',
     duplicates: (n) => `${n} already there.`, refused: 'Refused lines:',
     reminderCancelled: 'Reminder cancelled.',
+    forgottenHeading: 'Recycle bin', noForgotten: 'Nothing in the recycle bin.', restore: 'Restore',
+    forgottenHint: 'Passing remarks unused for 90 days wait here for 30 days before they are deleted. '
+      + 'What you told me about yourself never comes here.',
+    memoryRestored: 'Memory restored.',
     conversationHeading: 'What we said',
     conversationHint: 'What you said and what I answered, kept as long as your account lives unless the operator '
       + 'set a limit. Deleting one takes both sides; memories drawn from it stay.',
@@ -103,6 +107,9 @@ const TEXTS = {
     imported: (counts) => `已导入：${counts}。`, importedNothing: '没有导入新内容。',
     duplicates: (n) => `${n} 条已存在。`, refused: '被拒绝的条目：',
     reminderCancelled: '提醒已取消。',
+    forgottenHeading: '回收站', noForgotten: '回收站是空的。', restore: '找回',
+    forgottenHint: '90 天没用到的零碎小事会在这里保留 30 天，之后删除。你告诉我的关于你自己的事不会进来。',
+    memoryRestored: '记忆已找回。',
     conversationHeading: '我们的对话',
     conversationHint: '你说过的话和我的回复，只要账号还在就会保留（除非运营者设置了期限）。'
       + '删除一段会同时删除双方的话；由它得出的记忆会保留。',

@@ -36,7 +36,8 @@ KINDS: dict[str, tuple[str, ...]] = {
 """What an entry can name, and on which platforms that exists."""
 CONSOLE = "console"
 OPEN, CLOSED = "open", "closed"
-OWN_DATA_COMMANDS = frozenset({"memories", "memories_why", "forget", "export", "reminders", "cancel", "done",
+OWN_DATA_COMMANDS = frozenset({"memories", "memories_why", "memories_forgotten", "memories_restore", "forget",
+                               "export", "reminders", "cancel", "done",
                                "pause", "resume", "unlink"})
 """What a refused user may still do, about what the bot already holds about them: see it (``/memories``,
 ``/reminders``), take it away (``/export``), delete or stop it (``/forget``, ``/cancel``, ``/done``,

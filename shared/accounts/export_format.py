@@ -40,8 +40,8 @@ MAX_REASONS = 50
 SECTION_ORDER = ("episodes", "turns", "memories", "todos")
 MEMORY_TIMES = ("created_at", "updated_at", "last_accessed", "expires_at", "deleted_at", "decayed_at",
                 "promotion_reviewed_at", "decay_reviewed_at", "happened_at")
-MEMORY_VALUES = ("type", "subject", "predicate", "content", "value", "entities", "importance", "confidence",
-                 "source", "verified", "tier", "access_count")
+MEMORY_VALUES = ("type", "subject", "predicate", "content", "value", "entities", "importance", "base_importance",
+                 "confidence", "source", "verified", "tier", "access_count")
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,10 @@ SECTIONS: dict[str, dict[str, Field]] = {
         "predicate": Field("text", nullable=True, limit=MAX_LABEL_CHARS),
         "content": Field("text", required=True, limit=MAX_MEMORY_CHARS),
         "value": Field("json", nullable=True, limit=4000), "entities": Field("list", limit=4000),
-        "importance": Field("number", high=100), "confidence": Field("number", high=1),
-        "source": Field("choice", choices=MEMORY_SOURCES), "verified": Field("bool"),
-        "tier": Field("choice", choices=MEMORY_TIERS), "access_count": Field("int", high=10**9),
+        "importance": Field("number", high=100), "base_importance": Field("number", high=100),
+        "confidence": Field("number", high=1), "source": Field("choice", choices=MEMORY_SOURCES),
+        "verified": Field("bool"), "tier": Field("choice", choices=MEMORY_TIERS),
+        "access_count": Field("int", high=10**9),
         "created_at": _WHEN, "updated_at": _WHEN, **{name: _MAYBE_WHEN for name in MEMORY_TIMES[2:]},
         "superseded_by": Field("ref", nullable=True, refers_to="memories"),
         "source_turn": Field("ref", nullable=True, refers_to="turns"),

@@ -12,7 +12,7 @@ An import is checked strictly first (:mod:`shared.accounts.export_format`: a bad
 whole, a bad entry with its reason while the good ones are kept); then an exact duplicate of what the
 user already has is skipped, so importing the same file twice adds nothing. A memory keeps its
 content, type, times, importance and confidence, but not what a file cannot prove
-(:data:`IMPORTED_CLAIMS`: it arrives as ``manual``, unverified and unused; never in the ``system`` tier).
+(:data:`IMPORTED_CLAIMS`: it arrives as ``imported``, unverified and unused; never in the ``system`` tier).
 Imported turns are marked extracted (their memories came with the file) and carry no platform message id;
 imported rounds are keyed for recall from their line, reply and the imported memories drawn from them,
 except those said while paused, which stay out of recall as they were.
@@ -50,9 +50,9 @@ __all__ = ["MAX_IMPORT_BYTES", "ExportFile", "ImportDocument", "ImportReport", "
            "read_export", "storable_json"]
 
 
-IMPORTED_CLAIMS = {"source": "manual", "verified": False, "access_count": 0, "last_accessed": None}
-"""What a file cannot prove: an imported memory is the user's own word (``manual``, as by /remember),
-unverified and unused, whatever the file says."""
+IMPORTED_CLAIMS = {"source": "imported", "verified": False, "access_count": 0, "last_accessed": None}
+"""What a file cannot prove: an imported memory is the user's own data (``imported``), unverified and unused,
+whatever the file says."""
 IMPORTED_SYSTEM_TIER = "long"
 """A file cannot place a memory in the operator's ``system`` tier; it becomes ``long``."""
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shared.app.backups import backup_arguments, restore_arguments, run_backup, run_restore
+from shared.app.maintenance_command import maintenance_arguments, run_maintenance_command
 from shared.app.usage_report import run_usage, usage_arguments
 from shared.errors import ConfigError, MnemoError
 from shared.settings import Settings, load_settings
@@ -217,6 +218,8 @@ COMMANDS: dict[str, Command] = {
     "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
     "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),
     "doctor": Command("show the configuration and check every service", lambda _parser: None, _run_doctor),
+    "maintenance": Command("run the daily maintenance (decay, reviews, dedup) now, or --now as of a moment",
+                           maintenance_arguments, run_maintenance_command),
     "health": Command("ask the running process on METRICS_PORT whether it is ready (docker compose's health check)",
                       _health_arguments, _run_health),
     "discord": Command("run the Discord bot (slash commands and chat)", _discord_arguments, _run_discord),

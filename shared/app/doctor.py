@@ -21,6 +21,7 @@ from shared.db.vectors import vector_status
 from shared.errors import MnemoError
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.turn_answer import PROBLEM_TEXTS
+from shared.metrics.record import MAINTENANCE_CHANGES
 from shared.redaction import redact
 from shared.settings import Settings
 
@@ -81,6 +82,7 @@ def _database_checks(settings: Settings, url: str) -> list[Check]:
             version = connection.scalar(text("SHOW server_version"))
             revision = migrate.current_revision_of(connection)
             vectors = vector_status(connection)
+            maintenance = _maintenance_check(connection) if revision == migrate.head_revision() else None
     except Exception as exc:
         return [Check("database", "fail", f"cannot connect to the {where}: {_first_line(exc)}")]
     finally:
@@ -92,7 +94,19 @@ def _database_checks(settings: Settings, url: str) -> list[Check]:
     else:
         checks.append(Check("schema", "fail", f"at {revision or 'nothing'}, head is {head}: run `mnemo db upgrade`"))
     checks.append(_vector_check(settings, vectors))
-    return checks
+    return checks + ([maintenance] if maintenance else [])
+
+
+def _maintenance_check(connection) -> Check:
+    """The last daily maintenance run's report (shared/lifecycle/maintenance.py)."""
+    row = connection.execute(text("SELECT finished_at, report FROM maintenance_runs ORDER BY id DESC LIMIT 1")).first()
+    if row is None:
+        return Check("maintenance", "info", "no daily run yet (the beat runs it daily at DAILY_MAINTENANCE_HOUR_UTC; "
+                                            "`mnemo maintenance` runs it now)")
+    counts = row.report.get("changes") or {}
+    changes = ", ".join(f"{name} {counts[name]}" for name in MAINTENANCE_CHANGES if name in counts)
+    return Check("maintenance", "ok", f"last run finished {row.finished_at:%Y-%m-%d %H:%M} UTC, as of "
+                                      f"{row.report.get('as_of', '?')[:16]}: {changes}")
 
 
 def _vector_check(settings: Settings, vectors) -> Check:

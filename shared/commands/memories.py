@@ -24,6 +24,8 @@ from shared.accounts import panel_access
 from shared.db.memory_models import Memory
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.memory import recycle_bin
+from shared.memory.policy import DEFAULT_IMPORTANCE, importance_for
 from shared.repositories.memories import snapshot
 from shared.repositories.round_records import RoundRecord
 from shared.repositories.uow import UnitOfWork
@@ -66,6 +68,10 @@ class MemoryItem:
     last_accessed: datetime | None
     created_at: datetime
     source: str
+    verified: bool = False
+    """Confirmed by the user (``/remember``): never forgotten by a rule."""
+    binned_at: datetime | None = None
+    """When a rule put it in the recycle bin (purged ``BIN_LIFETIME`` later); None while in use."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,8 @@ class MemoryPage:
     total: int
     type_filter: str | None
     search: str | None
+    forgotten: bool = False
+    """A page of the recycle bin (``/memories forgotten``), not of the memories in use."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +102,7 @@ class MemoryOrigin:
     current: MemoryItem | None = None
     """The version in use now, when the chain of replacements reaches one in a few steps past ``replaced_by``."""
     forgotten_at: datetime | None = None
-    """When this memory was set aside as wrong or outdated (still in the export, no longer used)."""
+    """When a rule put this memory in the recycle bin (still in the export, restorable, no longer used)."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,8 @@ class Confirmation:
 def memory_item(memory: Memory) -> MemoryItem:
     return MemoryItem(id=memory.id, type=memory.type, content=memory.content, confidence=memory.confidence,
                       access_count=memory.access_count, last_accessed=memory.last_accessed,
-                      created_at=memory.created_at, source=memory.source)
+                      created_at=memory.created_at, source=memory.source, verified=memory.verified,
+                      binned_at=memory.deleted_at)
 
 
 def memory_type(word: str) -> str | None:
@@ -139,6 +148,22 @@ def list_page(uow: UnitOfWork, user_id: int, type_: str | None, search: str | No
                                         offset=(page - 1) * page_size)
     return MemoryPage(items=tuple(memory_item(m) for m in rows), page=page, pages=pages, total=total,
                       type_filter=type_, search=search)
+
+
+def binned_page(uow: UnitOfWork, user_id: int, page: int, page_size: int) -> MemoryPage:
+    """One page of the user's recycle bin, latest first; a page past the end shows the last."""
+    rows, total = recycle_bin.binned_page(uow, user_id, page, page_size)
+    pages = max(1, math.ceil(total / page_size))
+    if page > pages:
+        page = pages
+        rows, total = recycle_bin.binned_page(uow, user_id, page, page_size)
+    return MemoryPage(items=tuple(memory_item(m) for m in rows), page=page, pages=pages, total=total,
+                      type_filter=None, search=None, forgotten=True)
+
+
+def restore(uow: UnitOfWork, user_id: int, memory_id: int, now: datetime) -> MemoryItem:
+    """Take one of the user's memories back out of the recycle bin."""
+    return memory_item(recycle_bin.restore(uow, user_id, memory_id, now))
 
 
 def origin(uow: UnitOfWork, user_id: int, memory_id: int) -> MemoryOrigin:
@@ -184,8 +209,10 @@ def remember(uow: UnitOfWork, user_id: int, text: str, now: datetime, *, embeddi
     known = uow.memories.active_with_content(user_id, type_, content)
     if known is not None:
         return memory_item(known)
-    memory = uow.memories.add(Memory(user_id=user_id, type=type_, content=content, source="manual",
-                                     confidence=1.0, verified=True, tier="long", created_at=now, updated_at=now))
+    importance = max(DEFAULT_IMPORTANCE, importance_for(type_, None))
+    memory = uow.memories.add(Memory(user_id=user_id, type=type_, content=content, source="user_stated",
+                                     confidence=1.0, verified=True, tier="long", importance=importance,
+                                     base_importance=importance, created_at=now, updated_at=now))
     uow.events.record(user_id, memory.id, "add", "user", after=snapshot(memory), reason="added with /remember")
     if embeddings_wanted:
         uow.outbox.add("embed_memory", {"memory_id": memory.id, "user_id": user_id},
@@ -240,6 +267,16 @@ def forget_memories(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> lis
     """Forget these memories with every earlier version of them; which of ``memory_ids`` were deleted."""
     deleted = _forget_memories(uow, user_id, uow.memories.with_earlier_versions(user_id, memory_ids))
     return sorted(set(memory_ids) & set(deleted))
+
+
+def forget_for_real(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> list[int]:
+    """What the user asked, in words, to forget: these memories with their earlier versions and the rounds they
+    were drawn from (where those are still kept); audit tombstones only. Which of ``memory_ids`` were deleted."""
+    chain = uow.memories.with_earlier_versions(user_id, memory_ids)
+    turn_ids = uow.memories.source_turns(user_id, chain)
+    deleted = forget_memories(uow, user_id, memory_ids)
+    forget_rounds(uow, user_id, turn_ids)
+    return deleted
 
 
 def forget_long_term(uow: UnitOfWork, user_id: int) -> int:

@@ -30,6 +30,7 @@ from shared.commands.service import (
 )
 from shared.db.memory_models import Memory
 from shared.errors import AccessRefused, InvalidCommand, NotFound
+from shared.memory import recycle_bin
 from shared.repositories.round_records import RoundRecord
 from shared.repositories.uow import UnitOfWork
 from shared.speech.keys import key_texts
@@ -146,6 +147,19 @@ class PanelService:
         with self.uow_factory() as uow:
             rows, total = uow.memories.page(user_id, type_=kind, search=words, limit=limit, offset=offset)
             return MemoryListing(tuple(record(m) for m in rows), total, limit, offset)
+
+    def list_forgotten(self, user_id: int, *, limit: int = 20, offset: int = 0) -> MemoryListing:
+        """A page of the user's recycle bin (what the rules set aside after long disuse), latest first."""
+        if not 1 <= limit <= MAX_PAGE_LIMIT or offset < 0:
+            raise InvalidCommand("bad_page")
+        with self.uow_factory() as uow:
+            rows, total = uow.memories.binned(user_id, limit=limit, offset=offset)
+            return MemoryListing(tuple(record(m) for m in rows), total, limit, offset)
+
+    def restore_memory(self, user_id: int, memory_id: int) -> MemoryRecord:
+        """A memory out of the recycle bin, in use again with its history."""
+        wanted = record_id(memory_id, "memory_not_in_bin")
+        return self._write(lambda uow: record(recycle_bin.restore(uow, user_id, wanted, self.clock())))
 
     def get_memory(self, user_id: int, memory_id: int) -> MemoryRecord:
         wanted = record_id(memory_id, "memory_not_found")

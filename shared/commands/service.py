@@ -123,6 +123,16 @@ class MemoryCommands:
         number, size = _positive(page, MAX_ID, "bad_page"), _positive(page_size, MAX_PAGE_SIZE, "bad_page")
         return self._run(caller, lambda uow, me: memory_commands.list_page(uow, me.user_id, kind, words, number, size))
 
+    def forgotten_memories(self, caller: Caller, *, page: int = 1, page_size: int = 10) -> MemoryPage:
+        """``/memories forgotten``: what the rules put in the recycle bin, restorable until it is purged."""
+        number, size = _positive(page, MAX_ID, "bad_page"), _positive(page_size, MAX_PAGE_SIZE, "bad_page")
+        return self._run(caller, lambda uow, me: memory_commands.binned_page(uow, me.user_id, number, size))
+
+    def restore(self, caller: Caller, memory_id: int) -> MemoryItem:
+        """``/memories restore <id>``: a memory out of the recycle bin, in use again with its history."""
+        wanted = record_id(memory_id, "memory_not_in_bin")
+        return self._run(caller, lambda uow, me: memory_commands.restore(uow, me.user_id, wanted, self.clock()))
+
     def why(self, caller: Caller, memory_id: int) -> MemoryOrigin:
         wanted = record_id(memory_id, "memory_not_found")
         return self._run(caller, lambda uow, me: memory_commands.origin(uow, me.user_id, wanted))

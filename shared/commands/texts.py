@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from shared.memory.policy import BIN_LIFETIME
 from shared.text import is_chinese
 
 COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -41,7 +42,8 @@ PARAM_CHARS = 60
 REPORT_LINES = 10
 
 _SOURCES = {"user_stated": ("conversation", "对话"), "inferred": ("inferred", "推断"), "system": ("system", "系统"),
-            "manual": ("manual", "手动")}
+            "manual": ("manual", "手动"), "imported": ("import", "导入"), "operator": ("operator", "运营者"),
+            "remembered": ("/remember", "/remember")}
 _STATUSES = {"pending": ("pending", "待提醒"), "sent": ("sent", "已发送"), "done": ("done", "已完成"),
              "cancelled": ("cancelled", "已取消")}
 _SECTIONS = (("memories", "memory", "记忆"), ("episodes", "summary", "摘要"), ("todos", "reminder", "提醒"),
@@ -71,6 +73,8 @@ ERRORS: dict[str, tuple[str, str]] = {
                         "/forget all.",
                         "有 {count} 条记忆或对话匹配，超过了 {limit} 条。请缩小范围，或使用 /forget all。"),
     "memory_not_found": ("I can't find that memory.", "找不到这条记忆。"),
+    "memory_not_in_bin": ("That memory is not among the forgotten ones (see /memories forgotten).",
+                          "回收站里没有这条记忆（见 /memories forgotten）。"),
     "reminder_not_found": ("I can't find that reminder.", "找不到这个提醒。"),
     "reminder_empty": ("When, and what? For example: /remind tomorrow 9am call mom",
                        "什么时候提醒什么？例如：/remind 明天早上9点 开会"),
@@ -158,6 +162,11 @@ def help_text(locale: str | None) -> str:
                                "<second code> back here; /link unlink separates.",
                        "/link 获取代码，在另一个账号发送 /link <代码>，再回到这里发送 /link confirm <第二个代码>；"
                        "/link unlink 解除关联。"))
+    lines.append(_pick(locale, "What you tell me stays until you forget it. Passing remarks I have not used for 90 "
+                               "days go to a recycle bin for 30 days: /memories forgotten lists them, /memories "
+                               "restore <id> brings one back.",
+                       "你告诉我的事会一直保留，直到你让我忘掉。90 天没用到的零碎小事会先放进回收站 30 天："
+                       "/memories forgotten 查看，/memories restore <编号> 找回。"))
     lines.append(_pick(locale, "Your memories, exports and confirmations are only ever shown to you.",
                        "你的记忆、导出文件和确认按钮只会给你本人看到。"))
     return "\n".join(lines)
@@ -165,6 +174,8 @@ def help_text(locale: str | None) -> str:
 
 def memory_page_text(page: Any, locale: str | None) -> str:
     zh = is_chinese(locale)
+    if getattr(page, "forgotten", False):
+        return forgotten_page_text(page, locale)
     if not page.items:
         if page.type_filter or page.search:
             return _pick(locale, "No memory matches.", "没有找到匹配的记忆。")
@@ -178,11 +189,34 @@ def memory_page_text(page: Any, locale: str | None) -> str:
     return "\n".join([head, *(memory_line(item, locale) for item in page.items), footer])
 
 
+def forgotten_page_text(page: Any, locale: str | None) -> str:
+    """``/memories forgotten``: the recycle bin, each line with the day it will be purged."""
+    if not page.items:
+        return _pick(locale, "Nothing is in the recycle bin: I have forgotten nothing on my own.",
+                     "回收站是空的：我没有自己忘掉任何事。")
+    zh = is_chinese(locale)
+    head = (f"我因为久未提起而放进回收站的记忆（共 {page.total} 条，/memories restore <编号> 可以找回）" if zh else
+            f"Memories I set aside after long disuse ({page.total}; /memories restore <id> brings one back)")
+    lines = []
+    for item in page.items:
+        purge = f"{(item.binned_at + BIN_LIFETIME).astimezone(UTC):%Y-%m-%d}" if item.binned_at else "—"
+        content = _clip(" ".join(item.content.split()), LIST_CONTENT_CHARS)
+        lines.append(f"#{item.id} · {item.type} · {content} · " + (f"{purge} 彻底删除" if zh else f"purged {purge}"))
+    footer = f"第 {page.page}/{page.pages} 页" if zh else f"page {page.page}/{page.pages}"
+    return "\n".join([head, *lines, footer])
+
+
+def restored_text(item: Any, locale: str | None) -> str:
+    return _pick(locale, f"Restored #{item.id}: {_clip(item.content, LIST_CONTENT_CHARS)}",
+                 f"已找回 #{item.id}：{_clip(item.content, LIST_CONTENT_CHARS)}")
+
+
 def memory_line(item: Any, locale: str | None) -> str:
     """``#12 · preference · 喜欢乌龙茶 · 置信度 0.9 · 用过 3 次 · 上次 2026-11-20 · 来源 对话``."""
     zh = is_chinese(locale)
     last = f"{item.last_accessed.astimezone(UTC):%Y-%m-%d}" if item.last_accessed else "—"
-    source = _SOURCES.get(item.source, (item.source, item.source))[zh]
+    kind = "remembered" if item.source == "user_stated" and getattr(item, "verified", False) else item.source
+    source = _SOURCES.get(kind, (kind, kind))[zh]
     content = _clip(" ".join(item.content.split()), LIST_CONTENT_CHARS)
     if zh:
         details = f"置信度 {_number(item.confidence)} · 用过 {item.access_count} 次 · 上次 {last} · 来源 {source}"
@@ -200,7 +234,7 @@ def origin_text(origin: Any, locale: str | None, link: str | None) -> str:
         when = f"{origin.message_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if origin.message_at else ""
         quote = _clip(origin.message_text, QUOTE_CHARS)
         lines.append(_pick(locale, f"From your message {when}: “{quote}”", f"来自你 {when} 的消息：「{quote}」"))
-    elif memory.source == "manual":
+    elif memory.source in ("manual", "imported") or getattr(memory, "verified", False):
         lines.append(_pick(locale, "You added this yourself (/remember or an import).",
                            "这是你自己添加的（/remember 或导入）。"))
     else:
@@ -224,8 +258,11 @@ def _fate_lines(origin: Any, locale: str | None) -> list[str]:
                            f"现在用的是 #{now.id}：「{_clip(now.content, QUOTE_CHARS)}」"))
     if origin.forgotten_at is not None:
         day = f"{origin.forgotten_at.astimezone(UTC):%Y-%m-%d}"
-        lines.append(_pick(locale, f"Forgotten on {day} as wrong or outdated: I no longer use it.",
-                           f"已于 {day} 作为错误或过时的记忆被遗忘，不再使用。"))
+        purge = f"{(origin.forgotten_at + BIN_LIFETIME).astimezone(UTC):%Y-%m-%d}"
+        lines.append(_pick(locale, f"Set aside on {day} after long disuse: in the recycle bin until {purge} "
+                                   f"(/memories restore {origin.memory.id} brings it back).",
+                           f"已于 {day} 因久未用到放进回收站，{purge} 彻底删除"
+                           f"（/memories restore {origin.memory.id} 可以找回）。"))
     return lines
 
 

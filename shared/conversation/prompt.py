@@ -89,6 +89,8 @@ class BuiltPrompt:
 
 
 _TIERS = "; ".join(f"{tier}: {TIER_POLICY[tier].meaning}" for tier in TURN_MEMORY_TIERS)
+_IMPORTANCE = ("defining: name, family, health, dates of people; lasting: home, job, long-held likes; ordinary; "
+               "passing: a passing like or mood")
 OUTPUT_RULES = f"""Answer with one JSON object with these fields:
 - "emotion": the user's emotion in their message: primary ({", ".join(ALL_EMOTIONS)}), category \
 ({", ".join(EMOTION_CATEGORIES)}), confidence 0-1, indicators (the words that show it).
@@ -96,8 +98,10 @@ OUTPUT_RULES = f"""Answer with one JSON object with these fields:
 - "memory_update": should_store and entries of things worth remembering that the user states in THIS message \
 about themselves or people in their life: type ({", ".join(TURN_MEMORY_TYPES)}), subject \
 ("user" or the person's name), predicate (a short snake_case key such as lives_in, likes_drink, job, pet_name), \
-content (one self-contained sentence in the user's language), tier ({_TIERS}). Never store your own words, questions, \
-hypotheticals, or text the user quotes or forwards from someone else. A new value for the same subject and \
+content (one self-contained sentence in the user's language), tier ({_TIERS}), importance ({_IMPORTANCE}). \
+One fact per entry: a message that states several (where they live, with whom, their job) gives several entries, \
+each with its own predicate. Never store your own words, questions, hypotheticals, or text the user quotes or \
+forwards from someone else. A new value for the same subject and \
 predicate replaces the old one (people change; that is not a contradiction).
 - "todos": reminders the user asks for or commits to with a time: content, and due as ISO 8601 with the UTC \
 offset of the user's time zone, resolving words like "tomorrow at 9" against the current time in the app note.

@@ -7,10 +7,14 @@ PLATFORMS = ("discord", "telegram", "console")
 CHAT_KINDS = ("private", "group")
 ROLES = ("user", "assistant")
 MEMORY_TYPES = ("preference", "fact", "event", "person", "todo", "pattern", "rule")
-MEMORY_SOURCES = ("user_stated", "inferred", "system", "manual")
+MEMORY_SOURCES = ("user_stated", "inferred", "imported", "operator", "system", "manual")
+"""How a memory came: the user said it (or ``/remember``), a model concluded it, an import, the operator;
+``system`` and ``manual`` are kept for rows written before ``operator`` and ``user_stated`` said it."""
 MEMORY_TIERS = ("transient", "short", "long", "core", "system")
 TODO_STATUSES = ("pending", "sent", "done", "cancelled")
-EVENT_ACTIONS = ("add", "update", "boost", "delete", "supersede", "promote", "decay", "forget", "expire")
+EVENT_ACTIONS = ("add", "update", "boost", "delete", "supersede", "promote", "decay", "forget", "expire", "bin",
+                 "restore", "purge")
+"""``bin``: a rule put the memory in the recycle bin; ``restore``: the user took it back; ``purge``: it left the bin."""
 EVENT_ACTORS = ("user", "llm", "rule", "admin")
 OUTBOX_STATUSES = ("pending", "sent", "done", "failed")
 USAGE_KINDS = ("turn", "turn_embedding", "extraction", "episode", "review", "dedup", "embedding")

@@ -56,6 +56,7 @@ class Memory(Base):
               postgresql_where=text("deleted_at IS NULL AND superseded_by IS NULL")),
         Index(None, "user_id", "subject", "predicate"),
         Index(None, "user_id", "last_accessed"),
+        Index("ix_memories_binned", "user_id", "deleted_at", postgresql_where=text("deleted_at IS NOT NULL")),
         one_of("type", MEMORY_TYPES),
         one_of("source", MEMORY_SOURCES),
         one_of("tier", MEMORY_TIERS),
@@ -72,6 +73,10 @@ class Memory(Base):
     happened_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     """When what the memory tells of happened, when the monitor could tell (else it was noted at ``created_at``)."""
     importance: Mapped[float] = mapped_column(Float, nullable=False, server_default=text("1.0"))
+    """How much the memory matters now: given where it is made, raised by use, faded by disuse."""
+    base_importance: Mapped[float] = mapped_column(Float, nullable=False, server_default=text("1.0"))
+    """The importance it was given where it was made (model, rules, command, import): what a rule may forget
+    depends on it (shared/memory/policy.py), however far the memory has faded since."""
     confidence: Mapped[float] = mapped_column(Float, nullable=False, server_default=text("0.5"))
     source: Mapped[str] = mapped_column(String(16), nullable=False)
     verified: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("false"))
@@ -90,6 +95,7 @@ class Memory(Base):
     superseded_by: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("memories.id", ondelete="SET NULL"))
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When a rule put the memory in the recycle bin (restorable until purged); None while it is in use."""
     decayed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     promotion_reviewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     decay_reviewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -2,9 +2,13 @@
 
 - Episodes lose 20 % of their importance once a day after 7 days and are deleted after 14 (their
   turns stay; the foreign key sets ``episode_id`` to null).
-- Memories of tier short or long lose 5 % once a day when idle (not accessed) for 7 days; an idle
-  one under importance 0.3 is forgotten. Between 0.5 and 0.3 the LLM decay review decides first
-  (:mod:`shared.lifecycle.reviews`). Core and system memories never decay and are never deleted.
+- Memories of tier short or long lose 5 % once a day when idle (not accessed) for 7 days, unless their importance
+  is 3.0 or more (high importance never decays). Fading lowers a memory's importance, never deletes it.
+- What the user stated or asked to remember is never forgotten by a rule. What a rule may forget (low importance
+  as given, or inferred by a model: :func:`shared.memory.policy.forgettable_by_rule`) goes to the recycle bin once
+  unused for 90 days (:mod:`shared.memory.recycle_bin`), and what has been in the bin for 30 days is purged.
+  Under importance 0.5 the decay review may bin a forgettable memory sooner (:mod:`shared.lifecycle.reviews`).
+  Core and system memories never decay and are never binned.
 - Transient memories expire 24 hours after they were made, or when their ``expires_at`` has passed.
 - Only when an eviction threshold is set: a user keeps at most that many active memories; the
   lowest confidence goes first, then the oldest access (core and system are never evicted).
@@ -16,7 +20,7 @@
   codes, panel links) and expired web panel sessions are deleted.
 
 "Once a day" means once per UTC calendar day (``decayed_at`` is the guard), so running twice the
-same day changes nothing the second time. Forgetting is a real deletion, together with the older
+same day changes nothing the second time. Purging, expiry and eviction are real deletions, together with the older
 rows the memory had replaced (which would otherwise come back to life), each audited with its last
 picture. Work goes in batches of :data:`BATCH_SIZE` rows, one short transaction each.
 """
@@ -28,8 +32,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from shared.db.memory_models import Memory
-from shared.memory.policy import DECAYING_TIERS, LASTING_TIERS
+from shared.memory.policy import (
+    BIN_LIFETIME,
+    DECAYING_TIERS,
+    FORGET_AFTER_IDLE,
+    FORGET_RULE,
+    LASTING_TIERS,
+    NEVER_DECAYS_FROM,
+)
+from shared.memory.recycle_bin import put_in_bin
 from shared.repositories.memories import snapshot
+from shared.repositories.memory_sweeps import forgettable
 from shared.repositories.uow import UnitOfWork
 
 EPISODE_DECAY_AFTER = timedelta(days=7)
@@ -37,7 +50,6 @@ EPISODE_DECAY_FACTOR = 0.8
 EPISODE_LIFETIME = timedelta(days=14)
 MEMORY_IDLE_BEFORE_DECAY = timedelta(days=7)
 MEMORY_DECAY_FACTOR = 0.95
-FORGET_BELOW_IMPORTANCE = 0.3
 TRANSIENT_LIFETIME = timedelta(hours=24)
 DECAY_AUDIT_RETENTION = timedelta(days=30)
 BATCH_SIZE = 500
@@ -57,7 +69,10 @@ class DecayReport:
 
     memories_expired: int = 0
     memories_decayed: int = 0
-    memories_forgotten: int = 0
+    memories_binned: int = 0
+    """Put in the recycle bin: forgettable and unused for ``FORGET_AFTER_IDLE``."""
+    memories_purged: int = 0
+    """Deleted for real after ``BIN_LIFETIME`` in the bin."""
     memories_evicted: int = 0
     episodes_decayed: int = 0
     episodes_deleted: int = 0
@@ -75,8 +90,9 @@ def run_decay(uow_factory: UowFactory, now: datetime, *, eviction_threshold: int
     report.memories_expired = _each_memory(uow_factory, _transient_over(now), _forgetting(
         "expire", "transient memory past its lifetime"))
     report.memories_decayed = _each_memory(uow_factory, _decay_due(now), _decaying(now))
-    report.memories_forgotten = _each_memory(uow_factory, _forget_due(now), _forgetting(
-        "delete", f"idle and importance under {FORGET_BELOW_IMPORTANCE}"))
+    report.memories_binned = _each_memory(uow_factory, _bin_due(now), _binning(now))
+    report.memories_purged = _each_memory(uow_factory, _purge_due(now), _forgetting(
+        "purge", f"in the recycle bin for {BIN_LIFETIME.days} days"))
     if eviction_threshold is not None:
         report.memories_evicted = _evict_over(uow_factory, eviction_threshold)
     report.episodes_deleted = _each_batch(uow_factory, lambda uow, after: uow.retention.delete_episodes(
@@ -119,13 +135,17 @@ def _transient_over(now: datetime) -> Pick:
 def _decay_due(now: datetime) -> Pick:
     return lambda uow, after: uow.memory_sweeps.due_to_fade(
         DECAYING_TIERS, idle_since=now - MEMORY_IDLE_BEFORE_DECAY, not_faded_since=day_start(now),
+        importance_below=NEVER_DECAYS_FROM, after_id=after, limit=BATCH_SIZE)
+
+
+def _bin_due(now: datetime) -> Pick:
+    return lambda uow, after: uow.memory_sweeps.due_to_bin(
+        DECAYING_TIERS, idle_since=now - FORGET_AFTER_IDLE, may_forget=forgettable(**FORGET_RULE),
         after_id=after, limit=BATCH_SIZE)
 
 
-def _forget_due(now: datetime) -> Pick:
-    return lambda uow, after: uow.memory_sweeps.due_to_forget(
-        DECAYING_TIERS, idle_since=now - MEMORY_IDLE_BEFORE_DECAY, importance_below=FORGET_BELOW_IMPORTANCE,
-        after_id=after, limit=BATCH_SIZE)
+def _purge_due(now: datetime) -> Pick:
+    return lambda uow, after: uow.memory_sweeps.binned_before(now - BIN_LIFETIME, after_id=after, limit=BATCH_SIZE)
 
 
 Change = Callable[[UnitOfWork, Memory], None]
@@ -139,6 +159,11 @@ def _decaying(now: datetime) -> Change:
         uow.events.record(memory.user_id, memory.id, "decay", "rule", before=before, after=snapshot(memory),
                           reason=f"idle for {MEMORY_IDLE_BEFORE_DECAY.days} days: importance ×{MEMORY_DECAY_FACTOR}")
     return decay
+
+
+def _binning(now: datetime) -> Change:
+    reason = f"unused for {FORGET_AFTER_IDLE.days} days and of low importance, or inferred: in the recycle bin"
+    return lambda uow, memory: put_in_bin(uow, memory, now, actor="rule", reason=reason)
 
 
 def _forgetting(action: str, reason: str) -> Change:

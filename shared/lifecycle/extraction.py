@@ -19,18 +19,20 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
+from shared.commands.memories import forget_for_real, forget_rounds
 from shared.conversation.offline import extract_statements
 from shared.db.memory_models import Memory
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.metering import metered
 from shared.llm.turn_schema import TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
 from shared.memory.about import read_entities, read_when
-from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS, MODEL_CHANGED_TIERS
+from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS, MODEL_CHANGED_TIERS, importance_of
 from shared.memory.writes import StatedMemory, store_stated_memories
 from shared.recall.round_keys import rekey_rounds
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import keywords, query_terms
+from shared.speech.forget_requests import forget_request, named_words
 from shared.text import clean_text, is_invisible
 
 MAX_TURNS_PER_BATCH = 10
@@ -49,11 +51,16 @@ MONITOR_RULES = """You are the memory keeper of a companion chat bot. After a co
 remember about the USER. Answer with one JSON object {"operations": [...]} whose items are:
 - {"op": "ADD", "type": "preference|fact|event|person|pattern|rule", "subject": "user" or the person's name, \
 "predicate": a short snake_case key (lives_in, likes_drink, job, pet_name, mood), "content": one self-contained \
-sentence in the user's language, "tier": "transient|short|long", "about": the people, pets, places and things it is \
-about, in the words one would ask with (["dog", "Biscuit"]), "when": the day or month it happened as YYYY-MM-DD or \
-YYYY-MM, only when the conversation says so}
+sentence in the user's language, "tier": "transient|short|long", "importance": "defining" (name, family, health, \
+dates of people) | "lasting" (home, job, long-held likes) | "ordinary" | "passing" (a passing like or mood), \
+"source": "user_stated" (the user said it in so many words) | "inferred" (you concluded it), "about": the people, \
+pets, places and things it is about, in the words one would ask with (["dog", "Biscuit"]), "when": the day or month \
+it happened as YYYY-MM-DD or YYYY-MM, only when the conversation says so}. One fact per ADD: where they live, with \
+whom and their job are three ADDs with three predicates.
 - {"op": "UPDATE", "id": "m2", "content": "the corrected memory"}: the user corrects or replaces a recalled \
-memory ("不对，我现在住在上海", "actually I moved to Berlin"); the old value is kept as history.
+memory ("不对，我现在住在上海", "actually I moved to Berlin"); the old value is kept as history. When the recalled \
+memory says more than what is corrected ("lives in Portland with his wife Jenny"), UPDATE it with only the corrected \
+fact and ADD each other fact it said, unchanged, as its own memory.
 - {"op": "BOOST", "id": "m1", "reason": "..."}: only when that recalled memory truly shaped the BOT reply (the \
 reply used it). Being recalled or on the same topic is not enough.
 - {"op": "DELETE", "id": "m3", "reason": "..."}: only when the user says the memory is wrong or asks to forget it.
@@ -108,6 +115,8 @@ class MemoryOp:
     reason: str = ""
     entities: tuple[str, ...] = ()
     happened_at: datetime | None = None
+    importance: float | None = None
+    source: str = "user_stated"
 
 
 @dataclass
@@ -214,7 +223,9 @@ def _operation(raw: object, id_map: Mapping[str, int], now: datetime | None) -> 
         predicate = _label(raw.get("predicate")) or "note_" + (keywords(content)[:1] or ["general"])[0]
         return MemoryOp("ADD", type=kind, subject=_label(raw.get("subject")) or "user", predicate=predicate,
                         content=content, tier=tier if tier in TURN_MEMORY_TIERS else "long",
-                        entities=read_entities(raw.get("about")), happened_at=read_when(raw.get("when"), now))
+                        entities=read_entities(raw.get("about")), happened_at=read_when(raw.get("when"), now),
+                        importance=importance_of(raw.get("importance"), default=None),
+                        source="inferred" if _label(raw.get("source")).lower() == "inferred" else "user_stated")
     memory_id = id_map.get(str(raw.get("id", "")).strip().strip("[]").lower())
     if name not in ("UPDATE", "BOOST", "DELETE") or memory_id is None or (name == "UPDATE" and not content):
         return None
@@ -334,16 +345,34 @@ def _apply_rules(uow: UnitOfWork, batch: _Batch, now: datetime, part: Extraction
     """Offline: the rule-based statements of each turn (what the hot path stored is refreshed, not doubled)."""
     part.offline_batches += 1
     for turn in batch.turns:
+        if (named := forget_request(turn.text)) is not None:
+            part.deleted += _forget_named(uow, batch.user_id, named, turn.turn_id)
+            continue
         statements = extract_statements(turn.text)
         entries = list(statements)
         _store(uow, batch, entries, turn.turn_id, now, part, actor="rule")
+
+
+def _forget_named(uow: UnitOfWork, user_id: int, named: str, request_turn_id: int) -> list[int]:
+    """Offline, "forget that I have a cat": the one memory whose text holds the named words is forgotten for real,
+    with the round it came from and the round that asked (which names it too). When several memories hold the
+    words nothing is deleted here: like ``/forget <words>``, that needs the user's confirmation."""
+    matches, total = uow.memories.page(user_id, search=named_words(named), limit=2)
+    if total != 1:
+        log.info("a request to forget named %d memories of user %s: left for /forget and its confirmation",
+                 total, user_id)
+        return []
+    forgotten = forget_for_real(uow, user_id, [matches[0].id])
+    forget_rounds(uow, user_id, [request_turn_id])
+    return forgotten
 
 
 def _apply_operations(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp], now: datetime,
                       part: ExtractionReport) -> None:
     for op in ops:
         if op.op == "ADD":
-            entry = StatedMemory(op.type, op.subject, op.predicate, op.content, op.tier, op.entities, op.happened_at)
+            entry = StatedMemory(op.type, op.subject, op.predicate, op.content, op.tier, op.entities, op.happened_at,
+                                 op.importance, op.source)
             _store(uow, batch, [entry], _source_turn(batch, op.content), now, part, actor="llm")
             continue
         memory = None if op.memory_id is None else uow.memories.get(batch.user_id, op.memory_id, lock=True)
@@ -356,23 +385,23 @@ def _apply_operations(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp], now: 
 
 
 def _boost_or_delete(uow: UnitOfWork, memory: Memory, op: MemoryOp, now: datetime, part: ExtractionReport) -> None:
-    """BOOST: importance +0.3 (the memory shaped the reply); DELETE: a soft delete. Both audited."""
+    """BOOST: importance +0.3 (the memory shaped the reply), audited. DELETE (the user said it is wrong, or asked to
+    forget it): forgotten for real, as ``/forget`` does, with its history and the round it was drawn from."""
+    if op.op == "DELETE":
+        part.deleted += forget_for_real(uow, memory.user_id, [memory.id])
+        return
     before = snapshot(memory)
-    if op.op == "BOOST":
-        memory.importance = round(memory.importance + BOOST_STEP, 6)
-        action, reason, done = "boost", op.reason or "shaped the reply", part.boosted
-    else:
-        memory.deleted_at = now
-        action, reason, done = "delete", op.reason or "wrong or outdated", part.deleted
+    memory.importance = round(memory.importance + BOOST_STEP, 6)
     memory.updated_at = now
-    uow.events.record(memory.user_id, memory.id, action, "llm", before=before, after=snapshot(memory), reason=reason)
-    done.append(memory.id)
+    uow.events.record(memory.user_id, memory.id, "boost", "llm", before=before, after=snapshot(memory),
+                      reason=op.reason or "shaped the reply")
+    part.boosted.append(memory.id)
 
 
 def _update(uow: UnitOfWork, batch: _Batch, old: Memory, op: MemoryOp, now: datetime, part: ExtractionReport) -> None:
     """The corrected content under the old memory's key, which supersedes it."""
     entry = StatedMemory(old.type, old.subject or "user", old.predicate or op.predicate or "general", op.content,
-                         old.tier if old.tier in TURN_MEMORY_TIERS else "long")
+                         old.tier if old.tier in TURN_MEMORY_TIERS else "long", importance=old.base_importance)
     stored = _store(uow, batch, [entry], _source_turn(batch, op.content), now, part, actor="llm")
     if not stored:  # the write path refused it (a question, a request, the bot's words): nothing changes
         part.ignored += 1

@@ -2,9 +2,10 @@
 
 - Promotion review: importance reached 2.5 → "core" (a lasting, identity-level fact about the user:
   the tier becomes core, which never decays) or "keep" (marked reviewed, not asked again).
-- Decay review: importance fell under 0.5 → "delete" (really deleted) or "keep" (importance back to
-  0.5; asked again only after the memory has been used since). Below 0.3 the decay rule forgets
-  what was kept or never reviewed.
+- Decay review: importance fell under 0.5 → "delete" (put in the recycle bin, restorable for 30 days) or
+  "keep" (importance back to 0.5; asked again only after the memory has been used since). Only memories a
+  rule may forget are asked about (:func:`shared.memory.policy.forgettable_by_rule`): what the user stated or
+  asked to remember is never reviewed for deletion.
 
 The model has at most 3 rounds; in each it either decides or asks to search the user's other
 memories (``{"action": "search", "query": …}``), and no decision after 3 rounds means keep. It sees
@@ -25,11 +26,12 @@ from datetime import datetime
 from typing import Any
 
 from shared.db.memory_models import Memory
-from shared.lifecycle.decay import forget_with_history
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.metering import CallUsage, metered
-from shared.memory.policy import REVIEWED_TIERS
+from shared.memory.policy import FORGET_RULE, REVIEWED_TIERS
+from shared.memory.recycle_bin import put_in_bin
 from shared.repositories.memories import snapshot
+from shared.repositories.memory_sweeps import forgettable
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import query_terms
 from shared.usage.policy import QuotaPolicy
@@ -92,7 +94,7 @@ class Verdict:
 class ReviewReport:
     promoted: int = 0
     kept: int = 0
-    deleted: int = 0
+    deleted: int = 0  # put in the recycle bin
     skipped: int = 0  # the row changed or went away before the decision was written
     deferred: int = 0  # left for the next run: the model was unreachable, or the user's allowance is spent
     llm_calls: int = 0
@@ -133,7 +135,7 @@ def pending_cases(uow_factory: UowFactory, limit: int) -> list[ReviewCase]:
     with uow_factory() as uow:
         for kind in DECISIONS:
             rows = uow.memory_sweeps.due_for_review(kind, threshold=THRESHOLDS[kind], tiers=REVIEWED_TIERS,
-                                                    limit=limit - len(cases))
+                                                    limit=limit - len(cases), may_forget=_may_forget(kind))
             cases += [ReviewCase(m.id, m.user_id, kind, m.type, m.content, m.importance, m.source, m.access_count,
                                  m.last_accessed, m.created_at) for m in rows]
     return cases
@@ -207,7 +209,8 @@ def _apply(uow_factory: UowFactory, case: ReviewCase, verdict: Verdict, now: dat
     """Write the verdict if the memory is still as it was reviewed, and what it cost either way."""
     with uow_factory() as uow:
         memory = uow.memory_sweeps.lock_if_due_for_review(case.user_id, case.memory_id, case.kind,
-                                                          threshold=THRESHOLDS[case.kind], tiers=REVIEWED_TIERS)
+                                                          threshold=THRESHOLDS[case.kind], tiers=REVIEWED_TIERS,
+                                                          may_forget=_may_forget(case.kind))
         if memory is None or memory.content != case.content:
             report.skipped += 1
             uow.usage.record(case.user_id, None, spent, now)
@@ -215,7 +218,7 @@ def _apply(uow_factory: UowFactory, case: ReviewCase, verdict: Verdict, now: dat
             return
         reason = f"{case.kind} review: {verdict.decision} ({verdict.reason})"
         if verdict.decision == "delete":
-            forget_with_history(uow, memory, action="delete", actor=verdict.actor, reason=reason)
+            put_in_bin(uow, memory, now, actor=verdict.actor, reason=reason)
             report.deleted += 1
         else:
             before = snapshot(memory)
@@ -228,6 +231,11 @@ def _apply(uow_factory: UowFactory, case: ReviewCase, verdict: Verdict, now: dat
                 report.kept += 1
         uow.usage.record(case.user_id, None, spent, now)
         uow.commit()
+
+
+def _may_forget(kind: str):
+    """What a decay review may be asked about: only memories a rule may forget (None: no limit)."""
+    return forgettable(**FORGET_RULE) if kind == "decay" else None
 
 
 def _record_decision(memory: Memory, kind: str, decision: str, now: datetime) -> str:

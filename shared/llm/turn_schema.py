@@ -16,7 +16,13 @@ from typing import Any
 from shared.db.kinds import MEMORY_TYPES
 from shared.emotion import ALL_EMOTIONS, EMOTION_CATEGORIES
 from shared.errors import MnemoError
-from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS, MODEL_WRITTEN_TIERS
+from shared.memory.policy import (
+    IMPORTANCE_LEVELS,
+    MAX_LABEL_CHARS,
+    MAX_MEMORY_CHARS,
+    MODEL_WRITTEN_TIERS,
+    importance_of,
+)
 from shared.memory.stated import StatedMemory
 from shared.text import clean_text
 
@@ -64,8 +70,11 @@ TURN_JSON_SCHEMA: dict[str, Any] = _strict_object(
             type=_string(enum=TURN_MEMORY_TYPES),
             subject=_string("Who or what it is about, e.g. 'user' or a person's name"),
             predicate=_string("The attribute, e.g. 'likes', 'pet_name', 'birthday'"),
-            content=_string("The memory as one self-contained sentence"),
+            content=_string("One fact as one self-contained sentence (a message with several facts gives several "
+                            "entries)"),
             tier=_string(enum=TURN_MEMORY_TIERS),
+            importance=_string("How much it matters: defining (name, family, health, birthdays), lasting (home, "
+                               "job, long-held likes), ordinary, passing (a passing like or mood)", IMPORTANCE_LEVELS),
         )},
     ),
     todos={"type": "array", "items": _strict_object(
@@ -164,6 +173,7 @@ def _memory_entry(raw: object) -> StatedMemory | None:
         predicate=_text(raw.get("key") if legacy else raw.get("predicate"), MAX_LABEL_CHARS),
         content=content,
         tier=tier if tier in TURN_MEMORY_TIERS else "long",
+        importance=importance_of(raw.get("importance"), default=None),
     )
 
 

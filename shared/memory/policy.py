@@ -3,11 +3,19 @@ schema, the knowledge monitor, decay, dedup, reviews, manual edits and import al
 
 Tiers, from fleeting to fixed: ``transient`` (true only today), ``short`` (true for weeks), ``long``
 (lasting), ``core`` (promoted: what defines the person) and ``system`` (written by the operator).
+
+Importance (the three-layer seed's scale) is given once, where the memory is made: 0.6 for a passing remark,
+1.0 for an ordinary fact, 2.0 for a lasting one (home, job, long-held likes), 3.0 for what defines the person
+(identity, family, health, the dates of people). From 3.0 a memory never decays (the seed's core line). What the
+user stated or asked to remember is never forgotten by a rule; only what is of low importance (under 1.0 as
+given) or was inferred by a model goes, after :data:`FORGET_AFTER_IDLE` unused, to the recycle bin, from which
+it is purged after :data:`BIN_LIFETIME` unless the user restores it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from types import MappingProxyType
 
 MAX_MEMORY_CHARS = 500
@@ -61,3 +69,87 @@ LASTING_TIERS = tuple(tier for tier in TIER_POLICY if tier not in EXPIRING_TIERS
 REVIEWED_TIERS = tiers_where("reviewed")
 DEDUP_TIERS = tiers_where("deduplicated")
 PREFERRED_TIERS = tiers_where("preferred")
+
+
+# --- importance and what a rule may forget ------------------------------------------------------------
+
+IMPORTANCE: MappingProxyType[str, float] = MappingProxyType({
+    "passing": 0.6,     # a passing like or mood: "I liked that song"
+    "ordinary": 1.0,    # a plain fact
+    "lasting": 2.0,     # where they live, their job, a long-held like
+    "defining": 3.0,    # name, family, health, birthdays and other dates of people
+})
+"""The importance given where a memory is made (the seeds' scale; the model answers with a level's name)."""
+IMPORTANCE_LEVELS = tuple(IMPORTANCE)
+DEFAULT_IMPORTANCE = IMPORTANCE["ordinary"]
+NEVER_DECAYS_FROM = IMPORTANCE["defining"]
+"""A memory at or above this importance never fades (the three-layer seed: importance ≥ 3.0 never decays)."""
+LOW_IMPORTANCE_BELOW = IMPORTANCE["ordinary"]
+"""A memory given less than this where it was made is of low importance: a rule may forget it."""
+MIN_IMPORTANCE, MAX_IMPORTANCE = 0.1, 5.0
+FORGET_AFTER_IDLE = timedelta(days=90)
+"""How long a forgettable memory goes unused before a rule sends it to the recycle bin (the seeds' 90 days)."""
+BIN_LIFETIME = timedelta(days=30)
+"""How long a memory stays in the recycle bin, restorable, before it is purged."""
+
+SOURCE_INFERRED = "inferred"
+"""What a model concluded rather than what the user said: a rule may forget it, whatever its importance."""
+FORGET_RULE: MappingProxyType[str, object] = MappingProxyType({
+    "kept_from": NEVER_DECAYS_FROM, "low_below": LOW_IMPORTANCE_BELOW, "inferred": SOURCE_INFERRED})
+""":func:`forgettable_by_rule`'s numbers, as the sweeps' query takes them."""
+
+
+FAMILY_WORDS = frozenset((
+    "wife", "husband", "partner", "girlfriend", "boyfriend", "fiance", "fiancee", "mother", "father", "mom", "mum",
+    "dad", "parent", "parents", "son", "daughter", "child", "children", "kid", "kids", "baby", "brother", "sister",
+    "sibling", "grandmother", "grandfather", "grandma", "grandpa", "aunt", "uncle", "cousin", "niece", "nephew",
+    "family"))
+DEFINING_KEYS = ("name", "birthday", "born", "age", "anniversary", "allergic_to", "allergy", "health", "illness",
+                 "condition", "diagnosis", "medication", "disability", "died", "passed_away", "gender", "pronouns")
+"""Identity, health and the dates of people: what defines the person (a key starting with one of these)."""
+LASTING_KEYS = ("lives_in", "home", "from", "grew_up_in", "hometown", "job", "works_at", "occupation", "studies",
+                "major", "school", "has", "pet", "hobby", "diet", "favourite", "favorite", "language", "religion",
+                "values", "goal")
+PASSING_KEYS = ("likes", "eats", "does", "mood", "feels", "watched", "listened", "played", "trait")
+"""Passing likes and doings ("likes_jazz", "eats_hotpot"): of low importance unless said to matter."""
+STRONG_FEELING = ("love", "adore", "passionate", "hate", "can't stand", "cannot stand", "obsessed", "big fan",
+                  "huge fan", "favourite", "favorite", "热爱", "最喜欢", "特别喜欢", "非常喜欢", "超喜欢", "爱", "讨厌",
+                  "受不了")
+"""Words that say a like or dislike matters ("I love traveling", "我热爱画画"): then it is no passing remark."""
+
+
+def importance_for(type_: str, predicate: str | None, content: str = "") -> float:
+    """The importance the rules give a memory by its kind, when nobody said how much it matters: family, identity,
+    health and dates high; home, work, study, pets and hobbies lasting; passing likes lower (a like said with
+    feeling, ordinary); the rest ordinary."""
+    key = (predicate or "").lower()
+    words = set(key.split("_"))
+    if words & FAMILY_WORDS or _starts(key, DEFINING_KEYS):
+        return IMPORTANCE["defining"]
+    if type_ == "person" or _starts(key, LASTING_KEYS):
+        return IMPORTANCE["lasting"]
+    if _starts(key, PASSING_KEYS):
+        felt = any(word in content.lower() for word in STRONG_FEELING)
+        return DEFAULT_IMPORTANCE if felt else IMPORTANCE["passing"]
+    return DEFAULT_IMPORTANCE
+
+
+def _starts(key: str, prefixes: tuple[str, ...]) -> bool:
+    return any(key == prefix or key.startswith(prefix + "_") for prefix in prefixes)
+
+
+def importance_of(level: object, default: float | None = DEFAULT_IMPORTANCE) -> float | None:
+    """The importance a model or a rule gave: a level's name ("lasting") or a number (clamped), else ``default``."""
+    if isinstance(level, str):
+        return IMPORTANCE.get(level.strip().lower(), default)
+    if isinstance(level, int | float) and not isinstance(level, bool) and level == level:
+        return min(MAX_IMPORTANCE, max(MIN_IMPORTANCE, float(level)))
+    return default
+
+
+def forgettable_by_rule(source: str, base_importance: float, verified: bool) -> bool:
+    """Whether a rule may send the memory to the recycle bin once long unused: never what the user confirmed
+    (``/remember``), nor high-importance memories; otherwise what a model inferred, or anything of low importance."""
+    if verified or base_importance >= NEVER_DECAYS_FROM:
+        return False
+    return source == SOURCE_INFERRED or base_importance < LOW_IMPORTANCE_BELOW

@@ -20,3 +20,7 @@ class StatedMemory:
     """What it is about (people, pets, places, things), when the one who read it could tell."""
     happened_at: datetime | None = None
     """When what it tells of happened, when that differs from when it is said."""
+    importance: float | None = None
+    """How much it matters, as the one who read it judged (shared/memory/policy.py's scale); None: by its kind."""
+    source: str = "user_stated"
+    """``user_stated`` (the user said it of themselves) or ``inferred`` (a model concluded it)."""

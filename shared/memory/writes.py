@@ -22,15 +22,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shared.db.memory_models import Memory
-from shared.memory.policy import MAX_LABEL_CHARS
+from shared.memory.policy import MAX_LABEL_CHARS, importance_for
 from shared.memory.stated import StatedMemory
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import query_terms
 from shared.speech.guard import near_same, rejection
+from shared.speech.statements import read_statements
 from shared.text import is_invisible
 
 STATED_CONFIDENCE = 0.9
+INFERRED_CONFIDENCE = 0.6
+STATED_SOURCES = ("user_stated", "inferred")
+"""The sources of what the conversation yields: the user's own statement, or what a model concluded from it."""
 TRANSIENT_LIFETIME = timedelta(hours=24)
 TIERS_FROM_CONVERSATION = ("transient", "short", "long")
 CONTEXT_TURNS = 30
@@ -84,7 +88,7 @@ def store_stated_memories(uow: UnitOfWork, user_id: int, entries: Iterable[State
         same = next((m for m in current if near_same(m.content, entry.content)), None) or _said_before(
             uow, user_id, entry.content)
         if same is not None:
-            writes.append(_refresh(uow, same, now, actor))
+            writes.append(_refresh(uow, same, entry, now, actor))
             continue
         writes.append(_add(uow, user_id, entry, subject, predicate, current, now=now, actor=actor,
                            source_turn_id=source_turn_id, session_id=session_id))
@@ -95,15 +99,20 @@ def store_stated_memories(uow: UnitOfWork, user_id: int, entries: Iterable[State
 def _add(uow: UnitOfWork, user_id: int, entry: StatedMemory, subject: str, predicate: str, current: list[Memory], *,
          now: datetime, actor: str, source_turn_id: int | None, session_id: int | None) -> MemoryWrite:
     """A new memory, superseding the current ones of the same key."""
+    importance = (entry.importance if entry.importance is not None
+                  else importance_for(entry.type, predicate, entry.content))
     memory = uow.memories.add(Memory(
         user_id=user_id, type=entry.type, subject=subject, predicate=predicate, content=entry.content,
-        entities=list(entry.entities), happened_at=entry.happened_at, source="user_stated",
-        confidence=STATED_CONFIDENCE, tier=_tier(entry.tier),
+        entities=list(entry.entities), happened_at=entry.happened_at, source=_source(entry.source),
+        importance=importance, base_importance=importance,
+        confidence=STATED_CONFIDENCE if entry.source != "inferred" else INFERRED_CONFIDENCE, tier=_tier(entry.tier),
         expires_at=now + TRANSIENT_LIFETIME if entry.tier == "transient" else None,
         source_turn_id=source_turn_id, session_id=session_id, created_at=now, updated_at=now))
-    uow.events.record(user_id, memory.id, "add", actor, after=snapshot(memory), reason="stated by the user")
+    uow.events.record(user_id, memory.id, "add", actor, after=snapshot(memory),
+                      reason="stated by the user" if memory.source == "user_stated" else "inferred by the model")
     replaced = None
     for old in current:
+        _keep_the_rest(uow, old, (entry.type, predicate), now=now, actor=actor)
         before = snapshot(old)
         old.superseded_by = memory.id
         old.updated_at = now
@@ -111,6 +120,26 @@ def _add(uow: UnitOfWork, user_id: int, entry: StatedMemory, subject: str, predi
                           reason=f"replaced by memory {memory.id}")
         replaced = old
     return MemoryWrite(memory, "supersede" if replaced else "add", replaced)
+
+
+def _keep_the_rest(uow: UnitOfWork, old: Memory, corrected: tuple[str, str], *, now: datetime, actor: str) -> None:
+    """One fact per memory: before a memory that said several facts ("I live in Portland with my wife Jenny") is
+    superseded by the correction of one of them, each other fact it said becomes a memory of its own (unless the
+    user already has one under that key, or in nearly those words), so the correction replaces only what it names."""
+    for statement in read_statements(old.content):
+        key = (statement.type, normalise_key(statement.predicate))
+        if key == corrected or uow.memories.active_by_key(old.user_id, key[0], old.subject, key[1]):
+            continue
+        if _said_before(uow, old.user_id, statement.content) not in (None, old):
+            continue
+        importance = max(old.base_importance, importance_for(*key, statement.content))
+        part = uow.memories.add(Memory(
+            user_id=old.user_id, type=key[0], subject=old.subject, predicate=key[1], content=statement.content,
+            source=old.source, confidence=old.confidence, tier=old.tier, importance=importance,
+            base_importance=importance, verified=old.verified, source_turn_id=old.source_turn_id,
+            session_id=old.session_id, created_at=now, updated_at=now, last_accessed=old.last_accessed))
+        uow.events.record(old.user_id, part.id, "add", actor, after=snapshot(part),
+                          reason=f"split from memory {old.id} when another fact in it was corrected")
 
 
 def _said_before(uow: UnitOfWork, user_id: int, content: str) -> Memory | None:
@@ -131,13 +160,23 @@ def _bot_lines_before(uow: UnitOfWork, user_id: int, turn_id: int | None, sessio
     return lines[-BOT_LINES_CHECKED:]
 
 
-def _refresh(uow: UnitOfWork, memory: Memory, now: datetime, actor: str) -> MemoryWrite:
+def _refresh(uow: UnitOfWork, memory: Memory, entry: StatedMemory, now: datetime, actor: str) -> MemoryWrite:
+    """Said again: what the user now states is no longer only inferred, and it matters at least as much as said."""
     before = snapshot(memory)
-    memory.confidence = max(memory.confidence, STATED_CONFIDENCE)
+    if entry.source == "user_stated":
+        memory.confidence = max(memory.confidence, STATED_CONFIDENCE)
+        memory.source = "user_stated" if memory.source == "inferred" else memory.source
+    if entry.importance is not None and entry.importance > memory.base_importance:
+        memory.base_importance = entry.importance
+        memory.importance = max(memory.importance, entry.importance)
     memory.updated_at = now
     uow.events.record(memory.user_id, memory.id, "update", actor, before=before, after=snapshot(memory),
                       reason="stated again")
     return MemoryWrite(memory, "refresh")
+
+
+def _source(source: str) -> str:
+    return source if source in STATED_SOURCES else "user_stated"
 
 
 def _tier(tier: str) -> str:

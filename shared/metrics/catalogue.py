@@ -55,6 +55,10 @@ LLM_TOKENS = Counter(
 WORKER_LAG = Histogram(
     "mnemo_worker_lag_seconds", "From a job owed in the outbox (its turn stored) to the job done, by task; "
     "task=extract_turn is a turn's wait for its memories to be extracted.", ["task"], buckets=BACKGROUND_SECONDS)
+MAINTENANCE_CHANGES = Counter(
+    "mnemo_maintenance_changes_total", "What the daily maintenance did to memories, by change (faded, binned: put in "
+    "the recycle bin, purged: deleted after 30 days there, expired, evicted, promoted, merged).", ["change"])
+MAINTENANCE_RUNS = Counter("mnemo_maintenance_runs_total", "Daily maintenance runs completed.")
 TASKS = Counter(
     "mnemo_worker_tasks_total", "Celery tasks run by the worker, by outcome (succeeded, retried, failed).",
     ["task", "outcome"])

@@ -19,6 +19,7 @@ TOKEN_TYPES = {"prompt_tokens": "prompt", "completion_tokens": "completion"}
 TASK_OUTCOMES = ("succeeded", "retried", "failed")
 DELIVERY_OUTCOMES = ("sent", "retry", "refused", "skipped")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+MAINTENANCE_CHANGES = ("faded", "binned", "purged", "expired", "evicted", "promoted", "merged")
 TASK_PREFIX = "mnemo."
 OTHER = "other"
 
@@ -94,3 +95,11 @@ def http_request(method: str, route: str, status: int, seconds: float) -> None:
     """A request the API answered; ``route`` is its template (``/api/v1/memories/{memory_id}``), never the path."""
     m.HTTP_REQUESTS.labels(_one_of(method, HTTP_METHODS), route, str(status)).inc()
     m.HTTP_SECONDS.labels(route).observe(seconds)
+
+
+def maintenance_run(changes: Mapping[str, int]) -> None:
+    """One daily maintenance run and how many memories each kind of change touched."""
+    m.MAINTENANCE_RUNS.inc()
+    for change, count in changes.items():
+        if count:
+            m.MAINTENANCE_CHANGES.labels(_one_of(change, MAINTENANCE_CHANGES)).inc(count)

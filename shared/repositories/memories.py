@@ -152,6 +152,29 @@ class MemoryRepository:
             statement = statement.where(Memory.id.in_(memory_ids))
         return list(self.session.scalars(statement.returning(Memory.id)))
 
+    def binned(self, user_id: int, *, limit: int = 10, offset: int = 0) -> tuple[list[Memory], int]:
+        """One page of the user's memories in the recycle bin (latest put there first) and how many there are."""
+        query = select(Memory).where(Memory.user_id == user_id, Memory.deleted_at.is_not(None),
+                                     Memory.superseded_by.is_(None))
+        total = self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
+        rows = self.session.scalars(query.order_by(Memory.deleted_at.desc(), Memory.id.desc()).limit(limit)
+                                    .offset(offset))
+        return list(rows), total
+
+    def in_bin(self, user_id: int, memory_id: int) -> Memory | None:
+        """The user's memory if it is in the recycle bin, locked for this transaction."""
+        query = select(Memory).where(Memory.user_id == user_id, Memory.id == memory_id,
+                                     Memory.deleted_at.is_not(None), Memory.superseded_by.is_(None))
+        return self.session.scalars(query.with_for_update()).one_or_none()
+
+    def source_turns(self, user_id: int, memory_ids: Sequence[int]) -> list[int]:
+        """The turns these memories of the user were drawn from (those still kept)."""
+        if not memory_ids:
+            return []
+        query = select(Memory.source_turn_id).where(Memory.user_id == user_id, Memory.id.in_(memory_ids),
+                                                    Memory.source_turn_id.is_not(None)).distinct()
+        return list(self.session.scalars(query))
+
     def count_active(self, user_id: int) -> int:
         query = select(func.count()).select_from(Memory).where(Memory.user_id == user_id, active())
         return self.session.scalar(query) or 0

@@ -50,15 +50,26 @@ def _idle_since(cutoff: datetime) -> ColumnElement[bool]:
     return _last_used() <= cutoff
 
 
-def _due_for_review(kind: str, threshold: float, tiers: Sequence[str]) -> ColumnElement[bool]:
+def forgettable(*, kept_from: float, low_below: float, inferred: str) -> ColumnElement[bool]:
+    """Memories a rule may put in the recycle bin (the rule is :func:`shared.memory.policy.forgettable_by_rule`,
+    its numbers come in as arguments): never confirmed by the user, given less than ``kept_from``, and either
+    of source ``inferred`` or given less than ``low_below``."""
+    return (Memory.verified.is_(False) & (Memory.base_importance < kept_from)
+            & or_(Memory.source == inferred, Memory.base_importance < low_below))
+
+
+def _due_for_review(kind: str, threshold: float, tiers: Sequence[str],
+                    may_forget: ColumnElement[bool] | None = None) -> ColumnElement[bool]:
     """Promotion: importance reached ``threshold`` and never promotion-reviewed. Decay: importance under
-    ``threshold`` and used since the last decay review (or never reviewed)."""
+    ``threshold``, used since the last decay review (or never reviewed), and ``may_forget`` (what a review
+    could not forget is not asked about)."""
     reviewable = active() & Memory.tier.in_(tiers)
     if kind == "promotion":
         return reviewable & (Memory.importance >= threshold) & Memory.promotion_reviewed_at.is_(None)
     if kind == "decay":
         used_since = or_(Memory.decay_reviewed_at.is_(None), Memory.last_accessed > Memory.decay_reviewed_at)
-        return reviewable & (Memory.importance < threshold) & used_since
+        condition = reviewable & (Memory.importance < threshold) & used_since
+        return condition if may_forget is None else condition & may_forget
     raise ValueError(f"no review of kind {kind!r}; expected one of {REVIEW_KINDS}")
 
 
@@ -83,20 +94,24 @@ class MemorySweepRepository:
         return self._locked_batch(active() & Memory.tier.not_in(spared_tiers) & over, after_id, limit)
 
     def due_to_fade(self, tiers: Sequence[str], *, idle_since: datetime, not_faded_since: datetime,
-                    after_id: int, limit: int) -> list[Memory]:
-        """Active memories of ``tiers`` unused since ``idle_since`` and not decayed since
-        ``not_faded_since``; locked, SKIP LOCKED."""
+                    importance_below: float, after_id: int, limit: int) -> list[Memory]:
+        """Active memories of ``tiers`` under ``importance_below``, unused since ``idle_since`` and not decayed
+        since ``not_faded_since``; locked, SKIP LOCKED."""
         not_yet = or_(Memory.decayed_at.is_(None), Memory.decayed_at < not_faded_since)
-        return self._locked_batch(active() & Memory.tier.in_(tiers) & _idle_since(idle_since) & not_yet,
+        condition = (active() & Memory.tier.in_(tiers) & (Memory.importance < importance_below)
+                     & _idle_since(idle_since) & not_yet)
+        return self._locked_batch(condition, after_id, limit)
+
+    def due_to_bin(self, tiers: Sequence[str], *, idle_since: datetime, may_forget: ColumnElement[bool],
+                   after_id: int, limit: int) -> list[Memory]:
+        """Active memories of ``tiers`` unused since ``idle_since`` that ``may_forget`` (see :func:`forgettable`)
+        allows a rule to put in the recycle bin; locked, SKIP LOCKED."""
+        return self._locked_batch(active() & Memory.tier.in_(tiers) & _idle_since(idle_since) & may_forget,
                                   after_id, limit)
 
-    def due_to_forget(self, tiers: Sequence[str], *, idle_since: datetime, importance_below: float,
-                      after_id: int, limit: int) -> list[Memory]:
-        """Active memories of ``tiers`` unused since ``idle_since`` whose importance fell under
-        ``importance_below``; locked, SKIP LOCKED."""
-        condition = (active() & Memory.tier.in_(tiers) & (Memory.importance < importance_below)
-                     & _idle_since(idle_since))
-        return self._locked_batch(condition, after_id, limit)
+    def binned_before(self, cutoff: datetime, *, after_id: int, limit: int) -> list[Memory]:
+        """Memories put in the recycle bin at or before ``cutoff`` (due to be purged); locked, SKIP LOCKED."""
+        return self._locked_batch(Memory.deleted_at <= cutoff, after_id, limit)
 
     def crowded_users(self, more_than: int, *, after_user: int, limit: int) -> list[int]:
         """Users with more than ``more_than`` active memories, in id order after ``after_user``."""
@@ -114,16 +129,18 @@ class MemorySweepRepository:
 
     # --- the reviews ------------------------------------------------------------------------------
 
-    def due_for_review(self, kind: str, *, threshold: float, tiers: Sequence[str], limit: int) -> list[Memory]:
+    def due_for_review(self, kind: str, *, threshold: float, tiers: Sequence[str], limit: int,
+                       may_forget: ColumnElement[bool] | None = None) -> list[Memory]:
         """Memories of ``tiers`` that need a ``kind`` review (``promotion`` or ``decay``), in id order."""
-        query = select(Memory).where(_due_for_review(kind, threshold, tiers)).order_by(Memory.id).limit(limit)
+        query = (select(Memory).where(_due_for_review(kind, threshold, tiers, may_forget)).order_by(Memory.id)
+                 .limit(limit))
         return list(self.session.scalars(query))
 
     def lock_if_due_for_review(self, user_id: int, memory_id: int, kind: str, *, threshold: float,
-                               tiers: Sequence[str]) -> Memory | None:
+                               tiers: Sequence[str], may_forget: ColumnElement[bool] | None = None) -> Memory | None:
         """The user's memory, locked, if it still needs that review; None otherwise."""
         query = select(Memory).where(Memory.id == memory_id, Memory.user_id == user_id,
-                                     _due_for_review(kind, threshold, tiers)).with_for_update()
+                                     _due_for_review(kind, threshold, tiers, may_forget)).with_for_update()
         return self.session.scalars(query).one_or_none()
 
     # --- dedup ------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from shared.repositories.access import AccessRepository
 from shared.repositories.accounts import AccountDataRepository
 from shared.repositories.conversation import SessionRepository, TurnRepository
 from shared.repositories.episodes import EpisodeRepository
+from shared.repositories.maintenance import MaintenanceRunRepository
 from shared.repositories.memories import MemoryEventRepository, MemoryRepository
 from shared.repositories.memory_sweeps import MemorySweepRepository
 from shared.repositories.operations import OperationsRepository
@@ -56,6 +57,7 @@ class UnitOfWork:
         self.memories = MemoryRepository(self.session)
         self.events = MemoryEventRepository(self.session)
         self.memory_sweeps = MemorySweepRepository(self.session)
+        self.maintenance = MaintenanceRunRepository(self.session)
         self.search_index = SearchIndexRepository(self.session)
         self.retention = RetentionRepository(self.session)
         self.episodes = EpisodeRepository(self.session)

@@ -24,6 +24,8 @@ _ZE = r"(?:了|啦|呀|哦|的|呢|哈)*(?=$|[，,])"
 _ZNAME = r"(?P<object>[^，,。！？!?；;\s]{1,12}?)"
 _RELATIONS_ZH = ("女朋友|男朋友|老婆|老公|妻子|丈夫|太太|妈妈|爸爸|母亲|父亲|儿子|女儿|哥哥|弟弟|姐姐|妹妹|"
                  "室友|同事|老板|闺蜜|好朋友|宝宝")
+_RELATIONS_EN = ("wife|husband|partner|girlfriend|boyfriend|fianc[ée]e?|son|daughter|mother|father|mom|mum|dad|"
+                 "brother|sister|roommate|best friend")
 _CLASSIFIER = r"(?:一|两|二|三|四|五|六|七|八|九|十|几)?(?:只|条|个|位|辆|台|匹|头|套|盆)"
 
 # --- English building blocks -------------------------------------------------------------------------
@@ -90,6 +92,9 @@ RULES: tuple[StatementRule, ...] = (
           "name"),
     _rule(rf"\bmy\s+(?P<thing>(?:[\w-]+\s+)?[\w-]+?)(?:'s name is|'s name's|\s+is (?:called|named)|\s+name is)\s+"
           rf"{_ENAME}{_EE}", "fact", "{thing}_name", "name"),
+    # the people they live or go with, named on the way ("I live in Portland with my wife Jenny and our kids")
+    _rule(rf"\bwith\s+my\s+(?P<thing>{_RELATIONS_EN})\s+{_ENAME}(?=$|[,;]|\s+and\b)", "person", "{thing}_name",
+          "name"),
     # where they live and come from
     _rule(rf"{_ZS}{_ZADV}(?:不再|已经不|不)?(?:住在|住|搬到了?|搬去了?|搬家到了?|定居在?|安家在?){_ZO}{_ZE}",
           "fact", "lives_in", "place"),

@@ -80,6 +80,8 @@ def _in_sentence(sentence: Sentence) -> list[Statement]:
     body = sentence.body.replace("’", "'")
     matches = _matches(body)
     clause_starts = [0] + [m.end() for m in _CLAUSE_BREAK.finditer(body)]
+    if matches:  # one fact per memory: a clause that says another fact without its subject is a statement too
+        matches = sorted(matches + _subjectless(body, clause_starts, matches), key=lambda pair: pair[0].start())
 
     def clause_of(position: int) -> int:
         return max(start for start in clause_starts if start <= position)
@@ -90,9 +92,52 @@ def _in_sentence(sentence: Sentence) -> list[Statement]:
         end = clause_of(matches[index + 1][0].start()) if index + 1 < len(matches) else len(body)
         span = body[start:max(end, match.end())]
         key, content = _key(rule, match), _tidy(span if len(span) <= MAX_CONTENT_CHARS else match.group())
+        if isinstance(match, _Shifted) and content:
+            content = match.subject + content
         if key is not None and content:
             statements.append(Statement(key[0], key[1], content, sentence.correction, _object(match)))
     return statements
+
+
+class _Shifted:
+    """A match found in a clause with its subject put back ("我" + "在一家银行工作"), placed where the clause is:
+    its text is the clause with the subject, so the stored content says whose it is."""
+
+    def __init__(self, match: re.Match[str], offset: int, end: int, subject: str) -> None:
+        self._match, self._offset, self._end, self.subject = match, offset, end, subject
+
+    def start(self) -> int:
+        return self._offset
+
+    def end(self) -> int:
+        return self._end
+
+    def group(self, *names):
+        return self._match.group(*names)
+
+    def groupdict(self):
+        return self._match.groupdict()
+
+
+def _subjectless(body: str, clause_starts: list[int], found) -> list:
+    """Statements of the clauses no rule matched, read with the speaker put back as their subject: "我住在杭州，
+    在一家银行工作" holds two facts, "I live in Porto, work at a bakery" too."""
+    extra = []
+    ends = [*clause_starts[1:], len(body) + 1]
+    for start, end in zip(clause_starts, ends, strict=True):
+        clause = body[start:end].rstrip("，,").strip()
+        if not clause or any(start <= match.start() < end or match.start() < start < match.end()
+                             for match, _rule in found):
+            continue
+        subject = "我" if "\u4e00" <= clause[0] <= "\u9fff" else "I "
+        if clause.startswith(("我", "I ", "I'", "my ", "My ")):
+            continue
+        for match, rule in _matches(subject + clause):
+            if match.start() == 0:
+                extra.append((_Shifted(match, start + (len(body[start:end]) - len(body[start:end].lstrip())),
+                                       start + len(body[start:end].rstrip("，, ")), subject), rule))
+                break
+    return extra
 
 
 def _matches(body: str) -> list[tuple[re.Match[str], StatementRule]]:

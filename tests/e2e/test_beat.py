@@ -95,8 +95,8 @@ def test_the_schedule_scans_reminders_every_minute_and_maintains_memory_daily_at
     schedule = beat_schedule(reminder_scan_seconds=60, daily_hour_utc=4)
     assert schedule["scan-reminders"]["schedule"] == 60
     assert schedule["sweep-outbox"]["task"] == "mnemo.sweep_outbox"
-    assert schedule["decay"]["schedule"] == crontab(hour=4, minute=0)
+    assert schedule["maintenance"]["schedule"] == crontab(hour=4, minute=0)  # decay, reviews, dedup: one run
     assert {entry["task"] for entry in schedule.values()} == {
-        "mnemo.scan_reminders", "mnemo.sweep_outbox", "mnemo.close_idle_sessions", "mnemo.run_decay",
-        "mnemo.run_reviews", "mnemo.run_dedup", "mnemo.retokenize_search"}
+        "mnemo.scan_reminders", "mnemo.sweep_outbox", "mnemo.close_idle_sessions", "mnemo.run_maintenance",
+        "mnemo.retokenize_search"}
     assert all("expires" in entry["options"] for entry in schedule.values())

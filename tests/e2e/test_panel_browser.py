@@ -55,6 +55,7 @@ DANA = Caller("telegram", "6161", display_name="Dana")
 EVE = Caller("telegram", "7171", display_name="Eve")
 FANG = Caller("discord", "8181", display_name="Fang")
 GUS = Caller("telegram", "9292", display_name="Gus")
+HUGO = Caller("telegram", "9393", display_name="Hugo")
 CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync", "--lang=en-US")
 
@@ -440,3 +441,25 @@ def test_the_conversation_card_lists_searches_and_forgets_what_was_said(panel_se
         assert [turn["text"] for turn in left] == ["Any film tonight?", "Try Spirited Away."]
         shot(driver, "31-round-forgotten")
         assert page_errors(driver) == []
+
+
+def test_the_recycle_bin_shows_what_the_rules_set_aside_and_restore_brings_it_back(panel_server):
+    kept = panel_server.commands.remember(HUGO, "I grew up by the sea")
+    binned = panel_server.commands.remember(HUGO, "liked the song on the radio")
+    with panel_server.commands.uow_factory() as uow:
+        uow.memories.get(uow.users.identify(HUGO.platform, HUGO.platform_user_id).user_id, binned.id).deleted_at = (
+            binned.created_at)  # as the 90-day rule does
+        uow.commit()
+
+    with chromium() as driver:
+        sign_in(driver, panel_server.sign_in_link(HUGO))
+        wait_for_cards(driver, [kept.content])
+        restore = (By.CSS_SELECTOR, "[data-testid=forgotten-restore]")
+        content = wait(driver).until(lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=forgotten-content]"))
+        assert content.text == "liked the song on the radio"
+        shot(driver, "20-recycle-bin")
+        wait(driver).until(seen.element_to_be_clickable(restore)).click()
+        wait(driver).until(seen.visibility_of_element_located((By.ID, "forgotten-empty")))
+        wait_for_cards(driver, [binned.content, kept.content])
+        assert page_errors(driver) == []
+    assert panel_server.commands.forgotten_memories(HUGO).total == 0

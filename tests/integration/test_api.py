@@ -16,12 +16,9 @@ from fastapi.testclient import TestClient
 
 from bot.api.app import create_app
 from bot.api.auth import COOKIE, CSRF_HEADER, USER_HEADER, SignInLimiter
-from shared.access.rule import Facts, Policy
-from shared.access.service import AccessService
 from shared.commands.panel import PanelService
 from shared.commands.service import Caller, MemoryCommands
 from shared.db.memory_models import MemoryEvent
-from shared.db.models import Identity
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from tests.conftest import audit_of
 
@@ -167,7 +164,8 @@ ROUTES = [("get", MEMORIES), ("post", MEMORIES), ("delete", MEMORIES), ("get", f
           ("put", f"{MEMORIES}/1"), ("delete", f"{MEMORIES}/1"), ("post", f"{MEMORIES}/batch-delete"),
           ("get", f"{MEMORIES}/export"), ("post", f"{MEMORIES}/import"), ("get", "/api/v1/memory/working"),
           ("get", "/api/v1/memory/working/1"), ("get", "/api/v1/reminders"), ("post", "/api/v1/reminders/1/cancel"),
-          ("get", "/api/v1/session")]
+          ("get", "/api/v1/session"), ("get", "/api/v1/memory/forgotten"),
+          ("post", "/api/v1/memory/forgotten/1/restore")]
 
 
 @pytest.mark.parametrize(("method", "path"), ROUTES)
@@ -502,45 +500,3 @@ def test_a_browser_asking_for_the_favicon_gets_an_empty_answer_not_a_404(api):
     assert response.status_code == 204 and response.content == b""
 
 
-# Blocking
-
-
-@pytest.fixture
-def guarded(uow_factory) -> tuple[Api, AccessService]:
-    """The API with the access lists in force, as ``mnemo api`` runs it (the operator is telegram:77)."""
-    access = AccessService(uow_factory, Policy(operators=frozenset({("telegram", "77")})), refresh_seconds=0)
-    panel = PanelService(uow_factory, session_lifetime=timedelta(hours=1), access=access)
-    app = create_app(panel, admin_token=ADMIN, public_url=BASE, limiter=SignInLimiter(per_address=100))
-    return Api(app, MemoryCommands(uow_factory, panel_url=BASE), uow_factory), access
-
-
-@pytest.mark.parametrize("blocked, caller", [("telegram:1001", ANN), ("discord:2002", BOB)])
-def test_a_blocked_users_open_session_adds_nothing_and_still_reads_exports_and_deletes(guarded, blocked, caller):
-    api, access = guarded
-    client = api.signed_in(caller)
-    kept = add(client, "has a bicycle named Comet")
-    exported = client.get(f"{MEMORIES}/export").content
-    access.run(Facts("telegram", "77"), f"block user {blocked}")
-    refused = [client.post(MEMORIES, json={"content": "collects stamps"}),
-               client.put(f"{MEMORIES}/{kept['id']}", json={"content": "has two bicycles"}),
-               client.post(f"{MEMORIES}/import", files={"file": ("mine.json", exported, "application/json")})]
-    assert [(answer.status_code, answer.json()["code"]) for answer in refused] == [(403, "blocked_adding")] * 3
-    assert [item["content"] for item in client.get(MEMORIES).json()["items"]] == ["has a bicycle named Comet"]
-    assert client.get(f"{MEMORIES}/export").status_code == 200
-    assert client.delete(f"{MEMORIES}/{kept['id']}").json() == {"deleted": 1}
-    access.run(Facts("telegram", "77"), f"remove user {blocked}")
-    assert client.post(MEMORIES, json={"content": "collects stamps"}).status_code == 201
-
-
-def test_a_block_on_one_linked_account_limits_the_persons_session_and_not_the_operators_token(guarded):
-    api, access = guarded
-    client = api.signed_in(ANN)
-    user_id = api.user_id(ANN)
-    with api.uow_factory() as uow:  # Ann's Discord account, linked to the same user
-        uow.session.add(Identity(user_id=user_id, platform="discord", platform_user_id="3003", display_name="ann#2"))
-        uow.commit()
-    access.run(Facts("telegram", "77"), "block user discord:3003")
-    assert client.post(MEMORIES, json={"content": "plays chess"}).json()["code"] == "blocked_adding"
-    operator = api.client()
-    operator.headers.update({"Authorization": f"Bearer {ADMIN}", USER_HEADER: str(user_id)})
-    assert operator.post(MEMORIES, json={"content": "plays chess"}).status_code == 201

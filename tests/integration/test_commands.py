@@ -124,7 +124,7 @@ def test_memories_are_listed_newest_first_in_pages_with_a_type_filter_and_search
     commands.remember(ALICE, "preference: oolong tea")
     first = commands.list_memories(ALICE, page_size=10)
     assert (first.page, first.pages, first.total) == (1, 3, 24)
-    assert first.items[0].content == "oolong tea" and first.items[0].source == "manual"
+    assert first.items[0].content == "oolong tea" and first.items[0].source == "user_stated"
     last = commands.list_memories(ALICE, page=3, page_size=10)
     assert len(last.items) == 4 and last.items[-1].content == "fact number 0"
     assert commands.list_memories(ALICE, page=99, page_size=10).page == 3
@@ -206,9 +206,10 @@ def test_why_on_a_forgotten_memory_says_when_it_was_set_aside(commands, uow_fact
 # Remembering
 
 
-def test_remember_stores_a_manual_fact_with_full_confidence_search_tokens_and_an_audit_entry(commands, uow_factory):
+def test_remember_stores_a_confirmed_stated_fact_with_full_confidence_search_tokens_and_an_audit_entry(commands,
+                                                                                                      uow_factory):
     item = commands.remember(ALICE, "我的猫叫咪咪")
-    assert (item.type, item.source, item.confidence) == ("fact", "manual", 1.0)
+    assert (item.type, item.source, item.verified, item.confidence) == ("fact", "user_stated", True, 1.0)
     with uow_factory() as uow:
         user_id = uow.users.identity("telegram", "1001").user_id
         assert [m.id for m, _ in uow.memories.text_candidates(user_id, ["咪咪"])] == [item.id]

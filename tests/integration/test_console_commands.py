@@ -217,3 +217,16 @@ def test_an_export_to_a_named_file_is_private_even_over_a_readable_one(uow_facto
     console.run(f"/export {named}")
     assert stat.S_IMODE(named.stat().st_mode) == 0o600
     assert json.loads(named.read_bytes())["memories"][0]["content"] == "hal likes radishes"
+
+
+def test_memories_forgotten_lists_the_recycle_bin_and_restore_brings_one_back(uow_factory, tmp_path):
+    run_console(uow_factory, tmp_path, ["I like the band Low"])
+    with uow_factory() as uow:
+        [memory] = uow.session.scalars(select(Memory)).all()
+        memory.deleted_at = memory.created_at + timedelta(days=90)  # as the 90-day rule does
+        uow.commit()
+    listed, restored, again, kept = run_console(uow_factory, tmp_path, [
+        "/memories forgotten", f"/memories restore {memory.id}", "/memories forgotten", "/memories"])
+    assert f"#{memory.id}" in listed and "band Low" in listed and "purged" in listed
+    assert f"Restored #{memory.id}" in restored
+    assert "Nothing is in the recycle bin" in again and "band Low" in kept

@@ -75,23 +75,42 @@ def test_core_and_system_memories_never_decay_and_are_never_deleted(uow_factory)
                           expires_at=NOW - DAY)
         uow.commit()
     report = run_decay(uow_factory, NOW, eviction_threshold=1)
-    assert (report.memories_decayed, report.memories_forgotten, report.memories_expired,
+    assert (report.memories_decayed, report.memories_binned, report.memories_expired,
             report.memories_evicted) == (0, 0, 0, 0)
     assert memory(uow_factory, core).importance == memory(uow_factory, system).importance == 0.1
 
 
-def test_an_idle_memory_under_0_3_is_forgotten_together_with_the_values_it_replaced(uow_factory):
+def test_a_stated_memory_faded_under_0_3_is_kept_however_long_it_goes_unused(uow_factory):
     with uow_factory() as uow:
         alice = person(uow)
-        new = remember(uow, alice, "I live in Berlin", importance=0.29, idle=30 * DAY)
-        old = remember(uow, alice, "I live in Shanghai", idle=60 * DAY, superseded_by=new)
+        faded = remember(uow, alice, "My sister is called Anna", importance=0.29, idle=400 * DAY)
         uow.commit()
-    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_forgotten == 1
+    report = run_decay(uow_factory, NOW, eviction_threshold=None)
+    assert (report.memories_binned, report.memories_purged) == (0, 0)
+    assert memory(uow_factory, faded).deleted_at is None
+    assert actions(uow_factory, alice, faded) == [("decay", "rule")]
+
+
+def test_an_inferred_memory_unused_for_90_days_goes_to_the_bin_and_is_purged_30_days_later_with_its_history(
+        uow_factory):
+    with uow_factory() as uow:
+        alice = person(uow)
+        new = remember(uow, alice, "Seems to live in Berlin", source="inferred", importance=0.29, idle=91 * DAY)
+        old = remember(uow, alice, "Seems to live in Shanghai", source="inferred", idle=120 * DAY,
+                       superseded_by=new)
+        recent = remember(uow, alice, "Seems to like tea", source="inferred", idle=89 * DAY)
+        uow.commit()
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_binned == 1
+    assert memory(uow_factory, new).deleted_at == NOW and memory(uow_factory, old) is not None
+    assert memory(uow_factory, recent).deleted_at is None
+    assert run_decay(uow_factory, NOW + 29 * DAY, eviction_threshold=None).memories_purged == 0
+    assert run_decay(uow_factory, NOW + 30 * DAY, eviction_threshold=None).memories_purged == 1
     assert memory(uow_factory, new) is None and memory(uow_factory, old) is None
-    assert actions(uow_factory, alice, new) == [("decay", "rule"), ("delete", "rule")]
+    assert actions(uow_factory, alice, new)[:2] == [("decay", "rule"), ("bin", "rule")]
+    assert actions(uow_factory, alice, new)[-1] == ("purge", "rule")
     with uow_factory() as uow:
         tombstone = audit_of(uow, alice, old)[-1]
-    assert tombstone.action == "delete" and tombstone.before["content"] == "I live in Shanghai"
+    assert tombstone.action == "purge" and tombstone.before["content"] == "Seems to live in Shanghai"
 
 
 def test_a_memory_between_0_3_and_0_5_is_left_for_the_decay_review(uow_factory):
@@ -99,7 +118,7 @@ def test_a_memory_between_0_3_and_0_5_is_left_for_the_decay_review(uow_factory):
         alice = person(uow)
         fading = remember(uow, alice, "I watched a film", importance=0.4, idle=30 * DAY)
         uow.commit()
-    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_forgotten == 0
+    assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_binned == 0
     assert memory(uow_factory, fading).importance == pytest.approx(0.38)
 
 

@@ -139,3 +139,14 @@ def test_a_companion_process_logs_to_a_file_only_its_owner_can_read(monkeypatch,
     log = tmp_path / "logs" / "doctor.log"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert "[FAIL] database" in log.read_text() and "companion-Secr3t" not in log.read_text()
+
+
+def test_mnemo_maintenance_runs_as_of_a_date_and_the_doctor_shows_that_runs_report(monkeypatch, capsys,
+                                                                                     migrated_system_db):
+    monkeypatch.setenv("DATABASE_URL", migrated_system_db)
+    _, out = run_doctor(capsys)
+    assert "maintenance: no daily run yet" in out
+    assert main(["maintenance", "--now", "2027-06-01"]) == 0
+    assert "maintenance as of 2027-06-01T00:00:00+00:00: faded=0 binned=0 purged=0" in capsys.readouterr().out
+    _, out = run_doctor(capsys)
+    assert "maintenance: last run finished" in out and "as of 2027-06-01T00:00: faded 0, binned 0, purged 0" in out

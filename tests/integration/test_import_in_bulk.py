@@ -88,7 +88,7 @@ def test_a_bulk_import_resolves_every_reference_and_keeps_file_order_tokens_and_
     assert {(e.action, e.actor, e.reason, e.before) for e in events} == {("add", "user", "imported", None)}
     after = {e.memory_id: e.after for e in events}
     assert after[first.id]["superseded_by"] == second.id and after[first.id]["content"] == first.content
-    assert after[memories[9].id]["importance"] == 1.0 and after[memories[9].id]["source"] == "manual"
+    assert after[memories[9].id]["importance"] == 1.0 and after[memories[9].id]["source"] == "imported"
     assert count(uow_factory, "SELECT count(DISTINCT dedup_key) FROM jobs_outbox WHERE task = 'embed_memory' "
                               "AND user_id = :u", u=carol) == MEMORIES
 

@@ -149,16 +149,23 @@ def test_boost_raises_importance_by_0_3_and_is_audited(uow_factory, llm, model):
     assert report.boosted == [cat]
 
 
-def test_delete_soft_deletes_the_memory_and_audits_it(uow_factory, llm, model):
-    user_id, [turn_id] = conversation(uow_factory, [("I never had a dog, forget that", "Sorry, I mixed that up.")])
+def test_a_delete_forgets_the_memory_for_real_with_the_round_it_came_from_leaving_only_a_tombstone(
+        uow_factory, llm, model):
+    user_id, [said, turn_id] = conversation(uow_factory, [
+        ("I have a dog", "A dog, lovely!"), ("I never had a dog, forget that", "Sorry, I mixed that up.")])
     dog = remember(uow_factory, user_id, "The user has a dog", predicate="pet")
-    llm.queue_reply(operations({"op": "DELETE", "id": "m1", "reason": "the user says it is wrong"}))
+    with uow_factory() as uow:
+        uow.session.get(Memory, dog).source_turn_id = said
+        uow.commit()
+    llm.queue_reply(operations({"op": "DELETE", "id": "m1", "reason": "the user asks to forget it"}))
     report = extract_turns(uow_factory, model, [turn_id], [dog], NOW)
-    [memory] = memories_of(uow_factory, user_id)
-    assert memory.deleted_at == NOW and memory.content == "The user has a dog"
-    [event] = events_of(uow_factory, dog)
-    assert (event.action, event.actor, event.before["deleted_at"]) == ("delete", "llm", None)
-    assert event.after["deleted_at"] == NOW.isoformat() and report.deleted == [dog]
+    assert memories_of(uow_factory, user_id) == [] and report.deleted == [dog]
+    assert [(e.action, e.actor, e.before, e.after) for e in events_of(uow_factory, dog)] == [
+        ("forget", "user", None, None)]
+    with uow_factory() as uow:
+        left = [turn.text for turn in uow.session.scalars(
+            select(ConversationTurn).where(ConversationTurn.user_id == user_id))]
+    assert "I have a dog" not in left and "A dog, lovely!" not in left
 
 
 def test_an_invented_short_id_is_ignored(uow_factory, llm, model):
@@ -291,3 +298,27 @@ def test_what_a_memory_is_about_goes_into_its_search_tokens_so_a_question_in_oth
         kitten = recall_for_turn(uow, user_id, "what's my cat called?", now=NOW, limit=5)
     assert dog.memories[0].memory.id == biscuit.id and dog_zh.memories[0].memory.id == second.id
     assert whiskers.id not in [item.memory.id for item in kitten.memories]  # nothing said it is about a cat
+
+
+def test_the_importance_and_source_the_monitor_gives_land_in_the_row_and_the_rules_give_one_by_kind(
+        uow_factory, llm, model):
+    user_id, [turn_id] = conversation(uow_factory, [
+        ("My sister Anna is diabetic, and I liked the song they played", "I'll keep that in mind.")])
+    llm.queue_reply(operations(
+        {"op": "ADD", "type": "person", "subject": "Anna", "predicate": "health", "tier": "long",
+         "content": "The user's sister Anna is diabetic", "importance": "defining", "source": "user_stated"},
+        {"op": "ADD", "type": "preference", "subject": "user", "predicate": "likes_song", "tier": "long",
+         "content": "The user liked the song they played", "importance": "passing"},
+        {"op": "ADD", "type": "pattern", "subject": "user", "predicate": "worries_often", "tier": "long",
+         "content": "The user worries about their sister", "source": "inferred"}))
+    extract_turns(uow_factory, model, [turn_id], [], NOW)
+    rows = {m.predicate: (m.importance, m.base_importance, m.source) for m in memories_of(uow_factory, user_id)}
+    assert rows == {"health": (3.0, 3.0, "user_stated"), "likes_song": (0.6, 0.6, "user_stated"),
+                    "worries_often": (1.0, 1.0, "inferred")}
+
+
+def test_without_a_model_the_rules_store_a_sister_high_and_a_passing_like_low(uow_factory):
+    user_id, [turn_id] = conversation(uow_factory, [("My sister is called Anna. I like jazz.", None)])
+    extract_turns(uow_factory, None, [turn_id], [], NOW)
+    rows = {m.predicate: (m.base_importance, m.source) for m in memories_of(uow_factory, user_id)}
+    assert rows == {"sister_name": (3.0, "user_stated"), "likes_jazz": (0.6, "user_stated")}

@@ -76,17 +76,26 @@ def test_a_promotion_kept_is_marked_reviewed_and_not_asked_again(uow_factory, ll
     assert events(uow_factory, alice, busy) == [("update", "llm")]
 
 
-def test_the_decay_review_deletes_a_memory_the_model_lets_go(uow_factory, llm, model):
-    alice, faded = remember(uow_factory, "Watched a film last spring", importance=0.45)
+def test_the_decay_review_bins_a_memory_the_model_lets_go(uow_factory, llm, model):
+    alice, faded = remember(uow_factory, "Watched a film last spring", importance=0.45, base_importance=0.6)
     llm.queue_reply({"decision": "delete", "reason": "no longer matters"})
     assert run_reviews(uow_factory, model, NOW).deleted == 1
-    assert load(uow_factory, faded) is None
-    assert events(uow_factory, alice, faded) == [("delete", "llm")]
+    assert load(uow_factory, faded).deleted_at == NOW  # in the recycle bin, restorable for 30 days
+    assert events(uow_factory, alice, faded) == [("bin", "llm")]
+
+
+def test_what_the_user_stated_is_never_put_to_the_decay_review_however_far_it_faded(uow_factory, llm, model):
+    _, sister = remember(uow_factory, "My sister Anna lives in Berlin", importance=0.05)
+    _, remembered = remember(uow_factory, "Passport number ends in 42", importance=0.05, base_importance=0.6,
+                             verified=True)
+    report = run_reviews(uow_factory, model, NOW)
+    assert (report.deleted, report.kept, report.llm_calls) == (0, 0, 0)
+    assert load(uow_factory, sister).deleted_at is None and load(uow_factory, remembered).deleted_at is None
 
 
 def test_the_decay_review_keeps_a_memory_at_0_5_and_does_not_ask_again_as_it_fades(uow_factory, llm, model):
-    _, sister = remember(uow_factory, "My sister Anna lives in Berlin", importance=0.45,
-                             last_accessed=NOW - 30 * DAY)
+    _, sister = remember(uow_factory, "Seems close to her sister Anna", importance=0.45, source="inferred",
+                         last_accessed=NOW - 30 * DAY)
     llm.queue_reply({"decision": "keep", "reason": "family"})
     assert run_reviews(uow_factory, model, NOW).kept == 1
     assert load(uow_factory, sister).importance == 0.5
@@ -97,18 +106,18 @@ def test_the_decay_review_keeps_a_memory_at_0_5_and_does_not_ask_again_as_it_fad
 
 def test_the_model_may_search_the_users_memories_then_decide(uow_factory, llm, model):
     remember(uow_factory, "Moved to Berlin in 2025", importance=1.0)
-    _, old = remember(uow_factory, "Looking for a flat in Shanghai", importance=0.4)
+    _, old = remember(uow_factory, "Looking for a flat in Shanghai", importance=0.4, base_importance=0.6)
     llm.queue_reply({"action": "search", "query": "Berlin"})
     llm.queue_reply({"decision": "delete", "reason": "moved to Berlin since"})
     report = run_reviews(uow_factory, model, NOW)
     assert (report.deleted, report.llm_calls) == (1, 2)
-    assert load(uow_factory, old) is None
+    assert load(uow_factory, old).deleted_at is not None
     second = "\n".join(m["content"] for m in llm.chat_requests()[1]["messages"])
     assert "<search>" in second and "Moved to Berlin in 2025" in second
 
 
 def test_three_rounds_without_a_decision_keep_the_memory(uow_factory, llm, model):
-    alice, hobby = remember(uow_factory, "Tried pottery once", importance=0.4)
+    alice, hobby = remember(uow_factory, "Tried pottery once", importance=0.4, base_importance=0.6)
     llm.set_responder(lambda _request: {"action": "search", "query": "pottery"})
     report = run_reviews(uow_factory, model, NOW)
     assert (report.kept, report.llm_calls) == (1, 3)
@@ -116,23 +125,23 @@ def test_three_rounds_without_a_decision_keep_the_memory(uow_factory, llm, model
     assert events(uow_factory, alice, hobby) == [("update", "rule")]
 
 
-def test_without_a_model_promotions_are_kept_and_only_unused_inferred_memories_are_deleted(uow_factory):
+def test_without_a_model_promotions_are_kept_and_only_unused_inferred_memories_are_binned(uow_factory):
     alice, big = remember(uow_factory, "Loves hiking", importance=2.7)
     _, guessed = remember(uow_factory, "Might like jazz", importance=0.4, source="inferred")
     _, used = remember(uow_factory, "Might like opera", importance=0.4, source="inferred",
                        last_accessed=NOW - 20 * DAY, access_count=2)
-    _, stated = remember(uow_factory, "Plays the piano", importance=0.4)
+    _, stated = remember(uow_factory, "Plays the piano", importance=0.4, base_importance=0.6)
     report = run_reviews(uow_factory, None, NOW)
     assert (report.promoted, report.kept, report.deleted) == (0, 3, 1)
-    assert load(uow_factory, big).tier == "long" and load(uow_factory, guessed) is None
+    assert load(uow_factory, big).tier == "long" and load(uow_factory, guessed).deleted_at is not None
     assert load(uow_factory, used).importance == load(uow_factory, stated).importance == 0.5
     assert events(uow_factory, alice, big) == [("update", "rule")]
 
 
 def test_a_memory_of_another_user_never_appears_in_the_prompt(uow_factory, llm, model):
     remember(uow_factory, "Bob drinks green tea every morning", user="2002")
-    remember(uow_factory, "Bob's tea secret: matcha", user="2002", importance=0.4)
-    remember(uow_factory, "Alice likes green tea with milk", importance=0.4)
+    remember(uow_factory, "Bob's tea secret: matcha", user="2002", importance=0.4, base_importance=0.6)
+    remember(uow_factory, "Alice likes green tea with milk", importance=0.4, base_importance=0.6)
     llm.set_responder(lambda request: (
         {"decision": "keep", "reason": "ok"} if len(request["messages"]) > 2 else {"action": "search", "query": "tea"}))
     run_reviews(uow_factory, model, NOW)
@@ -142,7 +151,7 @@ def test_a_memory_of_another_user_never_appears_in_the_prompt(uow_factory, llm, 
 
 
 def test_a_memory_that_changed_during_the_call_is_left_as_it_now_is(uow_factory, llm, model):
-    _, fact = remember(uow_factory, "Collects stamps", importance=0.4)
+    _, fact = remember(uow_factory, "Collects stamps", importance=0.4, base_importance=0.6)
 
     def used_meanwhile(_request):
         with uow_factory() as uow:
@@ -158,7 +167,7 @@ def test_a_memory_that_changed_during_the_call_is_left_as_it_now_is(uow_factory,
 
 def test_an_unreachable_model_leaves_the_reviews_for_the_next_run(uow_factory, llm, model):
     remember(uow_factory, "Loves hiking", importance=2.7)
-    remember(uow_factory, "Tried pottery once", importance=0.4)
+    remember(uow_factory, "Tried pottery once", importance=0.4, base_importance=0.6)
     llm.queue_error(401)
     report = run_reviews(uow_factory, model, NOW)
     assert (report.deferred, report.promoted, report.kept, report.deleted) == (2, 0, 0, 0)

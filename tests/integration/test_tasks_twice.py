@@ -111,7 +111,7 @@ def test_maintenance_tasks_run_twice_change_nothing_the_second_time(uow_factory)
         uow.commit()
         uow.session.execute(update(Memory).values(tokenizer_version=1))  # as if made by an older release
         uow.commit()
-    maintenance = (tasks.run_decay, tasks.run_dedup, tasks.run_reviews, tasks.retokenize_search)
+    maintenance = (tasks.run_maintenance, tasks.run_decay, tasks.run_dedup, tasks.run_reviews, tasks.retokenize_search)
     for task in maintenance:
         task.run()
     first = counts(uow_factory)

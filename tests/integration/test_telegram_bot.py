@@ -345,7 +345,8 @@ def test_why_on_a_replaced_or_forgotten_memory_shows_it_and_what_became_of_it_in
     assert replaced == [f"#{ids['住在成都']} · fact · 住在成都", "这是你自己添加的（/remember 或导入）。",
                         f"已被 #{ids['住在昆明']} 取代：「住在昆明」"]
     assert forgotten[0] == f"#{ids['喜欢香菜']} · preference · 喜欢香菜"
-    assert forgotten[-1] == "已于 2026-09-14 作为错误或过时的记忆被遗忘，不再使用。"
+    assert forgotten[-1] == (f"已于 2026-09-14 因久未用到放进回收站，2026-10-14 彻底删除"
+                             f"（/memories restore {ids['喜欢香菜']} 可以找回）。")
     assert [m["text"] for m in telegram.messages_to(1001)] == [texts.error_text(NotFound("memory_not_found"), "en")]
 
 

@@ -122,7 +122,7 @@ def test_export_forget_all_import_export_again_gives_the_same_content(commands, 
     assert report.duplicates == 1  # the reminder was never forgotten
     before.pop("exported_at")
     for memory in before["memories"]:  # what a file cannot prove is not taken from it
-        memory.update(source="manual", verified=False, access_count=0, last_accessed=None)
+        memory.update(source="imported", verified=False, access_count=0, last_accessed=None)
     assert export_of(commands, ALICE) == before
     assert rows_of_user(uow_factory, user_of(uow_factory, BOB)) == bob_before
     oolong = next(i for i in commands.list_memories(ALICE, search="乌龙茶").items)
@@ -303,4 +303,4 @@ def test_an_imported_memory_claims_no_provenance_verification_or_use_it_cannot_p
     with uow_factory() as uow:
         rows = uow.session.scalars(select(Memory).order_by(Memory.id)).all()
         assert [(m.source, m.verified, m.access_count, m.last_accessed, m.tier, m.confidence) for m in rows] == [
-            ("manual", False, 0, None, "long", 0.7), ("manual", False, 0, None, "core", 0.5)]
+            ("imported", False, 0, None, "long", 0.7), ("imported", False, 0, None, "core", 0.5)]

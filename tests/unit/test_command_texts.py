@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,6 +46,22 @@ def test_a_chinese_memory_line_shows_id_type_content_confidence_use_last_use_and
 def test_an_english_memory_line_flattens_whitespace_and_says_when_it_was_never_used():
     assert texts.memory_line(NEW, "en-US") == (
         "#13 · fact · lives in Berlin · confidence 1 · used 1 time · last — · source manual")
+
+
+def test_a_remembered_memory_says_so_and_an_imported_one_says_where_it_came_from():
+    remembered = dataclasses.replace(NEW, source="user_stated", verified=True)
+    imported = dataclasses.replace(NEW, source="imported")
+    assert texts.memory_line(remembered, "en").endswith("source /remember")
+    assert texts.memory_line(imported, "zh-CN").endswith("来源 导入")
+
+
+def test_the_recycle_bin_lists_each_memory_with_the_day_it_will_be_purged():
+    binned = dataclasses.replace(TEA, binned_at=NOW)
+    listing = MemoryPage(items=(binned,), page=1, pages=1, total=1, type_filter=None, search=None, forgotten=True)
+    assert "#12 · preference · 喜欢乌龙茶 · 2026-12-22 彻底删除" in texts.memory_page_text(listing, "zh-CN")
+    assert "purged 2026-12-22" in texts.memory_page_text(listing, "en")
+    empty = MemoryPage(items=(), page=1, pages=1, total=0, type_filter=None, search=None, forgotten=True)
+    assert texts.memory_page_text(empty, "en") == "Nothing is in the recycle bin: I have forgotten nothing on my own."
 
 
 def test_a_memory_page_has_a_header_with_the_filters_and_a_page_footer():

@@ -41,7 +41,7 @@ def test_memories_are_listed_newest_first_in_pages_with_a_type_filter_and_a_sear
     first = commands.list_memories(ALICE, page_size=10)
     assert (first.page, first.pages, first.total) == (1, 3, 24)
     assert (first.items[0].content, first.items[0].type, first.items[0].source) == ("Oolong tea", "preference",
-                                                                                   "manual")
+                                                                                   "user_stated")
     last = commands.list_memories(ALICE, page=3, page_size=10)
     assert [item.content for item in last.items][-1] == "fact number 0" and len(last.items) == 4
     assert commands.list_memories(ALICE, page=99, page_size=10).page == 3
@@ -62,9 +62,10 @@ def test_another_users_memories_are_never_listed_explained_or_offered_for_forget
         commands.request_forget(BOB, "小猫")
 
 
-def test_remember_stores_a_manual_memory_with_its_audit_and_owes_one_embedding(commands, database):
+def test_remember_stores_a_confirmed_stated_memory_with_its_audit_and_owes_one_embedding(commands, database):
     item = commands.remember(ALICE, "规则：不要在晚上十点后提醒我")
-    assert (item.type, item.content, item.source, item.confidence) == ("rule", "不要在晚上十点后提醒我", "manual", 1.0)
+    assert (item.type, item.content, item.source, item.confidence) == ("rule", "不要在晚上十点后提醒我", "user_stated",
+                                                                       1.0)
     assert commands.remember(ALICE, "  规则：不要在晚上十点后提醒我 ").id == item.id
     [memory] = database.rows(Memory)
     assert (memory.tier, memory.verified, memory.importance, memory.deleted_at) == ("long", True, 1.0, None)
