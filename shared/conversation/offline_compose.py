@@ -253,7 +253,8 @@ def best_round(past: PastAsk, view: OfflineView, *, needs_words: bool = False) -
     when it names none), the one whose asked side shares the most of its words; with no words to go by, the
     best-ranked round of the time it names (also when its words only name the time); None when nothing fits."""
     span = asked_span(view.text, view.local_now)
-    pool = [said for said in view.rounds if span is None or span.holds(said.said_at)]
+    pool = [said for said in view.rounds if (span is None or span.holds(said.said_at))
+            and (past.side == BOT_SIDE or _tells_something(said.line))]
     wanted = set(expanded(term for term in past.terms if term not in GENERIC_TERMS))
     if not wanted:
         return pool[0] if pool and span is not None and not needs_words else None
@@ -267,6 +268,11 @@ def best_round(past: PastAsk, view: OfflineView, *, needs_words: bool = False) -
     if best is not None and best[0] > 0:
         return best[2]
     return pool[0] if pool and span is not None and not needs_words else None  # the words named the day
+
+
+def _tells_something(line: str) -> bool:
+    """A line that says something (not only asks): an earlier asking of the same question is no answer to it."""
+    return any(sentence.kind != "question" for sentence in sentences(line))
 
 
 def past_terms(text: str) -> tuple[str, ...]:

@@ -126,3 +126,10 @@ def test_why_shows_the_rounds_the_prompt_showed(offline, clock):
     clock.now += NEXT_WEEK
     reply = say(offline, "What did I tell you about the apple trees?", clock=clock)
     assert "you: We planted three apple trees by the fence." in render_why(reply)
+
+
+def test_an_earlier_asking_of_the_same_question_is_not_its_answer(offline, clock):
+    talk(offline, clock, "我上次跟你说我去博物馆看了什么展览？")
+    talk(offline, clock, "五一我去博物馆看了青铜器展。", later=timedelta(days=1))
+    answer = talk(offline, clock, "我上次跟你说我去博物馆看了什么展览？", later=NEXT_WEEK)
+    assert "青铜器展" in answer and "看了什么展览" not in answer
