@@ -159,9 +159,10 @@ def test_a_chunked_body_is_refused_on_the_chunk_that_crosses_the_limit_and_read_
 
 
 @contextmanager
-def served(app) -> Iterator[int]:
-    """``app`` on a real uvicorn bound to a free port of loopback; yields the port."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="off"))
+def served(app, **options) -> Iterator[int]:
+    """``app`` on a real uvicorn bound to a free port of loopback (with uvicorn ``options``); yields the port."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="off",
+                                           **options))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
-import uvicorn
 
 from bot.api.app import create_app
 from bot.api.head_limit import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_TARGET_BYTES
@@ -19,26 +16,14 @@ from bot.api.server import uvicorn_options
 from shared.app.logs import LOGGED_TEXT_MAX_CHARS
 from shared.settings import Settings
 from tests.integration.test_api import BASE
-from tests.integration.test_api_limits import UntouchedPanel, read_until_closed
+from tests.integration.test_api_limits import UntouchedPanel, read_until_closed, served
 from tests.log_capture import json_logs
-from tests.waiting import wait_for
 
 
-@contextmanager
-def served_as_mnemo_api() -> Iterator[int]:
+def served_as_mnemo_api():
     """The app on a real uvicorn with ``mnemo api``'s options, at DEBUG (the worst case for the logs)."""
     app = create_app(UntouchedPanel(), admin_token=None, public_url=BASE)  # type: ignore[arg-type]
-    options = uvicorn_options(Settings(_env_file=None, log_level="DEBUG"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="off",
-                                           **options))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        wait_for(lambda: server.started, 15, "uvicorn to listen")
-        yield server.servers[0].sockets[0].getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(15)
+    return served(app, **uvicorn_options(Settings(_env_file=None, log_level="DEBUG")))
 
 
 def exchange(port: int, head: bytes) -> bytes:
