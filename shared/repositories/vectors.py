@@ -63,24 +63,22 @@ class VectorIndex:
     def nearest_memories(self, uow: UnitOfWork, user_id: int, vector: Sequence[float],
                          limit: int) -> list[tuple[int, float]]:
         """Active memories of ``user_id`` closest to ``vector``: (id, cosine similarity), best first."""
-        if not self.enabled(uow):
-            return []
-        session = uow.session
-        if self._iterative_scan:
-            session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-        rows = session.execute(NEAREST_SQL, {"vector": vector_literal(vector), "user_id": user_id, "limit": limit})
-        return [(int(row.id), float(row.similarity)) for row in rows]
+        return self._nearest(uow, NEAREST_SQL, user_id, vector, limit)
 
     def nearest_rounds(self, uow: UnitOfWork, user_id: int, vector: Sequence[float],
                        limit: int) -> list[tuple[int, float]]:
         """Rounds (user turn ids) of ``user_id`` kept for recall closest to ``vector``, best first."""
+        return self._nearest(uow, NEAREST_ROUNDS_SQL, user_id, vector, limit)
+
+    def _nearest(self, uow: UnitOfWork, statement, user_id: int, vector: Sequence[float],
+                 limit: int) -> list[tuple[int, float]]:
+        """(id, cosine similarity) of ``statement``'s rows of the user, best first; none when vectors are off."""
         if not self.enabled(uow):
             return []
         session = uow.session
         if self._iterative_scan:
             session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-        rows = session.execute(NEAREST_ROUNDS_SQL, {"vector": vector_literal(vector), "user_id": user_id,
-                                                    "limit": limit})
+        rows = session.execute(statement, {"vector": vector_literal(vector), "user_id": user_id, "limit": limit})
         return [(int(row.id), float(row.similarity)) for row in rows]
 
     def rounds_without_embedding(self, uow: UnitOfWork, user_id: int, turn_ids: Sequence[int]) -> list[int]:
