@@ -159,6 +159,8 @@ class ConversationTurn(Base):
               postgresql_where=sql_text("NOT extracted AND role = 'user'")),
         Index("ix_conversation_turns_rounds", "user_id", sql_text("id DESC"),
               postgresql_where=sql_text("role = 'user' AND search_tokens <> ''")),
+        Index("ix_conversation_turns_round_keys", sql_text("mnemo_user_lexemes(user_id, search_tsv)"),
+              postgresql_using="gin", postgresql_where=sql_text("role = 'user' AND search_tokens <> ''")),
         Index("ix_conversation_turns_reply_to", "reply_to_turn_id",
               postgresql_where=sql_text("reply_to_turn_id IS NOT NULL")),
         one_of("role", ROLES),

@@ -41,6 +41,10 @@ BM25_POOL_LIMIT = 2000
 """At most this many matching memories (the newest) are scored for one query."""
 BM25_POPULATION_CAP = 20000
 """The user's memories are counted up to here for IDF; beyond it the figure barely moves."""
+LIKE_SCAN_LIMIT = 5000
+"""The inside-word pass (``LIKE``) reads at most the user's newest this many rows: the words a user asks about
+in their own earlier lines are found by their tokens in all of them, and the pass, which reads every row it
+looks at, stays bounded for a user with tens of thousands."""
 
 
 
@@ -62,7 +66,7 @@ BM25_SQL_TEMPLATE = """
         SELECT m.id, m.search_tsv, greatest(length(m.search_tsv), 1) AS len
         FROM {table} m
         WHERE m.user_id = :user_id AND {active}
-          AND coalesce(m.search_tsv, ''::tsvector) @@ to_tsquery('simple', :any_query)
+          AND {matches}
         ORDER BY m.id DESC
         LIMIT :pool_limit
     ),
@@ -88,14 +92,17 @@ BM25_SQL_TEMPLATE = """
         LIMIT :limit
     ),
     contained AS MATERIALIZED (
-        SELECT m.id, 0.0::float8 AS score
-        FROM {table} m
-        WHERE cardinality(CAST(:exact_patterns AS text[])) + cardinality(CAST(:folded_patterns AS text[])) > 0
-          AND m.user_id = :user_id AND {active}  -- no pattern: no row read
-          AND ({text} LIKE ANY (CAST(:exact_patterns AS text[]))
-               OR {text} ILIKE ANY (CAST(:folded_patterns AS text[])))
-          AND m.id NOT IN (SELECT id FROM ranked)
-        ORDER BY m.id DESC
+        SELECT recent.id, 0.0::float8 AS score
+        FROM (SELECT m.id, {text} AS words
+              FROM {table} m
+              WHERE cardinality(CAST(:exact_patterns AS text[])) + cardinality(CAST(:folded_patterns AS text[])) > 0
+                AND m.user_id = :user_id AND {active}  -- no pattern: no row read
+              ORDER BY m.id DESC
+              LIMIT :like_scan) AS recent
+        WHERE (recent.words LIKE ANY (CAST(:exact_patterns AS text[]))
+               OR recent.words ILIKE ANY (CAST(:folded_patterns AS text[])))
+          AND recent.id NOT IN (SELECT id FROM ranked)
+        ORDER BY recent.id DESC
         LIMIT greatest(:limit - (SELECT count(*) FROM ranked), 0)
     ),
     seeds AS (SELECT id FROM ranked ORDER BY score DESC, id DESC LIMIT :seeds),
@@ -125,12 +132,23 @@ BM25_SQL_TEMPLATE = """
     FROM found
 """
 """The ranking statement for a table of ``{table}`` rows whose live ones satisfy ``{active}`` (about alias ``m``),
-looked for inside words in ``{text}``."""
+found for the question where ``{matches}`` holds, looked for inside words in ``{text}``."""
+
+SHARED_INDEX_OFF = "coalesce(m.search_tsv, ''::tsvector) @@ to_tsquery('simple', :any_query)"
+"""A row matches the question, tested row by row on the user's own rows (``coalesce`` keeps the planner off a GIN
+index shared by every user)."""
+USER_SCOPED_INDEX = ("mnemo_user_lexemes(m.user_id, m.search_tsv)"
+                     " @@ mnemo_user_query(CAST(:user_id AS bigint), to_tsquery('simple', :any_query))"
+                     " AND m.search_tsv @@ to_tsquery('simple', :any_query)")
+"""A row matches the question, found through a per-user GIN index (migration 0025: the user's lexemes as
+``<user>:<lexeme>``, searched with a scoped superset of the question) and tested against the question itself, so
+the rows are exactly those :data:`SHARED_INDEX_OFF` finds, without reading the user's other rows."""
 
 
-def bm25_statement(table: str, active: str, text_column: str):
+def bm25_statement(table: str, active: str, text_column: str, matches: str = SHARED_INDEX_OFF):
     """:data:`BM25_SQL_TEMPLATE` for one kind of searchable row (memories, rounds)."""
-    shaped = BM25_SQL_TEMPLATE.replace("{table}", table).replace("{active}", active).replace("{text}", text_column)
+    shaped = (BM25_SQL_TEMPLATE.replace("{table}", table).replace("{active}", active)
+              .replace("{text}", text_column).replace("{matches}", matches))
     return text(shaped)
 
 
@@ -160,5 +178,5 @@ def bm25_parameters(user_id: int, weighted_terms: Sequence[tuple[str, float]], l
             "any_query": " | ".join(query for query, _ in queries), "user_id": user_id, "limit": limit,
             "exact_patterns": [like_pattern(term) for term in terms if not has_case(term)],
             "folded_patterns": [like_pattern(term) for term in terms if has_case(term)],
-            "pool_limit": BM25_POOL_LIMIT, "population_cap": BM25_POPULATION_CAP,
+            "pool_limit": BM25_POOL_LIMIT, "population_cap": BM25_POPULATION_CAP, "like_scan": LIKE_SCAN_LIMIT,
             "k1": BM25_K1, "b": BM25_B, "seeds": seeds}

@@ -31,10 +31,10 @@ from sqlalchemy.orm import Session, aliased
 
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationTurn
-from shared.repositories.ranked_search import bm25_parameters, bm25_statement
+from shared.repositories.ranked_search import USER_SCOPED_INDEX, bm25_parameters, bm25_statement
 
 ROUND_ACTIVE = "m.role = 'user' AND m.search_tokens <> ''"
-ROUND_BM25_SQL = bm25_statement("conversation_turns", ROUND_ACTIVE, "m.search_tokens")
+ROUND_BM25_SQL = bm25_statement("conversation_turns", ROUND_ACTIVE, "m.search_tokens", USER_SCOPED_INDEX)
 
 _REPLY = """COALESCE(
     (SELECT reply.text FROM conversation_turns reply
