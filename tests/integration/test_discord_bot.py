@@ -308,7 +308,7 @@ def test_domain_errors_and_hostile_arguments_get_the_users_words_and_change_noth
                             texts.error_text(InvalidCommand("remember_empty"), EN),
                             texts.error_text(InvalidCommand("too_long", limit=500), EN),
                             texts.error_text(InvalidCommand("control_characters"), EN),
-                            texts.error_text(InvalidCommand("reminder_no_time"), EN)]
+                            texts.error_text(InvalidCommand("reminder_past", when="yesterday", what="…"), EN)]
     assert all(followup["flags"] & EPHEMERAL for followup in fake_discord.followups)
     assert memory.list_memories(alice()).total == 0 and memory.list_reminders(alice()) == ()
     assert memory.list_memories(Caller(platform="discord", platform_user_id=BOB)).total == 1
