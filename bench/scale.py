@@ -282,8 +282,9 @@ def measure(url: str, engine, sessions, service, users: int, queries: int, size:
     heavy_user, heavy_memories, heavy_rounds = scale_rounds.heaviest_user(url) if rounds else (*heaviest_user(url), 0)
     heavy_asks = [(heavy_user, text) for text in query_texts(rng, HEAVIEST_USER_QUERIES, templates)]
     heavy = time_recall(sessions, heavy_asks, now)
-    asyncio.run(time_hot_path(service, asks[:WARM_UP], f"warm-{size}"))
-    hot = asyncio.run(time_hot_path(service, asks[WARM_UP:], f"hot-{size}"))
+    run = f"{now:%Y%m%dT%H%M%S}"  # a kept database has seen the message ids of earlier runs
+    asyncio.run(time_hot_path(service, asks[:WARM_UP], f"warm-{size}-{run}"))
+    hot = asyncio.run(time_hot_path(service, asks[WARM_UP:], f"hot-{size}-{run}"))
     slowest = max(range(len(retrieval)), key=retrieval.__getitem__)
     step = {"memories": size, "rounds": rounds, "retrieval": summary(retrieval), "hot_path": summary(hot),
             "heaviest_user": {"user_id": heavy_user, "memories": heavy_memories, "rounds": heavy_rounds}
