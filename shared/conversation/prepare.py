@@ -108,7 +108,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     local_now = now.astimezone(ZoneInfo(timezone))
     recall_started = time.perf_counter()
     recall = recall_for_turn(uow, user_id, text, now=now, limit=candidates, local_now=local_now,
-                             topic=session.current_topic, query_vector=query_vector, vectors=vectors,
+                             last_active=uow.turns.last_said_before(user_id, turn_id), topic=session.current_topic,
+                             query_vector=query_vector, vectors=vectors,
                              context=[turn.text for turn in history if turn.role == "user"])
     known = _known_memories(uow, user_id, text)
     recall = _asked_first(recall, known, text, now, candidates)

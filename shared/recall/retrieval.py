@@ -32,6 +32,7 @@ from shared.search.scoring import (
     frequency_score,
     fused_relevance,
     neighbour_support,
+    recency_clock,
     recency_score,
     relative_scores,
     with_neighbours,
@@ -87,10 +88,12 @@ class Recall:
 def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, limit: int,
                     topic: str | None = None, query_vector: Sequence[float] | None = None,
                     vectors: VectorIndex | None = None, context: Sequence[str] = (),
-                    local_now: datetime | None = None) -> Recall:
+                    local_now: datetime | None = None, last_active: datetime | None = None) -> Recall:
     """Everything worth remembering for this message of ``user_id``; ``context`` holds the user's
     previous lines in this conversation, oldest first (they widen the search at a lower weight);
-    time cues ("last week") are read against ``local_now``, the user's wall clock (default ``now``)."""
+    time cues ("last week") are read against ``local_now``, the user's wall clock (default ``now``); recency is
+    counted on the user's own time, from ``last_active`` (when they last spoke before this message) at most a day
+    away (:func:`shared.search.scoring.recency_clock`)."""
     started = time.perf_counter()
     query = build_recall_query(text, topic=topic, context=context)
     span = asked_span(text, local_now or now)
@@ -101,7 +104,8 @@ def recall_for_turn(uow: UnitOfWork, user_id: int, text: str, *, now: datetime, 
         nearest = vectors.nearest_memories(uow, user_id, query_vector, CANDIDATE_LIMIT)
         rounds = _with_nearest_rounds(uow, user_id, rounds,
                                       vectors.nearest_rounds(uow, user_id, query_vector, CANDIDATE_LIMIT))
-    scored, scored_rounds = _score(uow, user_id, lexical, nearest, query, now, span, rounds)
+    scored, scored_rounds = _score(uow, user_id, lexical, nearest, query, recency_clock(now, last_active), span,
+                                   rounds)
     episode_terms = list(query.message_terms + query.topic_terms)
     episodes = _episodes(uow, user_id, episode_terms, span)
     recall = Recall(
@@ -155,7 +159,7 @@ def _with_nearest_rounds(uow: UnitOfWork, user_id: int, rounds: RankedRounds,
 
 
 def _score(uow: UnitOfWork, user_id: int, lexical: RankedCandidates, nearest: list[tuple[int, float]],
-           query: RecallQuery, now: datetime, span: TimeSpan | None = None,
+           query: RecallQuery, recency_at: datetime, span: TimeSpan | None = None,
            rounds: RankedRounds | None = None) -> tuple[list[ScoredMemory], list[ScoredRound]]:
     """Memories and rounds scored in one ranking: relevance is relative to the best match of either, and
     a sitting's memories and rounds lend each other support (keys: ``("m", id)`` and ``("r", turn id)``)."""
@@ -189,14 +193,14 @@ def _score(uow: UnitOfWork, user_id: int, lexical: RankedCandidates, nearest: li
         if kind == "r":
             item = said[key]
             scored_rounds.append(ScoredRound(item, combine(
-                **shared, memory_type=ROUND_TYPE, recency=recency_score(item.said_at, now), frequency=0.0,
+                **shared, memory_type=ROUND_TYPE, recency=recency_score(item.said_at, recency_at), frequency=0.0,
                 confidence=ROUND_CONFIDENCE, on_topic=_on_topic(query, item.search_tokens.split()),
                 vector_similarity=similarity.get(("r", key)))))
             continue
         memory = memories[key]
         scored_memories.append(ScoredMemory(memory, combine(
             **shared, memory_type=memory.type,
-            recency=recency_score(memory.last_accessed or memory.updated_at or memory.created_at, now),
+            recency=recency_score(memory.last_accessed or memory.updated_at or memory.created_at, recency_at),
             frequency=frequency_score(memory.access_count, max_uses), confidence=memory.confidence,
             on_topic=_on_topic(query, memory.search_tokens.split()), vector_similarity=similarity.get(("m", key)))))
     scored_memories.sort(key=lambda item: (item.score.total, item.memory.id), reverse=True)

@@ -127,6 +127,13 @@ class TurnRepository:
         query = select(ConversationTurn).where(ConversationTurn.id == turn_id, ConversationTurn.user_id == user_id)
         return self.session.scalars(query).one_or_none()
 
+    def last_said_before(self, user_id: int, turn_id: int) -> datetime | None:
+        """When the user last spoke before their turn ``turn_id``, in any chat (None for a first message)."""
+        return self.session.scalar(
+            select(ConversationTurn.created_at)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.role == "user", ConversationTurn.id < turn_id)
+            .order_by(ConversationTurn.created_at.desc()).limit(1))
+
     def by_platform_message(self, chat_id: int, role: str, platform_message_id: str) -> ConversationTurn | None:
         query = select(ConversationTurn).where(
             ConversationTurn.chat_id == chat_id,

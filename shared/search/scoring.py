@@ -5,6 +5,8 @@
 session's current topic. Recency and frequency say how a memory has been *used*, not whether it
 fits this message, so they count in proportion to relevance: they decide between memories that
 match about as well, and never lift last week's weak match over an exact one from months ago.
+Recency is counted on the user's own time with the bot (:func:`recency_clock`): months away do not age
+what they said, so a user who comes back finds what they last talked about as fresh as the day after.
 
 ``relevance`` is lexical: the memory's BM25 score (rare words count more) plus a share of the best
 score among its neighbours (memories noted within the same sitting, ``NEIGHBOUR_WINDOW``) and a share
@@ -75,6 +77,20 @@ class ScoreBreakdown:
     def as_dict(self) -> dict[str, float | None]:
         return {name: (round(value, 4) if isinstance(value, float) else value)
                 for name, value in asdict(self).items()}
+
+
+AWAY_COUNTED = timedelta(days=1)
+"""How much of a user's time away ages what they said and used: recency is counted on their own time with the
+bot, so whoever comes back after months finds the same things freshest as on the day after they left."""
+
+
+def recency_clock(now: datetime, last_active: datetime | None) -> datetime:
+    """The moment recency is counted at: ``now``, or a day after the user last spoke when they have been away
+    longer (:data:`AWAY_COUNTED`). Time away fades nothing: a fact last used the week before a six-month break
+    ranks as it did the day after it, against the same other things (they all aged the same calendar months)."""
+    if last_active is None:
+        return now
+    return min(now, last_active + AWAY_COUNTED)
 
 
 def recency_score(last_used: datetime, now: datetime) -> float:

@@ -112,6 +112,31 @@ def test_memories_noted_in_the_time_the_question_names_come_first(uow_factory):
     assert cued == [in_may.id, recent.id] and cued_zh[0] == in_may.id
 
 
+def test_months_away_rank_what_the_user_said_as_the_day_after_they_left(uow_factory):
+    [alice] = users(uow_factory, "alice")
+    left = NOW - timedelta(days=200)
+    with uow_factory() as uow:
+        for content, used in (("violin lessons with Anna on Saturdays", left),
+                              ("violin lessons used to be on Mondays", left - timedelta(days=9)),
+                              ("the violin is a gift from grandma", left - timedelta(days=40))):
+            uow.memories.add(Memory(user_id=alice, type="fact", content=content, source="user_stated",
+                                    confidence=0.9, created_at=left - timedelta(days=60),
+                                    updated_at=left - timedelta(days=60), last_accessed=used))
+        uow.commit()
+
+        def scores(now, last_active):
+            recall = recall_for_turn(uow, alice, "when are my violin lessons?", now=now, limit=10,
+                                     last_active=last_active)
+            return [(item.memory.content, round(item.score.total, 9)) for item in recall.memories]
+
+        next_day = scores(left + timedelta(days=1), left)
+        back = scores(NOW, left)
+        by_the_calendar = scores(NOW, None)
+    assert back == next_day and len(next_day) == 3
+    assert next_day[0][0] == "violin lessons with Anna on Saturdays"
+    assert by_the_calendar != next_day, "counted by the calendar, 200 days fade everything"
+
+
 def test_rows_left_by_an_older_tokenizer_are_re_tokenised_and_found_again(uow_factory):
     [alice] = users(uow_factory, "alice")
     with uow_factory() as uow:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared.search.scoring import (
+    recency_clock,
     ADJACENT_SHARE,
     CATEGORY_BOOST,
     NEIGHBOUR_SHARE,
@@ -33,6 +34,16 @@ def test_recency_halves_every_seven_days():
     assert recency_score(NOW - timedelta(days=7), NOW) == pytest.approx(0.5)
     assert recency_score(NOW - timedelta(days=14), NOW) == pytest.approx(0.25)
     assert recency_score(NOW + timedelta(days=1), NOW) == pytest.approx(1.0)
+
+
+def test_time_away_beyond_a_day_does_not_age_what_the_user_said():
+    left = datetime(2026, 3, 1, 21, 30, tzinfo=UTC)
+    assert recency_clock(left + timedelta(hours=5), left) == left + timedelta(hours=5)
+    assert recency_clock(left + timedelta(days=200), left) == left + timedelta(days=1)
+    assert recency_clock(left + timedelta(days=3), None) == left + timedelta(days=3), "a first message: the clock"
+    used = left - timedelta(days=2)
+    assert (recency_score(used, recency_clock(left + timedelta(days=200), left))
+            == recency_score(used, recency_clock(left + timedelta(days=1), left)))
 
 
 def test_frequency_is_log_normalised_over_the_candidates():
