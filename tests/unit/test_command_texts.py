@@ -92,8 +92,8 @@ def test_help_lists_every_command_with_a_description(locale):
 
 def test_the_command_menu_has_every_command_with_descriptions_that_fit_discord_and_telegram():
     names = [name for name, _, _ in texts.COMMANDS]
-    assert names == ["memories", "forget", "remember", "reminders", "remind", "done", "snooze", "cancel", "export",
-                     "import", "pause", "resume", "link", "panel", "usage", "help"]
+    assert names == ["memories", "forget", "remember", "reminders", "remind", "done", "snooze", "cancel", "timezone",
+                     "export", "import", "pause", "resume", "link", "panel", "usage", "help"]
     for name, english, chinese in texts.COMMANDS:
         assert re.fullmatch(r"[a-z0-9_]{1,32}", name)
         assert 1 <= len(english) <= 100 and 1 <= len(chinese) <= 100
