@@ -213,8 +213,7 @@ class MemoryCommands:
         :mod:`shared.reminders.user_zone`)."""
         if text is None or (isinstance(text, str) and not text.strip()):
             return self._run(caller, lambda uow, me: _unchanged(user_zone(uow, me.user_id, self.default_timezone)))
-        words = command_text(text, MAX_SEARCH_CHARS, "zone_unknown")
-        name = None if words.casefold() in DEFAULT_ZONE_WORDS else _zone_named(words)
+        name = zone_named(command_text(text, MAX_SEARCH_CHARS, "zone_unknown"))
         return self._run(caller, lambda uow, me: set_user_zone(uow, me.user_id, name, self.default_timezone,
                                                                self.clock()))
 
@@ -447,8 +446,11 @@ def _unchanged(zone: UserZone) -> ZoneChange:
     return ZoneChange(before=zone, after=zone)
 
 
-def _zone_named(words: str) -> str:
-    """The zone ``words`` name; :class:`InvalidCommand` that says why when they name none or several."""
+def zone_named(words: str) -> str | None:
+    """The zone ``words`` name (None for "default"); :class:`InvalidCommand` that says why when they name none or
+    several."""
+    if words.casefold() in DEFAULT_ZONE_WORDS:
+        return None
     reading = read_zone(words)
     if isinstance(reading, SeveralZones):
         raise InvalidCommand("zone_several", place=reading.said, cities=", ".join(reading.cities))

@@ -31,7 +31,7 @@ _PAST = re.compile(r"了|已经|早就|\bwas\s+due\b|\bwere\s+due\b|\bhad\b|\bal
 """Said of the past ("周五前交了报告", "was due"); "周五前把报告交了" may be a plan, but without "remind me"
 the rules leave such a message to the model."""
 _QUESTION = re.compile(r"[?？]|吗\s*[。.]*$|^\s*(?:when|what|is|are|do|does|did)\b", re.I)
-_FILLER_START = re.compile(r"^(?:\s|[，,:：、]|之前|以前|前|截止(?:到|时间是|日期是)?|为止|要|得|必须|需要|记得|把|的"
+_FILLER_START = re.compile(r"^(?:\s|[，,:：、]|之前|以前|前|截止(?:到|时间是|日期是)?|为止|要|得|必须|需要|记得|的"
                            r"|to\b|the\s+deadline\s+(?:for|of)\b|deadline\s+(?:for|of)\b)+", re.I)
 _END_WORD = re.compile(r"(?:(?<![A-Za-z])(?:is|are|due|deadline|by|before|on|at)|的?截止(?:时间|日期)?(?:是|到|为)?"
                        r"|ddl(?:是)?|要|之前|以前)$", re.I)

@@ -156,8 +156,8 @@ _ZONE_STATEMENTS = (
                r"|用(?:的是)?(?P<uses>[^，,。.!！?？;；\n]{2,12}?时间))"),
     re.compile(r"(?<![A-Za-z])(?:(?:my|our)\s+time\s*zone\s+(?:is|=|:)|(?:set|change|switch|update)\s+my\s+time\s*zone"
                r"\s+to)\s*(?P<zone>[^,.!?;\n]{1,40})", re.I),
-    re.compile(r"(?<![A-Za-z])I(?:'m|’m|\s+am)\s+(?:on|in)\s+(?:the\s+)?(?P<zone>[A-Za-z]{2,12}(?:\s[A-Za-z]{2,12})?)"
-               r"\s+time(?:\s*zone)?(?![A-Za-z])", re.I),
+    re.compile(r"(?<![A-Za-z])I(?:'m|’m|\s+am)\s+(?:on|in)\s+(?:the\s+)?(?P<zone>[A-Za-z]{2,12}(?:\s[A-Za-z]{2,12})?"
+               r"\s+time)(?:\s*zone)?(?![A-Za-z])", re.I),
 )
 """Where a message names the user's zone itself: "我的时区是东八区", "我这边是西五区", "my time zone is Pacific",
 "I'm on Eastern time"."""
