@@ -5,7 +5,8 @@ heads-up).
 Friday 5pm" is a deadline: it pings ``DEADLINE_HEADS_UP_MINUTES`` (an hour unless set) before it, or, when the
 deadline is nearer than that when it is said, halfway between then and the deadline. A time reads as a deadline
 when a deadline word stands next to it: 前 / 之前 / 以前 after it, 截止 / ddl around it, "due", "deadline", "by",
-"before" or "no later than" in front of it.
+"before" or "no later than" in front of it, or, for a time put first ("Friday 5pm the tax return is due"), "due" at
+the end.
 
 Without "remind me", a message still states a to-do with a deadline when it is not a question, not said of the
 past ("周五前交了", "was due", "已经") and leaves something to do once the time and the deadline words are taken
@@ -25,6 +26,9 @@ DEFAULT_HEADS_UP = timedelta(hours=1)
 
 _ZH_AFTER = re.compile(r"^\s*(?:之前|以前|前(?![天年月周])|截止|为止)")
 _ZH_AROUND = re.compile(r"截止|ddl|deadline", re.I)
+_EN_DUE_AFTER = re.compile(r"(?<![A-Za-z])(?:due|deadline)\s*[.!]*\s*$", re.I)
+"""A time put first, what is due after it: "/remind Friday 5pm the tax return is due"."""
+AFTER_CHARS = 200
 _EN_BEFORE = re.compile(r"(?:\bdue(?:\s+date)?(?:\s+is)?|\bdeadline(?:\s+is)?\s*:?|\bby|\bbefore|\bno\s+later\s+than"
                         r"|\buntil|\b(?:deadline|due\s+date)\b[^.!?。！？]{0,30}\b(?:is|:))\s*$", re.I)
 _PAST = re.compile(r"了|已经|早就|\bwas\s+due\b|\bwere\s+due\b|\bhad\b|\balready\b|\bmissed\b", re.I)
@@ -53,8 +57,9 @@ def reads_as_deadline(text: str, resolved: ResolvedTime) -> bool:
     if resolved.elapsed:
         return False
     start, end = resolved.span
-    before, after = text[max(0, start - 30):start], text[end:end + 10]
-    return bool(_ZH_AFTER.match(after) or _EN_BEFORE.search(before) or _ZH_AROUND.search(before[-6:] + after[:6]))
+    before, after = text[max(0, start - 30):start], text[end:end + AFTER_CHARS]
+    return bool(_ZH_AFTER.match(after) or _EN_BEFORE.search(before) or _ZH_AROUND.search(before[-6:] + after[:6])
+                or (start == 0 and _EN_DUE_AFTER.search(after)))
 
 
 def timing(kind: str, due: datetime, said_at: datetime, heads_up: timedelta = DEFAULT_HEADS_UP) -> Timing:
