@@ -86,7 +86,7 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
     if prepared.quota.over:  # owed from the next day, when the user's allowance is back; not sent now
         job_ids = ()
     return AppliedTurn(memory_ids=memory_ids, todo_ids=reminders.todo_ids, warnings=warnings + reminders.warnings,
-                       job_ids=job_ids, notice=" ".join(reminders.notices) or None)
+                       job_ids=job_ids, notice=reminders.notice)
 
 
 def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,

@@ -57,7 +57,8 @@ SAME_TIME = timedelta(minutes=1)
 class TurnReminders:
     todo_ids: tuple[int, ...] = ()
     warnings: tuple[str, ...] = ()
-    notices: tuple[str, ...] = ()
+    notice: str | None = None
+    """What the user is told, in the language of their message (None: nothing)."""
 
 
 def store_turn_reminders(uow: UnitOfWork, prepared: PreparedTurn, todos: tuple[TodoEntry, ...], model_zone: str | None,
@@ -76,7 +77,7 @@ def store_turn_reminders(uow: UnitOfWork, prepared: PreparedTurn, todos: tuple[T
     elif ids and zone_notice_owed(uow, prepared.user_id, now):
         notices.append(default_zone_text(user_zone(uow, prepared.user_id, default_timezone).name,
                                          "zh" if chinese else "en"))
-    return TurnReminders(tuple(ids), tuple(warnings), tuple(notices))
+    return TurnReminders(tuple(ids), tuple(warnings), ("" if chinese else " ").join(notices) or None)
 
 
 def _entries(prepared: PreparedTurn, todos: tuple[TodoEntry, ...],

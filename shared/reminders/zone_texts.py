@@ -29,7 +29,7 @@ def zone_text(change: ZoneChange, locale: str | None, now: datetime | None = Non
                 f"Back to this bot's default time zone, {label}.")
     else:
         head = f"时区已设为 {label}。" if zh else f"Time zone set to {label}."
-    return " ".join([head, *_reminders_moved(change, zh)])
+    return ("" if zh else " ").join([head, *_reminders_moved(change, zh)])
 
 
 def zone_notice(change: ZoneChange | SeveralZones, said: str, locale: str | None,
@@ -47,7 +47,7 @@ def zone_notice(change: ZoneChange | SeveralZones, said: str, locale: str | None
     label = zone_label(change.after.name, now or datetime.now(UTC))
     head = (f"已按“{said}”把你的时区设为 {label}（/timezone 可以修改）。" if zh else
             f"Time zone set to {label}, from “{said}” (/timezone changes it).")
-    return " ".join([head, *_reminders_moved(change, zh)])
+    return ("" if zh else " ").join([head, *_reminders_moved(change, zh)])
 
 
 def default_zone_text(zone: str, locale: str | None) -> str:
