@@ -27,7 +27,7 @@ from bot.discord_bot import MnemoBot, chat_intents, run_discord, sync_commands, 
 from bot.discord_render import jump_url, plain_text, reply_messages, split_message, warning_line
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import texts
-from shared.commands.service import Caller, MemoryCommands
+from shared.commands.service import Caller, MemoryCommands, ReminderChange
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
@@ -346,7 +346,8 @@ def test_remind_in_a_server_sets_a_reminder_that_pings_by_direct_message(run, fa
 
     [reminder] = memory.list_reminders(alice())
     assert reminder.content == "stretch"
-    assert only_followup(fake_discord)["content"] == texts.reminder_added_text(reminder, EN)
+    assert only_followup(fake_discord)["content"] == texts.reminder_change_text(
+        ReminderChange("add", reminder, default_zone="Asia/Shanghai"), EN)  # the first: which zone it used
     with uow_factory() as uow:
         todo = uow.session.scalars(select(Todo)).one()
         assert uow.session.get(Chat, todo.chat_id).kind == "private"
@@ -621,7 +622,7 @@ def test_mnemo_discord_sync_publishes_globally_once_and_exits(fake_discord, caps
     assert [sync["guild_id"] for sync in fake_discord.command_syncs] == [None]
     assert [request.path for request in fake_discord.requests] == [
         "/users/@me", "/oauth2/applications/@me", f"/applications/{fake_discord.application['id']}/commands"]
-    assert "Synced 21 commands" in capsys.readouterr().out
+    assert "Synced 22 commands" in capsys.readouterr().out
 
 
 # -- rendering rules --------------------------------------------------------------------------------------------
