@@ -56,6 +56,8 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--users", type=int, default=10_000)
     scale.add_argument("--queries", type=int, default=1000)
     scale.add_argument("--out", default="bench/results")
+    scale.add_argument("--keep", metavar="DIR", help="keep the embedded database in DIR; a later run with the same DIR "
+                       "measures what it holds without loading it again (after migrating it to this code)")
     dedup = suites.add_parser("dedup", help="nightly dedup time at growing sizes (near-linear?)")
     dedup.add_argument("--database-url", help="server to create a scratch database on (default: embedded)")
     dedup.add_argument("--sizes", default="10000,100000", help="comma-separated memory counts")
@@ -150,7 +152,8 @@ def run_suite(settings: Settings, args: argparse.Namespace) -> int:
         sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
         rounds = tuple(int(count) for count in args.rounds.split(",") if count.strip())
         print(scale.report(scale.run(args.database_url, sizes=sizes, users=args.users, out_dir=Path(args.out),
-                                     queries=args.queries, rounds=rounds)))
+                                     queries=args.queries, rounds=rounds,
+                                     keep=Path(args.keep) if args.keep else None)))
         return 0
     if args.suite == "dedup":
         from bench import dedup

@@ -38,11 +38,18 @@ HTTP_CLIENT_LOGGER = "httpx2"
 
 
 @contextmanager
-def scratch_database(database_url: str | None):
-    """A fresh, migrated database for the run; dropped (or the embedded server stopped) afterwards."""
+def scratch_database(database_url: str | None, keep: Path | None = None):
+    """A fresh, migrated database for the run; dropped (or the embedded server stopped) afterwards. With ``keep``,
+    the embedded server's data directory is ``keep`` and stays: a later run on it finds what this one left,
+    migrated to the code's revision."""
     from shared.db import migrate
     from shared.db.embedded import EmbeddedPostgres
 
+    if keep is not None:
+        with EmbeddedPostgres(Path(keep)) as pg:
+            migrate.upgrade(pg.url)
+            yield pg.url
+        return
     if database_url:
         url = create_database(database_url)
         try:

@@ -116,7 +116,8 @@ def replay_conversation(wiring: Wiring, conversation: ReplayConversation, number
             wiring.worker.catch_up(since, at, last_activity)
             since = at
             if is_question:
-                rows.append(_row(conversation, event, ask(provenance, wiring.config, event), baseline.ask(event)))
+                rows.append(_row(conversation, event, ask(provenance, wiring.config, event), baseline.ask(event),
+                                 stated=bool(provenance.stated.intersection(event.evidence))))
                 progress.question()
                 continue
             loop.run(player.play(event, index))
@@ -154,12 +155,12 @@ def import_memories(wiring: Wiring, player: Player) -> dict[int, tuple[str, ...]
     return found
 
 
-def _row(conversation: ReplayConversation, question, asked: Asked, baseline: Asked) -> dict:
+def _row(conversation: ReplayConversation, question, asked: Asked, baseline: Asked, *, stated: bool) -> dict:
     shown = in_order(question.evidence, asked.shown)
     roles = {turn.id: turn.role for turn in conversation.turns}
     return {"conversation": conversation.id, "id": question.id, "kind": question.kind,
             "sides": sorted({roles.get(evidence, "memory") for evidence in question.evidence}),
-            "evidence": list(question.evidence), "shown": shown, "evidence_in_prompt": bool(shown),
+            "stated": stated, "evidence": list(question.evidence), "shown": shown, "evidence_in_prompt": bool(shown),
             "all_evidence_in_prompt": len(shown) == len(question.evidence), "context_tokens": asked.tokens,
             "baseline_shown": in_order(question.evidence, baseline.shown), "baseline_context_tokens": baseline.tokens}
 

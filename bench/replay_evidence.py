@@ -40,6 +40,9 @@ class Provenance:
     episodes: dict[int, tuple[str, ...]] = field(default_factory=dict)
     junk: Junk = field(default_factory=Junk)
     """What the write path stored, judged as it appeared."""
+    stated: set[str] = field(default_factory=set)
+    """The replay ids of turns a memory the user stated was drawn from (source ``user_stated``): what a question
+    about a stated fact has for evidence, whatever became of that memory later."""
     last_memory: int = 0
     last_episode: int = 0
 
@@ -52,17 +55,20 @@ class Provenance:
 
         user_id, turn_ids = self.player.user_id, self.player.turn_ids
         with self.player.new_uow() as uow:
-            memories = uow.session.execute(select(Memory.id, Memory.content, Memory.source_turn_id).where(
-                Memory.user_id == user_id, Memory.id > self.last_memory).order_by(Memory.id)).all()
+            memories = uow.session.execute(
+                select(Memory.id, Memory.content, Memory.source_turn_id, Memory.source)
+                .where(Memory.user_id == user_id, Memory.id > self.last_memory).order_by(Memory.id)).all()
             stored = [row for row in memories if row.id not in self.imported]
             active = [] if not stored else uow.session.scalars(select(Memory.content).where(
                 Memory.user_id == user_id, Memory.id <= self.last_memory, Memory.deleted_at.is_(None),
                 Memory.superseded_by.is_(None) | (Memory.superseded_by > self.last_memory))).all()
             linked = uow.session.execute(select(ConversationTurn.id, ConversationTurn.episode_id).where(
                 ConversationTurn.user_id == user_id, ConversationTurn.episode_id > self.last_episode)).all()
-        self.junk.judge(self.player, [tuple(row) for row in stored], list(active))
-        for memory_id, _, turn_id in memories:
+        self.junk.judge(self.player, [(row.id, row.content, row.source_turn_id) for row in stored], list(active))
+        for memory_id, _, turn_id, source in memories:
             self.memories[memory_id] = self.imported.get(memory_id) or turn_ids.get(turn_id, ())
+            if source == "user_stated" and memory_id not in self.imported:
+                self.stated.update(turn_ids.get(turn_id, ()))
             self.last_memory = max(self.last_memory, memory_id)
         for turn_id, episode_id in linked:
             self.episodes[episode_id] = (*self.episodes.get(episode_id, ()), *turn_ids.get(turn_id, ()))

@@ -2,7 +2,9 @@
 
 A question's evidence is in the prompt when at least one of its ids is shown; all of it when every id is.
 ``by_side`` groups the questions by whose words their evidence is: the user's turn, the bot's (assistant)
-turn, or an imported memory (a question whose evidence holds both sides counts in both).
+turn, or an imported memory (a question whose evidence holds both sides counts in both). ``stated_facts`` are the
+questions whose evidence is a line the user stated a fact in (a memory of source ``user_stated`` was drawn from
+it): what the lifecycle must keep however long it goes unused.
 The memory-context tokens are those of the prompt's memory section. ``memories_stored`` and ``junk_rate``
 are the write path's (the whole run's; a question kind has none of its own, nor has the baseline).
 """
@@ -39,6 +41,7 @@ def figures_of(rows: list[dict], junk: Junk) -> dict:
         "by_kind": {kind: group_figures([r for r in rows if r["kind"] == kind]) | unstored for kind in kinds},
         "by_side": {side: group_figures([r for r in rows if side in r.get("sides", ())]) | unstored
                     for side in sorted({side for r in rows for side in r.get("sides", ())})},
+        "stated_facts": group_figures([r for r in rows if r.get("stated")]) | unstored,
         "baseline": {"overall": group_figures(rows, **baseline) | unstored,
                      "by_kind": {kind: group_figures([r for r in rows if r["kind"] == kind], **baseline) | unstored
                                  for kind in kinds}},
@@ -57,6 +60,8 @@ def report(figures: dict) -> str:
              f"{'tokens':>8}{'p95':>6}{'BM25 tok':>10}"]
     base = figures["baseline"]
     sides = [(f"said by {side}", part, None) for side, part in figures.get("by_side", {}).items()]
+    if figures.get("stated_facts", {}).get("questions"):
+        sides.append(("stated facts", figures["stated_facts"], None))
     for name, mine, theirs in [("overall", overall, base["overall"])] + [
             (kind, part, base["by_kind"][kind]) for kind, part in figures["by_kind"].items()] + sides:
         if theirs is None:

@@ -154,6 +154,15 @@ def grow(url: str, rows: Iterator[tuple], have: int, want: int) -> float:
     return time.perf_counter() - started
 
 
+def held(url: str) -> tuple[int, int]:
+    """The memories and rounds a database already holds (a kept one): (memories, rounds)."""
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        return connection.execute("SELECT (SELECT count(*) FROM memories), "
+                                  "(SELECT count(*) FROM conversation_turns WHERE role = 'user')").fetchone()
+
+
 def heaviest_user(url: str) -> tuple[int, int]:
     import psycopg
 
@@ -289,10 +298,11 @@ def measure(url: str, engine, sessions, service, users: int, queries: int, size:
 
 def run(database_url: str | None, sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), users: int = 10_000,
         out_dir: Path = Path("bench/results"), queries: int = 1000, pool: int = POOL_SENTENCES,
-        rounds: tuple[int, ...] = ()) -> dict:
+        rounds: tuple[int, ...] = (), keep: Path | None = None) -> dict:
     """Grows one scratch database through ``sizes`` memories of ``users`` users, built from ``pool``
     distinct sentences, with ``rounds`` rounds alongside each size (none if empty), and times ``queries``
-    recalls and hot-path turns at each size."""
+    recalls and hot-path turns at each size. With ``keep`` (an embedded data directory kept after the run), what
+    an earlier run left there is measured again, without loading it anew (only what a size asks beyond it)."""
     from bench import scale_rounds
     from shared.db.engine import session_factory
 
@@ -309,13 +319,17 @@ def run(database_url: str | None, sizes: tuple[int, ...] = (10_000, 100_000, 1_0
     if any(rounds):
         targets["heaviest_user_p99_ms"] = ROUNDS_HEAVIEST_P99_TARGET_MS
     figures: dict = {"machine": machine(), "users": users, "queries": queries, "sizes": [], "targets": targets}
-    with FakeOpenAI(models=("fake-chat",)) as llm, scratch_database(database_url) as url:
+    with FakeOpenAI(models=("fake-chat",)) as llm, scratch_database(database_url, keep) as url:
         llm.set_responder(lambda _request: REPLY)
         service, engine = build_service(url, llm, pool_size=5)
         try:
             figures["machine"]["postgres"] = server_version(engine)
-            load_users(url, users)
-            have = have_rounds = 0
+            have, have_rounds = held(url)
+            if have or have_rounds:
+                progress(f"measuring what {keep} holds: {have:,} memories, {have_rounds:,} rounds")
+                figures["reused"] = {"memories": have, "rounds": have_rounds}
+            else:
+                load_users(url, users)
             for size, wanted_rounds in steps:
                 progress(f"growing to {size:,} memories and {wanted_rounds:,} rounds…")
                 load_seconds = grow(url, rows, have, size)

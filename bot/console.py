@@ -9,17 +9,20 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from itertools import count
+from pathlib import Path
 
-from bot.console_commands import ConsoleCommands
+from bot.console_commands import ConsoleCommands, written_language
 from bot.console_terminal import Terminal, read_line
 from shared.app.bootstrap import Runtime
 from shared.commands import texts
 from shared.commands.service import Caller
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
+from shared.conversation.warning_texts import OFFLINE_WARNING, warning_text
 from shared.errors import DatabaseUnavailable
 from shared.reminders.service import console_reminders_sent_since
 from shared.settings import Settings
+from shared.text import is_chinese
 
 QUIT_WORDS = {"/quit", "/exit", ":q"}
 PROMPT = "you> "
@@ -27,6 +30,8 @@ REMINDER_POLL_SECONDS = 5.0
 ReminderFeed = Callable[[datetime, datetime], list[str]]
 """Texts of this user's console reminders sent in (since, until]."""
 WHY_COMMAND = "/why"
+OFFLINE_LABEL = (" (offline)", "（离线）")
+"""After the bot's name on an offline reply, in English and Chinese."""
 CONSOLE_CHAT_ID = "console"
 
 
@@ -53,11 +58,13 @@ def render_why(reply: Reply | None) -> str:
     return "\n".join(lines)
 
 
-def render_reply(reply: Reply, bot_name: str) -> str:
-    """The reply as the console shows it: the text, then warnings and the offline label dimmed."""
-    label = f"{bot_name} (offline)" if reply.offline else bot_name
+def render_reply(reply: Reply, bot_name: str, locale: str | None = None) -> str:
+    """The reply as the console shows it: the text, then its notice and warnings, all in the user's language
+    (``locale``, the language of what they last wrote), and the offline label."""
+    chinese = is_chinese(locale)
+    label = f"{bot_name}{OFFLINE_LABEL[chinese]}" if reply.offline else bot_name
     lines = [f"{label}> {reply.text}"] + ([f"  · {reply.notice}"] if reply.notice else [])
-    lines += [f"  · {warning}" for warning in reply.warnings if warning != "offline mode"]
+    lines += [f"  · {warning_text(warning, chinese)}" for warning in reply.warnings if warning != OFFLINE_WARNING]
     return "\n".join(lines)
 
 
@@ -117,7 +124,7 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
             continue
         if commands is not None:
             commands.follow(text)
-        locale = commands.locale if commands is not None else None
+        locale = commands.locale if commands is not None else written_language(text)
         message = IncomingMessage(platform="console", chat_id=CONSOLE_CHAT_ID, user_id=user_id, text=text,
                                   sent_at=datetime.now(UTC), display_name=user_id,
                                   message_id=f"{session_tag}-{next(numbers)}", locale=locale)
@@ -136,7 +143,7 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
         if reply.duplicate:
             continue
         last = reply
-        write(render_reply(reply, bot_name))
+        write(render_reply(reply, bot_name, locale))
 
 
 async def _answer_unanswered(service: ConversationService, *, user_id: str, bot_name: str,
@@ -146,11 +153,18 @@ async def _answer_unanswered(service: ConversationService, *, user_id: str, bot_
     try:
         async for incoming, reply in service.unanswered_replies("console", platform_user_id=user_id):
             write(texts.answered_late_text(incoming.text, incoming.locale))
-            write(render_reply(reply, bot_name))
+            write(render_reply(reply, bot_name, incoming.locale))
             last = reply
     except DatabaseUnavailable as exc:
         write(texts.error_text(exc, None))
     return last
+
+
+def log_line(log: Path, on_stderr: bool) -> str:
+    """Where the console's log goes, said once at the start."""
+    if on_stderr:
+        return f"Log: {log}; its warnings and errors also go to standard error."
+    return f"Log: {log} (not shown here; `mnemo chat --log-stderr` also writes its warnings to standard error)."
 
 
 def console_user() -> str:
@@ -189,9 +203,11 @@ def console_locale(rt: Runtime | None = None, user: str | None = None) -> str:
     return "en"
 
 
-def run_chat(settings: Settings, *, user: str | None = None, workers: bool | None = None) -> int:
+def run_chat(settings: Settings, *, user: str | None = None, workers: bool | None = None, log: Path | None = None,
+             log_on_stderr: bool = False) -> int:
     """`mnemo chat`: the console on the configured (or embedded) database, with a worker, beat and the
-    web panel's API beside it on the embedded default (or when ``workers`` is True)."""
+    web panel's API beside it on the embedded default (or when ``workers`` is True). ``log`` is where the
+    process's log goes (said at the start: the conversation never shows it)."""
     from shared.app.bootstrap import access_service, conversation_service, memory_commands, runtime
     from shared.app.processes import companions
 
@@ -200,6 +216,8 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
         service = conversation_service(rt)
         if service.chat_model is None:
             print("No LLM_BASE_URL: offline mode (rule-based replies). See .env.example to connect a model.")
+        if log is not None:
+            print(log_line(log, log_on_stderr))
         caller = Caller(platform="console", platform_user_id=user, display_name=user, locale=console_locale(rt, user),
                         platform_chat_id=CONSOLE_CHAT_ID)
         terminal = Terminal(interactive=sys.stdin.isatty() and sys.stdout.isatty())

@@ -4,9 +4,9 @@
 ``/memories restore <id>``, ``/forget <id|search|all>``
 (asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>`` (or ``cancel|done|snooze <id>``),
 ``/cancel|/done <id>``, ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
-``/link [code]``, ``/link confirm <code>``, ``/unlink``, ``/panel``, ``/usage``, ``/timezone [zone]``, ``/help``; and
-``/access`` (the
-console is the local operator: it may read and change who the bots answer).
+``/link [code]``, ``/link confirm <code>``, ``/link unlink`` (or ``/unlink``), ``/panel``, ``/usage``,
+``/timezone [zone]``, ``/help``; and ``/access`` (the console is the local operator: it may read and change who
+the bots answer).
 
 Their texts follow the user's language as on the bots: the language of what the user last wrote (a
 message, or a command's words), at the start the one stored for them, and only before that the terminal's.
@@ -29,6 +29,7 @@ from shared.access.service import AccessListing, AccessService
 from shared.access.texts import change_text, listing_text
 from shared.app.logs import PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE
 from shared.commands import texts
+from shared.commands.reminder_actions import ACTION_WORDS
 from shared.commands.service import Caller, MemoryCommands, confirmation_code
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
@@ -39,6 +40,10 @@ MAX_IMPORT_BYTES = 5 * 1024 * 1024
 YES = {"y", "yes", "是", "好", "确认"}
 WORDED_COMMANDS = {"/remember", "/remind", "/memories", "/forget"}
 """Commands whose words are the user's own (not a path, id or code), so they tell the user's language."""
+COMMAND_WORDS = frozenset({*MEMORY_TYPES, "why", "forgotten", "restore", "all", *filter(str.isascii, ACTION_WORDS)})
+"""Words of a command's own syntax (``/memories person``, ``/forget all``, ``/remind done 4``): English
+whatever the user's language, so they never tell it."""
+UNLINK_WORD = "unlink"
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
@@ -107,7 +112,7 @@ class ConsoleCommands:
         """The answer to one ``/command`` line (errors become the user-facing message)."""
         name, _, argument = line.strip().partition(" ")
         if name.lower() in WORDED_COMMANDS:
-            self.follow(argument)
+            self.follow(" ".join(word for word in argument.split() if word.lower() not in COMMAND_WORDS))
         handler = self._handlers().get(name.lower())
         if handler is None:
             return texts.help_text(self.locale)
@@ -196,14 +201,26 @@ class ConsoleCommands:
         return texts.exported_text(len(memories), path, self.locale)
 
     def _import(self, argument: str) -> str:
-        path = Path(argument).expanduser()
-        if not argument or not path.is_file():
-            raise InvalidCommand("import_empty")
-        if path.stat().st_size > MAX_IMPORT_BYTES:
-            raise InvalidCommand("import_too_large", limit_mb=MAX_IMPORT_BYTES // (1024 * 1024))
-        return texts.import_report_text(self.commands.import_data(self.caller, path.read_bytes()), self.locale)
+        """``/import <file>``: a path as typed or pasted (quotes around it are dropped), a relative one from the
+        directory the console was started in."""
+        named = argument.strip().strip("'\"")
+        if not named:
+            raise InvalidCommand("import_no_path", cwd=Path.cwd())
+        path = Path.cwd() / Path(named).expanduser()
+        if not path.is_file():
+            raise InvalidCommand("import_not_found", path=path, cwd=Path.cwd())
+        try:
+            if path.stat().st_size > MAX_IMPORT_BYTES:
+                raise InvalidCommand("import_too_large", limit_mb=MAX_IMPORT_BYTES // (1024 * 1024))
+            data = path.read_bytes()
+        except OSError as exc:  # there, but not for us to read
+            raise InvalidCommand("import_unreadable", path=path, reason=exc.strerror or exc) from exc
+        return texts.import_report_text(self.commands.import_data(self.caller, data), self.locale)
 
     def _link(self, code: str) -> str:
+        if code.lower() == UNLINK_WORD:  # what /help and the link texts say: "/link unlink separates"
+            self.commands.unlink(self.caller)
+            return texts.unlinked_text(self.locale)
         if (confirming := confirmation_code(code)) is not None:
             return texts.linked_text(self.commands.confirm_link(self.caller, confirming), self.locale)
         if code:

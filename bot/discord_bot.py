@@ -169,7 +169,7 @@ class MnemoBot(discord.AutoShardedClient):
         answered = discord.MessageReference(message_id=int(incoming.message_id or 0), channel_id=channel.id,
                                             fail_if_not_exists=False)
         try:
-            for index, piece in enumerate(reply_messages(reply)):
+            for index, piece in enumerate(reply_messages(reply, locale=_locale(incoming))):
                 await channel.send(piece, reference=answered if index == 0 else None)
         except discord.HTTPException as exc:  # the answer is recorded, only not delivered
             log.warning("could not deliver a late answer to channel %s: %s", incoming.chat_id, exc)
@@ -194,7 +194,7 @@ class MnemoBot(discord.AutoShardedClient):
             log.exception("Discord message %s failed", message.id)
             await self._apologise(message, exc, incoming)
             return
-        for index, piece in enumerate(reply_messages(reply)):
+        for index, piece in enumerate(reply_messages(reply, locale=_locale(incoming))):
             if index == 0 and not incoming.is_private:
                 await message.reply(piece)
             else:

@@ -10,6 +10,10 @@ kept; ranking still tests the round's own ``search_tsv`` against the question, s
 what was found before. Lexemes are cut to 256 characters, more than any query term (64), so no 2 KB lexeme
 limit is ever reached and a prefix term still finds a long lexeme.
 
+``conversation_turns`` is never scanned in parallel (``parallel_workers = 0``): every query Mnemo sends reads one
+user's few rows, and the planner, which cannot know that a scoped lexeme belongs to one user, expected tens of
+thousands of matches and started two workers for three rows (12 of a recall's 23 ms at 10M rounds).
+
 Revision ID: 0025
 Revises: 0024
 Create Date: 2026-11-26 09:00:00
@@ -43,9 +47,11 @@ def upgrade() -> None:
     op.execute(USER_QUERY)
     op.execute("CREATE INDEX ix_conversation_turns_round_keys ON conversation_turns "
                "USING gin (mnemo_user_lexemes(user_id, search_tsv)) WHERE role = 'user' AND search_tokens <> ''")
+    op.execute("ALTER TABLE conversation_turns SET (parallel_workers = 0)")
 
 
 def downgrade() -> None:
+    op.execute("ALTER TABLE conversation_turns RESET (parallel_workers)")
     op.execute("DROP INDEX ix_conversation_turns_round_keys")
     op.execute("DROP FUNCTION mnemo_user_query(bigint, tsquery)")
     op.execute("DROP FUNCTION mnemo_user_lexemes(bigint, tsvector)")

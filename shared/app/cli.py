@@ -66,6 +66,9 @@ def _run_doctor(settings: Settings, _args: argparse.Namespace) -> int:
 
 def _chat_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--user", help="who you are in the console (default: your login name)")
+    parser.add_argument("--log-stderr", action="store_true",
+                        help="also write the log's warnings and errors to standard error (the log itself is "
+                             "MNEMO_DATA_DIR/logs/chat.log; the conversation never shows it)")
     _workers_argument(parser)
 
 
@@ -87,9 +90,10 @@ def _run_chat(settings: Settings, args: argparse.Namespace) -> int:
     from bot.console import run_chat
     from shared.app.logs import terminal_for_the_conversation
 
-    terminal_for_the_conversation(settings.data_dir / "logs" / "chat.log")
+    log = settings.data_dir / "logs" / "chat.log"
+    terminal_for_the_conversation(log, warnings_on_stderr=args.log_stderr)
     _warm_tokenizer_in_background()
-    return run_chat(settings, user=args.user, workers=args.workers)
+    return run_chat(settings, user=args.user, workers=args.workers, log=log, log_on_stderr=args.log_stderr)
 
 
 def _discord_arguments(parser: argparse.ArgumentParser) -> None:

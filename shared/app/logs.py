@@ -94,15 +94,19 @@ def redact_every_record(secrets: Iterable[str]) -> None:
     logging.setLogRecordFactory(make_record)
 
 
-def terminal_for_the_conversation(path: Path) -> None:
+def terminal_for_the_conversation(path: Path, *, warnings_on_stderr: bool = False) -> None:
     """`mnemo chat`: the terminal is the conversation, so the process's records go to ``path`` (owner-only,
-    in the configured format and level) and only warnings and errors also reach the terminal."""
+    in the configured format and level) and none reaches the terminal; with ``warnings_on_stderr``
+    (``mnemo chat --log-stderr``) warnings and errors are also written to standard error."""
     root = logging.getLogger()
-    for handler in root.handlers:
-        handler.setLevel(max(handler.level, logging.WARNING))
+    configured = root.handlers[0].formatter if root.handlers else None
+    for handler in list(root.handlers):
+        if warnings_on_stderr:
+            handler.setLevel(max(handler.level, logging.WARNING))
+        else:
+            root.removeHandler(handler)
     to_file = logging.StreamHandler(io.TextIOWrapper(open_private_log(path), encoding="utf-8", line_buffering=True))
-    if root.handlers:
-        to_file.setFormatter(root.handlers[0].formatter)
+    to_file.setFormatter(configured)
     root.addHandler(to_file)
 
 

@@ -29,7 +29,7 @@ from shared.commands.memories import (
     MemoryOrigin,
     MemoryPage,
 )
-from shared.commands.reminder_actions import ReminderAction, action_of, reminder_action
+from shared.commands.reminder_actions import ACTION_WORDS, ReminderAction, action_of, reminder_action
 from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
@@ -62,6 +62,8 @@ _LOCALE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8}){0,2}")
 _REMINDER_FILLER = " \t\r\n,，、:：;；.。!！-—"
 DEFAULT_ZONE_WORDS = frozenset({"default", "reset", "clear", "默认", "恢复默认", "重置", "清除"})
 """``/timezone default``: back to the operator's zone."""
+IDS_SHOWN = 5
+"""A reminder command without a usable id names at most this many of the caller's open reminders."""
 
 T = TypeVar("T")
 
@@ -173,6 +175,8 @@ class MemoryCommands:
     def remind(self, caller: Caller, text: str) -> ReminderChange:
         """``/remind``: a new reminder, or ``cancel|done|snooze <id> [minutes]`` (also in Chinese) of one."""
         request = command_text(text, MAX_TEXT_CHARS, "reminder_empty")
+        if request.strip().lower() in ACTION_WORDS:  # "/remind done" with no id
+            raise self._which_reminder(caller, ACTION_WORDS[request.strip().lower()])
         action = reminder_action(request)
         if action is None:
             return self._run(caller, lambda uow, me: self._add_reminder(uow, me, caller, request, tell_zone=True),
@@ -180,8 +184,23 @@ class MemoryCommands:
         return self._apply(caller, action)
 
     def reminder_command(self, caller: Caller, action: str, argument: str) -> ReminderChange:
-        """``/cancel <id>``, ``/done <id>``, ``/snooze <id> [minutes]``."""
-        return self._apply(caller, action_of(action, command_text(argument, MAX_TEXT_CHARS, "bad_id")))
+        """``/cancel <id>``, ``/done <id>``, ``/snooze <id> [minutes]``; without a usable id, the ids there are."""
+        try:
+            chosen = action_of(action, command_text(argument, MAX_TEXT_CHARS, "bad_id"))
+        except InvalidCommand as exc:
+            if exc.key != "bad_id":
+                raise
+            raise self._which_reminder(caller, action) from exc
+        return self._apply(caller, chosen)
+
+    def _which_reminder(self, caller: Caller, action: str) -> InvalidCommand:
+        """The answer to a reminder command that names no reminder: the caller's own open reminders' ids (the
+        first as the example to type), or that there are none and how to list or set one."""
+        open_ids = [item.id for item in self.list_reminders(caller)]
+        if not open_ids:
+            return InvalidCommand("no_open_reminders")
+        shown = ", ".join(f"#{i}" for i in open_ids[:IDS_SHOWN]) + (" …" if len(open_ids) > IDS_SHOWN else "")
+        return InvalidCommand("which_reminder", command=action, example=open_ids[0], ids=shown)
 
     def _apply(self, caller: Caller, action: ReminderAction) -> ReminderChange:
         if action.action == "snooze":
@@ -311,10 +330,10 @@ class MemoryCommands:
             raise InvalidCommand("reminder_out_of_range", when=exc.matched) from exc
         if resolved is None:
             raise InvalidCommand("reminder_no_time")
-        if resolved.due <= now:
-            raise InvalidCommand("reminder_past", when=resolved.matched)
         deadline = reads_as_deadline(text, resolved)
         content = (todo_content(resolved.rest) if deadline else resolved.rest).strip(_REMINDER_FILLER)
+        if resolved.due <= now:  # refused with its words, to send again with a time ahead
+            raise InvalidCommand("reminder_past", when=resolved.matched, what=content or "…")
         if not content:
             raise InvalidCommand("reminder_no_content")
         if room_for_reminders(uow, me.user_id) < 1:

@@ -43,6 +43,8 @@ LIST_CONTENT_CHARS = 200
 QUOTE_CHARS = 300
 PARAM_CHARS = 60
 REPORT_LINES = 10
+WHOLE_PARAMS = frozenset({"what", "path", "cwd"})
+"""Error parameters shown up to ``QUOTE_CHARS``, not ``PARAM_CHARS``: a reminder's words to send again, a path."""
 
 _SOURCES = {"user_stated": ("conversation", "对话"), "inferred": ("inferred", "推断"), "system": ("system", "系统"),
             "manual": ("manual", "手动"), "imported": ("import", "导入"), "operator": ("operator", "运营者"),
@@ -62,7 +64,15 @@ ERRORS: dict[str, tuple[str, str]] = {
     "invisible_text": ("That has only invisible characters (spaces, zero-width or direction marks, fillers, "
                        "marks with nothing to sit on). Please type some words.",
                        "内容只有不可见的字符（空白、零宽字符、方向控制符、填充符或单独的组合符号），请输入文字。"),
-    "bad_id": ("That isn't a valid number. Use the one shown as #12.", "编号无效，请使用列表里显示的编号，比如 #12。"),
+    "bad_id": ("That isn't a valid number. Use the number shown in front of an item in its list (# and digits).",
+               "编号无效，请使用列表里每一项前面显示的编号（# 加数字）。"),
+    "which_reminder": ("Which reminder? Give its number, e.g. /{command} {example}. Open reminders: {ids} "
+                       "(/reminders lists them).",
+                       "哪一个提醒？请给出编号，例如 /{command} {example}。待提醒的有：{ids}（/reminders 可以查看）。"),
+    "no_open_reminders": ("You have no open reminders, so there is none to name. /reminders lists them; "
+                          "/remind tomorrow 9am call mom sets one.",
+                          "你现在没有待提醒的事项，所以没有可以指定的编号。/reminders 可以查看，"
+                          "/remind 明天早上9点 开会 可以新建一个。"),
     "bad_page": ("That page doesn't exist.", "没有这一页。"),
     "search_empty": ("The search words are empty.", "搜索关键词是空的。"),
     "unknown_type": ("Unknown type. Use one of: {types}.", "未知类型，可选：{types}。"),
@@ -83,8 +93,9 @@ ERRORS: dict[str, tuple[str, str]] = {
                        "什么时候提醒什么？例如：/remind 明天早上9点 开会"),
     "reminder_no_time": ("I couldn't find a time in that. Try “tomorrow 9am call mom” or “in 20 minutes stretch”.",
                          "没看懂时间。试试「明天早上9点 开会」或「20分钟后 休息一下」。"),
-    "reminder_past": ("“{when}” has already passed. Pick a time in the future.",
-                      "「{when}」已经过去了，请选一个将来的时间。"),
+    "reminder_past": ("“{when}” has already passed, so nothing was set. Send it again with a time ahead: "
+                      "/remind <when> {what}",
+                      "「{when}」已经过去了，没有设置提醒。请换一个将来的时间再发：/remind <时间> {what}"),
     "zone_unknown": ("I don't know the time zone “{what}”. Try a city (Shanghai, Seattle), an IANA name "
                      "(Asia/Shanghai) or an offset (UTC+8, UTC-5:30).",
                      "不认识「{what}」这个时区。试试城市名（上海、西雅图）、IANA 名称（Asia/Shanghai）"
@@ -105,6 +116,11 @@ ERRORS: dict[str, tuple[str, str]] = {
                            "你已有 {limit} 个待提醒事项，已到上限。请先取消一些。"),
     "bad_minutes": ("Snooze for {low} to {high} minutes.", "稍后提醒的时间须在 {low} 到 {high} 分钟之间。"),
     "import_empty": ("Please attach an export file (JSON).", "请附上导出文件（JSON）。"),
+    "import_no_path": ("Which file? /import <path of an export file> (a relative path starts at {cwd}).",
+                       "导入哪个文件？/import <导出文件的路径>（相对路径从 {cwd} 算起）。"),
+    "import_not_found": ("There is no file at {path}. Check the path (a relative one starts at {cwd}).",
+                         "找不到文件 {path}。请检查路径（相对路径从 {cwd} 算起）。"),
+    "import_unreadable": ("I can't read {path}: {reason}.", "无法读取 {path}：{reason}。"),
     "import_too_large": ("That file is larger than {limit_mb} MB.", "文件超过了 {limit_mb} MB。"),
     "import_too_many": ("That file holds {count} entries; one import takes at most {limit}. Split it, please.",
                         "文件里有 {count} 项，一次最多导入 {limit} 项，请拆分后再导入。"),
@@ -514,7 +530,8 @@ def error_text(exc: BaseException, locale: str | None) -> str:
     key = getattr(exc, "key", None) or (exc.args[0] if exc.args and isinstance(exc.args[0], str) else None)
     if key not in ERRORS:
         key = "not_found" if type(exc).__name__ == "NotFound" else "unexpected"
-    params = {name: _param(value) for name, value in (getattr(exc, "params", None) or {}).items()}
+    params = {name: _param(value, QUOTE_CHARS if name in WHOLE_PARAMS else PARAM_CHARS)
+              for name, value in (getattr(exc, "params", None) or {}).items()}
     if key == "reminder_not_pending":
         params["status"] = _STATUSES.get(params.get("status", ""), (params.get("status", ""),) * 2)[
             is_chinese(locale)]
@@ -551,8 +568,8 @@ def _plural(count: int, word: str) -> str:
     return word[:-1] + "ies" if word.endswith("y") else word + "s"
 
 
-def _param(value: object) -> str:
-    return _clip(" ".join(str(value).split()), PARAM_CHARS)
+def _param(value: object, limit: int = PARAM_CHARS) -> str:
+    return _clip(" ".join(str(value).split()), limit)
 
 
 def _clip(text: str, limit: int) -> str:

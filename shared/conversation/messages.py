@@ -70,4 +70,5 @@ class Reply:
     """Where the time went: prepare, llm, apply (the hot path's own work is prepare + apply), and recall (part of
     prepare)."""
     notice: str | None = None
-    """To show with the reply, in the user's language: today's allowance is spent (the reply is offline)."""
+    """To show with the reply, in the user's language: today's allowance is spent (the reply is offline), the
+    reminder the rules set, how many memories there are when asked what is remembered."""

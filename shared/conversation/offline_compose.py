@@ -173,6 +173,8 @@ class Composer:
     def small_talk(self) -> str:
         kinds = [sentence.kind for sentence in sentences(self.view.text)]
         name = _name_in(next((n.content for n in self.view.known if n.predicate == "name"), "")) or None
+        if "closing" in kinds:  # "thanks, that's all for now": a goodbye, with the thanks answered
+            return self.pick("thanks_closing" if self.emotion.primary == "grateful" else "closing")
         if "thanks" in kinds:
             return self.pick("thanks")
         if _HOW_ARE_YOU.search(self.view.text):
@@ -218,6 +220,14 @@ class Composer:
     def _may_ask(self) -> bool:
         """A follow-up question only where both this turn's and the session's strategy allow one."""
         return self.view.strategy.proactive_question and strategy_for(self.emotion).proactive_question
+
+
+def known_count_notice(view: OfflineView, shown: int) -> str | None:
+    """Under a model's answer to "what do you remember about me": how many memories there are and how to see
+    them all, when its prompt showed fewer (the offline answer says it itself, ``more_known``)."""
+    if view.memory_count <= shown:
+        return None
+    return say.text("known_count", replies_in_chinese(view.text), count=str(view.memory_count))
 
 
 def reminder_confirmation(todo: TodoEntry, view: OfflineView) -> str:

@@ -28,6 +28,8 @@ _ZH: dict[str, tuple[str, ...]] = {
     "enthusiastic": ("哇，好期待！", "太棒了，听着就让人兴奋！", "真让人激动！"),
     "how_are_you": ("我挺好的，谢谢关心！", "还不错，谢谢你问起。"),
     "thanks": ("不客气！", "不用谢，随时找我。", "能帮上忙就好。"),
+    "closing": ("好的，随时再来找我聊！", "好，回头见～", "好的，下次聊，照顾好自己。"),
+    "thanks_closing": ("不客气！随时再来找我聊。", "不用谢，回头见～", "能帮上忙就好，下次聊！"),
     "neutral": ("嗯嗯，我在听。", "明白了。", "好的，我在呢。"),
     "greeting": ("你好呀{name_zh}！", "嗨{name_zh}，我在呢。", "你好{name_zh}，很高兴见到你。"),
     "good_night": ("晚安{name_zh}，做个好梦。", "晚安，早点休息。"),
@@ -58,6 +60,7 @@ _ZH: dict[str, tuple[str, ...]] = {
     "said_both": ("{day}你说：“{line}”，我回答：“{reply}”。",),
     "not_said": ("这个我不记得了——在我们聊过的内容里没找到。",),
     "more_known": ("（还有{count}条，/memories 可以看全部。）",),
+    "known_count": ("我一共记得关于你的 {count} 件事，/memories 可以看全部。",),
     "reminders_list": ("你的提醒：{items}。",),
     "no_reminders": ("你现在没有待办的提醒。要设一个的话，比如说“明天早上9点提醒我开会”。",),
 }
@@ -75,6 +78,8 @@ _EN: dict[str, tuple[str, ...]] = {
     "enthusiastic": ("Oh, exciting!", "That sounds amazing!", "How exciting!"),
     "how_are_you": ("I'm doing well, thanks for asking!", "All good here, thanks."),
     "thanks": ("You're welcome!", "Any time.", "Glad I could help."),
+    "closing": ("Okay — talk soon!", "Take care — I'm here whenever you want to chat.", "Bye for now — see you soon!"),
+    "thanks_closing": ("You're welcome — talk soon!", "Any time. Take care!", "Glad I could help — see you soon!"),
     "neutral": ("I see.", "Okay, I'm listening.", "Mm-hm."),
     "greeting": ("Hi{name_en}!", "Hello{name_en} — good to see you.", "Hey{name_en}, I'm here."),
     "good_night": ("Good night{name_en} — sleep well.", "Night! Rest well."),
@@ -106,6 +111,7 @@ _EN: dict[str, tuple[str, ...]] = {
     "said_both": ("{day}, you said: \"{line}\" — and I said: \"{reply}\"",),
     "not_said": ("I don't remember that — I can't find it in what we've talked about.",),
     "more_known": ("(And {count} more: /memories shows them all.)",),
+    "known_count": ("I remember {count} things about you in all: /memories shows them all.",),
     "reminders_list": ("Your reminders: {items}.",),
     "no_reminders": ("You have no pending reminders. To set one, say something like \"remind me tomorrow at 9 to "
                      "call Mum\".",),

@@ -38,6 +38,7 @@ from shared.conversation.apply import AppliedTurn, TurnResult, apply_turn_result
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply, UsedMemory, UsedRound
 from shared.conversation.offline import OfflineResponder
+from shared.conversation.offline_compose import known_count_notice
 from shared.conversation.offline_view import replies_in_chinese
 from shared.conversation.patience import OnDelay, patiently
 from shared.conversation.prepare import PreparedTurn, prepare_turn
@@ -273,6 +274,8 @@ class ConversationService:
 
     @staticmethod
     def _reply(prepared: PreparedTurn, result: TurnResult, applied: AppliedTurn, warnings: tuple[str, ...]) -> Reply:
+        shown = len(prepared.prompt.memory_ids)
+        known = None if result.offline else known_count_notice(prepared.offline_view, shown)
         return Reply(
             text=result.output.response,
             emotion=result.emotion,
@@ -285,7 +288,7 @@ class ConversationService:
             rounds_used=_rounds_used(prepared.recall, prepared.prompt),
             stored_memory_ids=applied.memory_ids,
             todo_ids=applied.todo_ids,
-            notice=" ".join(part for part in (result.notice, applied.notice) if part) or None,
+            notice=" ".join(part for part in (result.notice, applied.notice, known) if part) or None,
         )
 
 

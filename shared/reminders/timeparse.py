@@ -15,7 +15,7 @@ same in Chinese and English:
   "下周五" / "next friday" is the Friday of next week, weeks running Monday to Sunday (on a
   Sunday that is five days away, on a Wednesday nine). "这周五" / "本周五" is the Friday of this
   week even when it has passed; English "this friday" is the coming one.
-* "12月1日" / "Dec 1" without a year is the next such date. An explicit day (今天, tomorrow, a
+* "12月1日" / "Dec 1" without a year is the next such date. An explicit day (今天, tomorrow, 昨天, last friday, a
   year) is kept even when the time has passed, for the caller to refuse.
 * "12/01" is ambiguous (month or day first) and is not read. Only the first ``MAX_SCAN_CHARS``
   characters are searched, so any input is handled in bounded time.
@@ -69,6 +69,8 @@ _DAY_WORDS: dict[str, tuple[int, str | None]] = {
     "today": (0, None), "this morning": (0, "morning"), "this afternoon": (0, "afternoon"),
     "this evening": (0, "evening"), "tonight": (0, "evening"), "tomorrow": (1, None), "tmrw": (1, None),
     "day after tomorrow": (2, None), "the day after tomorrow": (2, None),
+    "昨天": (-1, None), "昨日": (-1, None), "昨晚": (-1, "evening"), "yesterday": (-1, None),
+    "last night": (-1, "evening"),  # days gone: read so that a reminder for them is refused, never moved ahead
 }
 _NAMED_HOURS = {"noon": 12, "midday": 12, "midnight": 24}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -115,8 +117,8 @@ _EN_RELATIVE = re.compile(
     rf"(?<![A-Za-z])in\s+(?:(?P<half>half\s+an?)|(?P<amount>\d{{1,4}}(?:\.\d{{1,2}})?|{_alternation(_EN_NUMBERS)}))"
     r"\s+(?P<unit>minutes?|mins?|hours?|hrs?|days?|weeks?)(?![A-Za-z])(?P<and_half>\s+and\s+a\s+half)?", re.I)
 _DAY_WORD = re.compile(_alternation(_DAY_WORDS), re.I)
-_ZH_WEEKDAY = re.compile(r"(?P<week>下个?|这个?|本)?(?:周|星期|礼拜)(?P<weekday>[一二三四五六日天七1-7])")
-_EN_WEEKDAY = re.compile(rf"{_ON}(?:(?P<week>next|this|coming)\s+)?(?P<weekday>{_alternation(_WEEKDAYS)})", re.I)
+_ZH_WEEKDAY = re.compile(r"(?P<week>下个?|上个?|这个?|本)?(?:周|星期|礼拜)(?P<weekday>[一二三四五六日天七1-7])")
+_EN_WEEKDAY = re.compile(rf"{_ON}(?:(?P<week>next|last|this|coming)\s+)?(?P<weekday>{_alternation(_WEEKDAYS)})", re.I)
 _ZH_DATE = re.compile(rf"(?<!\d)(?:(?P<year>\d{{4}})\s*年\s*)?(?P<month>{_ZH_SMALL})\s*月\s*"
                       rf"(?P<day>{_ZH_SMALL})\s*[日号號]")
 _ZH_NEXT_MONTH = re.compile(rf"下个?月(?P<day>{_ZH_SMALL})\s*[日号號]")
@@ -370,7 +372,7 @@ def _day_options(parts: dict[str, Any], today: date) -> list[date]:
             coming = today + timedelta(days=(weekday - today.weekday()) % 7)
             return [coming, coming + timedelta(days=7)]
         monday = today - timedelta(days=today.weekday())
-        return [monday + timedelta(days=weekday + (7 if week == "next" else 0))]
+        return [monday + timedelta(days=weekday + {"next": 7, "last": -7}.get(week, 0))]
     if "next_month_day" in parts:
         return _valid_dates([(today.year + today.month // 12, today.month % 12 + 1, parts["next_month_day"])])
     if "ymd" in parts:
@@ -442,13 +444,13 @@ def _read_day_word(m: re.Match[str]) -> dict[str, Any]:
 
 
 def _read_zh_weekday(m: re.Match[str]) -> dict[str, Any]:
-    week = {"": "coming", "下": "next", "下个": "next"}.get(m["week"] or "", "this")
+    week = {"": "coming", "下": "next", "下个": "next", "上": "last", "上个": "last"}.get(m["week"] or "", "this")
     weekday = m["weekday"]
     return {"weekday": int(weekday) - 1 if weekday.isdecimal() else _ZH_WEEKDAYS[weekday], "week": week}
 
 
 def _read_en_weekday(m: re.Match[str]) -> dict[str, Any]:
-    week = "next" if (m["week"] or "").lower() == "next" else "coming"
+    week = (m["week"] or "").lower() if (m["week"] or "").lower() in ("next", "last") else "coming"
     return {"weekday": _WEEKDAYS.index(m["weekday"].lower()), "week": week}
 
 

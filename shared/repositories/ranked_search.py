@@ -19,7 +19,8 @@ Cost follows the user, not the table: rows are found through the user's index an
 one (``coalesce`` keeps the planner off the GIN index, which is shared by every user: for a common
 word it walked 100k+ postings of other users to find a heavy user's few hundred, 37 of 40 ms at 1M
 memories). A user's turn costs in proportion to that user's memories, whatever the others hold.
-The per-query statistics (``frequency``, ``population``, ``shape``) are ``MATERIALIZED``: inlined, the
+Each term's IDF is computed once (``rarity``: a ``numeric`` logarithm per matching row was 10 ms of a heavy user's
+2,000 matches). The per-query statistics (``frequency``, ``population``, ``shape``) are ``MATERIALIZED``: inlined, the
 planner (which expects one matching row) re-ran them for every matching row, 0.3 ms each time; for a
 user with 700 memories and a common word in the question that was 120 of 123 ms.
 """
@@ -65,8 +66,7 @@ BM25_SQL_TEMPLATE = """
     pool AS MATERIALIZED (
         SELECT m.id, m.search_tsv, greatest(length(m.search_tsv), 1) AS len
         FROM {table} m
-        WHERE m.user_id = :user_id AND {active}
-          AND {matches}
+        WHERE {matches} AND {active}
         ORDER BY m.id DESC
         LIMIT :pool_limit
     ),
@@ -82,11 +82,16 @@ BM25_SQL_TEMPLATE = """
             LIMIT :population_cap) AS active_rows
     ),
     shape AS MATERIALIZED (SELECT avg(len) AS avg_len FROM pool),
+    rarity AS MATERIALIZED (
+        SELECT frequency.ord,
+               CAST(ln(1 + (population.n - frequency.df + 0.5) / (frequency.df + 0.5)) AS float8) AS idf
+        FROM frequency CROSS JOIN population
+    ),
     ranked AS MATERIALIZED (
         SELECT hits.id,
-               sum(hits.weight * ln(1 + (population.n - frequency.df + 0.5) / (frequency.df + 0.5))
+               sum(hits.weight * rarity.idf
                    * (:k1 + 1) / (1 + :k1 * (1 - :b + :b * hits.len / shape.avg_len))) AS score
-        FROM hits JOIN frequency USING (ord) CROSS JOIN population CROSS JOIN shape
+        FROM hits JOIN rarity USING (ord) CROSS JOIN shape
         GROUP BY hits.id
         ORDER BY score DESC, hits.id DESC
         LIMIT :limit
@@ -132,17 +137,20 @@ BM25_SQL_TEMPLATE = """
     FROM found
 """
 """The ranking statement for a table of ``{table}`` rows whose live ones satisfy ``{active}`` (about alias ``m``),
-found for the question where ``{matches}`` holds, looked for inside words in ``{text}``."""
+the user's rows that match the question being those where ``{matches}`` holds, looked for inside words in
+``{text}``."""
 
-SHARED_INDEX_OFF = "coalesce(m.search_tsv, ''::tsvector) @@ to_tsquery('simple', :any_query)"
-"""A row matches the question, tested row by row on the user's own rows (``coalesce`` keeps the planner off a GIN
-index shared by every user)."""
+SHARED_INDEX_OFF = "m.user_id = :user_id AND coalesce(m.search_tsv, ''::tsvector) @@ to_tsquery('simple', :any_query)"
+"""The user's rows that match the question, tested one by one (``coalesce`` keeps the planner off a GIN index
+shared by every user)."""
 USER_SCOPED_INDEX = ("mnemo_user_lexemes(m.user_id, m.search_tsv)"
                      " @@ mnemo_user_query(CAST(:user_id AS bigint), to_tsquery('simple', :any_query))"
-                     " AND m.search_tsv @@ to_tsquery('simple', :any_query)")
-"""A row matches the question, found through a per-user GIN index (migration 0025: the user's lexemes as
-``<user>:<lexeme>``, searched with a scoped superset of the question) and tested against the question itself, so
-the rows are exactly those :data:`SHARED_INDEX_OFF` finds, without reading the user's other rows."""
+                     " AND m.search_tsv @@ to_tsquery('simple', :any_query) AND coalesce(m.user_id, 0) = :user_id")
+"""The user's rows that match the question, found through a per-user GIN index (migration 0025: the user's
+lexemes as ``<user>:<lexeme>``, searched with a scoped superset of the question) and tested against the question
+itself, so the rows are exactly those :data:`SHARED_INDEX_OFF` finds, without reading the user's other rows. The
+scoped lexemes already hold only the user's rows; the user is still tested, through ``coalesce`` so the planner
+does not AND in every one of the user's index entries (43,000 for the heaviest, more than the matches)."""
 
 
 def bm25_statement(table: str, active: str, text_column: str, matches: str = SHARED_INDEX_OFF):

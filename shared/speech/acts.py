@@ -1,5 +1,5 @@
 """What kind of thing each sentence of a message is: a statement, a question, a hypothetical, a request,
-a greeting or thanks — in Chinese, English and mixed text. Pure rules, no database.
+a greeting, thanks or a goodbye — in Chinese, English and mixed text. Pure rules, no database.
 
 Only statements may become memories. Each sentence is judged after its openers are set aside:
 greetings ("你好，…", "hi Mnemo, …"), fillers ("嗯", "by the way"), rhetorical openers and tags
@@ -32,6 +32,15 @@ _GREETING = re.compile(
     r"(?:呀|啊|哇|哦|~|～)*(?:\s+\w{1,20})?$", re.IGNORECASE)
 _THANKS = re.compile(r"^(?:谢谢|多谢|感谢|谢啦|谢了|thanks?|thank you|thx|ty|cheers)(?:你|您|啦|呀)?"
                      r"(?:\s+(?:a lot|so much|very much|\w{1,20}))?$", re.IGNORECASE)
+_CLOSING = re.compile(
+    r"^(?:(?:ok(?:ay)?|alright|well|so|好的|好|嗯)[\s,，]*)?(?:再见|拜拜|拜|回头见|回头聊|下次(?:再)?聊|改天(?:再)?聊|明天见|晚点聊|先这样|就这样|(?:今天)?(?:就|先)?到这(?:里|儿)|"
+    r"没(?:别的|其他|什么)?事了|我先走了|我(?:先)?去忙了|(?:我)?先下了|下线了"
+    r"|bye(?:[ -]?bye)?|good ?bye|see (?:you|ya)(?: (?:later|soon|tomorrow|around))?|ttyl|catch you later"
+    r"|talk (?:to you )?(?:later|soon|tomorrow)|(?:that['’]s|that is|that['’]ll be) (?:all|it|everything)"
+    r"(?: for (?:now|today|tonight))?|i['’]m done for (?:now|today|tonight)|(?:i )?(?:have|got) to go|(?:i )?gotta go"
+    r"|i['’]m off|i['’]ll let you go|take care|have a (?:good|nice|great) (?:one|day|night|evening|weekend))"
+    r"(?:\s*(?:for (?:now|today|tonight)|吧|啦|了|哈|哦|啊|呀|now|then))*$", re.IGNORECASE)
+"""A goodbye, or saying the conversation is over for now ("that's all for now", "今天就到这里吧")."""
 _FILLER = re.compile(r"^(?:嗯+|哦+|噢+|啊+|哈+|呵+|好吧|好的|好|行|对了|那个|然后|另外|还有|顺便说一下|顺便说|所以|"
                      r"ok(?:ay)?|well|so|um+|uh+|hmm+|oh|ah|btw|by the way|anyway|also|and|lol|haha|please|pls)$",
                      re.IGNORECASE)
@@ -87,7 +96,7 @@ class Sentence:
     """One sentence of a message: its kind, the statement body without openers, and cues."""
 
     kind: str
-    """statement, question, hypothetical, request, greeting, thanks or filler."""
+    """statement, question, hypothetical, request, greeting, thanks, closing or filler."""
     body: str
     text: str
     correction: bool = False
@@ -169,7 +178,7 @@ def mask_quotes(text: str) -> str:
 
 
 def _drop_openers(parts: list[str]) -> tuple[list[str], bool, str]:
-    """The sub-clauses after leading greetings, thanks, fillers, rhetorical and correction openers;
+    """The sub-clauses after leading greetings, thanks, goodbyes, fillers, rhetorical and correction openers;
     whether a correction opener was among them; and the kind of what was dropped."""
     correction, first_kind = False, "filler"
     for index, part in enumerate(parts):
@@ -178,6 +187,8 @@ def _drop_openers(parts: list[str]) -> tuple[list[str], bool, str]:
             first_kind = "greeting" if first_kind == "filler" else first_kind
         elif _THANKS.match(plain):
             first_kind = "thanks" if first_kind in ("filler", "greeting") else first_kind
+        elif _CLOSING.match(plain):
+            first_kind = "closing"
         elif _CORRECTION.match(plain):
             correction = True
         elif not (_FILLER.match(plain) or _RHETORICAL.match(plain)):

@@ -74,7 +74,11 @@ _OPEN: tuple[tuple[re.Pattern[str], tuple[Key, ...]], ...] = tuple(
         (r"我不(?:吃|喝)(?:什么|啥)|\bwhat (?:don't|do not) i eat\b", (("preference", "eats_"),)),
     ))
 _ABOUT_ME = re.compile(r"(?:记得|认识|知道)我(?:吗|不|么)?$|你知道我是谁|\b(?:remember|know) me\??$|"
-                       r"\bwhat do you (?:know|remember) about me\b|\bwho am i to you\b", re.IGNORECASE)
+                       r"(?:记得|知道|记住了)(?:关于)?我(?:的)?(?:什么(?!时候|地方|时间)|哪些|些什么|啥)(?:事|事情)?[吗呢?？]*$|"
+                       r"关于我(?:的事)?你(?:都|还)?(?:记得|知道)(?:些)?(?:什么|哪些|啥)|你对我(?:有)?(?:什么|多少)了解|"
+                       r"\bwhat(?: else)? (?:do|did|have) you (?:know|remember(?:ed)?|learn(?:ed|t)?|kept|stored"
+                       r"|saved) (?:about|of|on) me\b|\bwhat you (?:know|remember) about me\b|"
+                       r"\bhow much do you (?:know|remember) about me\b|\bwho am i to you\b", re.IGNORECASE)
 _ABOUT_SELF = re.compile(
     r"\b(?:what|where|which|who|when|how (?:many|much|often|long))\b.*\b(?:do|did|does|am|was|have|had)\s+i\b"
     r"|\b(?:what|where|which|who|when)(?:'s|\s+(?:is|was|are|were))\s+my\b"

@@ -118,7 +118,7 @@ def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(data_dir):
                           env=embedded_env(data_dir), cwd=data_dir, capture_output=True, text=True, timeout=120)
     assert chat.returncode == 0, chat.stderr
     assert "offline mode" in chat.stdout
-    assert "Mnemo (offline)> 好的，我更新了：你现在住在上海（之前记的是：你住在北京）。" in chat.stdout
+    assert "Mnemo（离线）> 好的，我更新了：你现在住在上海（之前记的是：你住在北京）。" in chat.stdout
     assert "我现在住在上海\n      score" in chat.stdout and "strategy:" in chat.stdout
     assert "我住在北京\n      score" not in chat.stdout  # the superseded value is not used
     assert server_pid(data_dir) is None

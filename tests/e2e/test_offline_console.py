@@ -28,7 +28,7 @@ def chat(data_dir: Path, user: str, *lines: str) -> list[str]:
 
 
 def reply(output: str) -> str:
-    return output.removeprefix("Mnemo (offline)> ").splitlines()[0]
+    return output.removeprefix("Mnemo (offline)> ").removeprefix("Mnemo（离线）> ").splitlines()[0]
 
 
 @pytest.mark.parametrize("script", [

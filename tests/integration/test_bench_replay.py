@@ -73,6 +73,10 @@ def test_two_conversations_played_through_the_write_path_show_what_each_user_sta
     assert rows["bees"]["sides"] == ["memory"] and rows["dog"]["sides"] == ["user"]
     assert written["by_side"]["memory"]["questions"] == 1
     assert "said by user" in (tmp_path / "out" / "report.md").read_text()
+    assert rows["dog"]["stated"] and rows["cat"]["stated"], "the rules stored what the line stated"
+    assert not rows["bees"]["stated"] and not rows["piano"]["stated"], "imported, or nothing stated"
+    assert written["stated_facts"]["questions"] == sum(row["stated"] for row in rows.values())
+    assert "stated facts" in (tmp_path / "out" / "report.md").read_text()
 
 
 GENERATED = "A reply the model made up."

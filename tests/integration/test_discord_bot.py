@@ -309,7 +309,7 @@ def test_domain_errors_and_hostile_arguments_get_the_users_words_and_change_noth
                             texts.error_text(InvalidCommand("remember_empty"), EN),
                             texts.error_text(InvalidCommand("too_long", limit=500), EN),
                             texts.error_text(InvalidCommand("control_characters"), EN),
-                            texts.error_text(InvalidCommand("reminder_no_time"), EN)]
+                            texts.error_text(InvalidCommand("reminder_past", when="yesterday", what="…"), EN)]
     assert all(followup["flags"] & EPHEMERAL for followup in fake_discord.followups)
     assert memory.list_memories(alice()).total == 0 and memory.list_reminders(alice()) == ()
     assert memory.list_memories(Caller(platform="discord", platform_user_id=BOB)).total == 1
@@ -434,6 +434,20 @@ def test_a_direct_message_is_answered_in_the_dm_with_typing_and_the_offline_labe
     assert fake_discord.typing == [dm]
     assert answer["content"].splitlines()[-1].startswith("*⚠ offline mode")
     assert "message_reference" not in answer
+
+
+def test_the_warnings_under_a_chinese_reply_are_in_chinese_and_under_an_english_one_in_english(
+        run, fake_discord, memory):
+    memory.pause(alice())
+
+    async def scenario(bot: Bot) -> None:
+        await bot.receive(fake_discord.incoming_message("我搬到苏州了，我住在苏州", user_id=ALICE))
+        await bot.receive(fake_discord.incoming_message("I live in Leeds now", user_id=ALICE))
+
+    run(scenario)
+    chinese, english = fake_discord.messages_in(fake_discord.dm_channel(ALICE))
+    assert chinese["content"].splitlines()[-1] == "*⚠ 离线模式 · 记忆已暂停，没有记下新内容*"
+    assert english["content"].splitlines()[-1] == "*⚠ offline mode · Remembering is paused; nothing new was stored*"
 
 
 def test_a_rate_limit_discord_py_waits_out_by_itself_is_still_counted(run, fake_discord):

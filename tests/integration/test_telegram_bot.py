@@ -723,8 +723,28 @@ def test_remind_cancel_and_the_short_commands_change_a_reminder_in_telegram(tele
 
     cancelled, done, not_pending, no_id = [m["text"] for m in telegram.messages_to(1001)]
     assert f"#{water} cancelled" in cancelled and f"#{stretch} marked done" in done
-    assert "already cancelled" in not_pending and "valid number" in no_id
+    assert "already cancelled" in not_pending and "no open reminders" in no_id and "#" not in no_id
     assert commands.list_reminders(ALICE_CALLER) == ()
+
+
+def test_a_reminder_command_without_an_id_names_the_users_real_ones_and_a_past_day_is_refused_in_telegram(
+        telegram, settings, commands, uow_factory):
+    bob = Caller("telegram", "1002", "Bob", "zh-hans")
+    bins = commands.add_reminder(bob, "明天早上7点 倒垃圾").id
+    alices = commands.add_reminder(ALICE_CALLER, "tomorrow 9am drink water").id
+
+    async def scenario(_app: Application) -> None:
+        for n, line in enumerate(["/snooze", "/remind 昨天下午6点 收衣服", "/reminders"], 1):
+            telegram.push_message(1002, BOB, line)
+            await until(lambda n=n: len(telegram.messages_to(1002)) >= n)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    which, past, listing = [m["text"] for m in telegram.messages_to(1002)]
+    assert which == f"哪一个提醒？请给出编号，例如 /snooze {bins}。待提醒的有：#{bins}（/reminders 可以查看）。"
+    assert f"#{alices}" not in which
+    assert past == "「昨天下午6点」已经过去了，没有设置提醒。请换一个将来的时间再发：/remind <时间> 收衣服"
+    assert "收衣服" not in listing and "倒垃圾" in listing
 
 
 def test_a_user_sets_their_zone_in_chat_and_by_command_and_a_deadline_pings_ahead_of_it(

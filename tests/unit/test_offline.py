@@ -241,3 +241,23 @@ def test_any_input_gets_a_non_empty_reply(text):
 def test_the_warnings_a_bots_user_may_read_name_no_setting():
     for warning in (FLOOD_WARNING, BUSY_WARNING, UNSAVED_REPLY):
         assert not re.search(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|README|\.md\b", warning), warning
+
+
+@pytest.mark.parametrize("text", ["thanks so much, talk to you later", "Okay, that's it for today. Thank you!",
+                                  "谢谢啦，先这样吧", "好的，没别的事了，拜拜"])
+def test_a_goodbye_gets_a_goodbye_and_a_thanks_in_it_is_answered_too(text):
+    output = respond(text)
+    chinese = bool(re.search(r"[\u4e00-\u9fff]", text))
+    goodbye = ("聊", "见") if chinese else ("talk soon", "Take care", "see you")
+    assert any(word in output.response for word in goodbye), output.response
+    assert "great news" not in output.response and "很棒" not in output.response
+    assert not stored(output)
+    thanked = "thank" in text.lower() or "谢" in text
+    thanks_words = ("welcome", "Any time", "Glad", "不客气", "不用谢", "能帮上忙")
+    assert any(word in output.response for word in thanks_words) == thanked
+
+
+def test_a_goodbye_without_thanks_is_not_thanked_and_a_statement_after_one_is_still_heard():
+    assert respond("gotta go, bye").response in ("Okay — talk soon!", "Take care — I'm here whenever you want to chat.",
+                                                 "Bye for now — see you soon!")
+    assert "Lisbon" in respond("bye for now, I live in Lisbon by the way").response

@@ -160,7 +160,7 @@ def test_remind_with_an_action_word_that_is_part_of_a_sentence_sets_a_new_remind
 def test_the_short_commands_refuse_a_missing_id_and_bad_minutes_and_change_nothing(commands, database):
     made = commands.add_reminder(BOB, "in 40 minutes feed the cat")
     before = database.dump()
-    for action, argument, key in [("cancel", "", "bad_id"), ("done", "soon", "bad_id"),
+    for action, argument, key in [("cancel", "", "which_reminder"), ("done", "soon", "which_reminder"),
                                   ("snooze", f"{made.id} later", "bad_minutes"),
                                   ("snooze", f"{made.id} 0", "bad_minutes")]:
         with pytest.raises(InvalidCommand) as refused:
@@ -176,3 +176,33 @@ def test_a_reminder_outside_the_stored_years_is_refused_with_a_reason(commands, 
         commands.add_reminder(BOB, text)
     assert refused.value.key == "reminder_out_of_range" and refused.value.params["when"] in text
     assert database.rows(Todo) == []
+
+
+def test_a_reminder_command_without_an_id_names_the_callers_own_open_reminders_or_says_there_are_none(commands):
+    with pytest.raises(InvalidCommand) as refused:
+        commands.reminder_command(ALICE, "done", "")
+    assert (refused.value.key, refused.value.params) == ("no_open_reminders", {})
+    theirs = commands.add_reminder(BOB, "in 3 hours take out the bins")
+    made = [commands.add_reminder(ALICE, f"in {hours} hours 喝水") for hours in range(2, 9)]
+    commands.complete_reminder(ALICE, made[0].id)
+    for action, argument in [("snooze", ""), ("cancel", "the first one"), ("done", "#")]:
+        with pytest.raises(InvalidCommand) as refused:
+            commands.reminder_command(ALICE, action, argument)
+        assert refused.value.key == "which_reminder"
+        assert refused.value.params["command"] == action and refused.value.params["example"] == made[1].id
+        assert refused.value.params["ids"] == ", ".join(f"#{item.id}" for item in made[1:6]) + " …"
+        assert f"#{theirs.id}," not in refused.value.params["ids"]
+    with pytest.raises(InvalidCommand) as refused:
+        commands.remind(ALICE, "完成")
+    assert (refused.value.key, refused.value.params["command"]) == ("which_reminder", "done")
+
+
+def test_a_reminder_for_a_day_gone_by_is_refused_with_its_words_and_nothing_is_set(commands, database):
+    before = database.dump()
+    for text, when, what in [("yesterday at 6pm buy stamps", "yesterday at 6pm", "buy stamps"),
+                             ("昨天下午4点 取快递", "昨天下午4点", "取快递"),
+                             ("last monday 9am", "last monday 9am", "…")]:
+        with pytest.raises(InvalidCommand) as refused:
+            commands.add_reminder(ALICE, text)
+        assert (refused.value.key, refused.value.params) == ("reminder_past", {"when": when, "what": what})
+    assert database.dump() == before

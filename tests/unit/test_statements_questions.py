@@ -151,3 +151,18 @@ def test_the_statement_question_and_echo_rules_are_pure():
              "'shared.db', 'shared.repositories', 'shared.llm', 'bot', 'worker'))}))")
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert found == "[]"
+
+
+@pytest.mark.parametrize("question", ["你记得我什么？", "你都记得关于我的哪些事", "关于我你都知道些什么？",
+                                      "你还记得我哪些事情呢", "What else do you know about me?",
+                                      "what have you learned about me so far?",
+                                      "How much do you remember about me?"])
+def test_asking_what_is_known_of_oneself_in_other_words_is_a_question_about_the_user(question):
+    assert recall_ask(question).about_user
+
+
+@pytest.mark.parametrize("question", ["你记得我什么时候生日吗？", "你知道我什么地方人吗？",
+                                      "what do you know about dogs?"])
+def test_a_question_about_one_thing_is_not_a_question_about_everything(question):
+    ask = recall_ask(question)
+    assert ask is None or not ask.about_user

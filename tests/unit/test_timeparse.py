@@ -389,3 +389,22 @@ def test_a_storable_time_is_an_aware_time_from_1970_to_9998_in_utc(value, kept):
 ])
 def test_a_message_asks_for_a_reminder_with_the_words_or_by_naming_a_time(text, asked):
     assert asks_for_a_reminder(text, SUNDAY, SHANGHAI) is asked
+
+
+@pytest.mark.parametrize(("text", "expected", "matched", "rest"), [
+    ("yesterday 4:30pm water the ferns", "2026-11-21 16:30", "yesterday 4:30pm", "water the ferns"),
+    ("call the vet last night at 11pm", "2026-11-21 23:00", "last night at 11pm", "call the vet"),
+    ("last tuesday at 10am send the invoice", "2026-11-10 10:00", "last tuesday at 10am", "send the invoice"),
+    ("昨天晚上9点 给奶奶打电话", "2026-11-21 21:00", "昨天晚上9点", "给奶奶打电话"),
+    ("昨晚10点半 关窗", "2026-11-21 22:30", "昨晚10点半", "关窗"),
+    ("上周三下午2点 交表", "2026-11-11 14:00", "上周三下午2点", "交表"),
+])
+def test_a_day_gone_by_is_read_as_that_day_weeks_running_monday_to_sunday_so_the_caller_can_refuse_it(
+        text, expected, matched, rest):
+    resolved = resolve_when(text, SUNDAY, SHANGHAI)
+    assert (resolved.due.strftime("%Y-%m-%d %H:%M"), resolved.matched, resolved.rest) == (expected, matched, rest)
+    assert resolved.due < SUNDAY
+
+
+def test_a_day_word_inside_other_words_is_no_past_day():
+    assert due("我以前天天跑步，明天早上7点提醒我") == "2026-11-23 07:00"
