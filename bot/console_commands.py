@@ -4,8 +4,9 @@
 ``/memories restore <id>``, ``/forget <id|search|all>``
 (asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>`` (or ``cancel|done|snooze <id>``),
 ``/cancel|/done <id>``, ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
-``/link [code]``, ``/link confirm <code>``, ``/link unlink`` (or ``/unlink``), ``/panel``, ``/usage``, ``/help``;
-and ``/access`` (the console is the local operator: it may read and change who the bots answer).
+``/link [code]``, ``/link confirm <code>``, ``/link unlink`` (or ``/unlink``), ``/panel``, ``/usage``,
+``/timezone [zone]``, ``/help``; and ``/access`` (the console is the local operator: it may read and change who
+the bots answer).
 
 Their texts follow the user's language as on the bots: the language of what the user last wrote (a
 message, or a command's words), at the start the one stored for them, and only before that the terminal's.
@@ -32,6 +33,7 @@ from shared.commands.reminder_actions import ACTION_WORDS
 from shared.commands.service import Caller, MemoryCommands, confirmation_code
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
+from shared.reminders import zone_texts
 from shared.usage import texts as usage_texts
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
@@ -138,6 +140,7 @@ class ConsoleCommands:
             "/unlink": lambda _arg: (c.unlink(caller), texts.unlinked_text(locale))[1],
             "/panel": lambda _arg: texts.panel_link_text(c.panel_link(caller), locale),
             "/usage": lambda _arg: usage_texts.user_usage_text(c.usage(caller), locale),
+            "/timezone": lambda arg: zone_texts.zone_text(c.timezone(caller, arg), locale, c.clock()),
             "/access": self._access,
         }
 

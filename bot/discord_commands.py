@@ -30,6 +30,7 @@ from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands, MemoryPage, confirmation_code
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.reminders import zone_texts
 from shared.usage import texts as usage_texts
 
 
@@ -372,6 +373,15 @@ async def usage(interaction: discord.Interaction) -> None:
     await send_private(interaction, usage_texts.user_usage_text(report, interaction.locale.value))
 
 
+@app_commands.command(name="timezone", description=describe("timezone"))
+@app_commands.describe(zone=command_text("timezone.zone"))
+async def timezone(interaction: discord.Interaction, zone: str | None = None) -> None:
+    """Your time zone; with ``zone`` (a city, an IANA name, an offset), a new one."""
+    service = memory_commands(interaction)
+    change = await deferred(interaction, service.timezone, caller_of(interaction), zone)
+    await send_private(interaction, zone_texts.zone_text(change, interaction.locale.value, service.clock()))
+
+
 @app_commands.command(name="help", description=describe("help"))
 async def help_(interaction: discord.Interaction) -> None:
     """What I can do (answered at once: no database)."""
@@ -395,7 +405,7 @@ async def access(interaction: discord.Interaction, action: str = "list", kind: s
 
 
 COMMANDS = (memories, memories_why, memories_forgotten, memories_restore, forget, remember, reminders, remind, cancel,
-            done, snooze, export, import_, pause, resume, link, unlink, panel, usage, help_, access)
+            done, snooze, export, import_, pause, resume, link, unlink, panel, usage, timezone, help_, access)
 
 
 def install_commands(tree: app_commands.CommandTree) -> None:

@@ -245,6 +245,7 @@ def build_application(settings: Settings, service: ConversationService, commands
         CommandHandler("link", on_command.link),
         CommandHandler("panel", on_command.panel),
         CommandHandler("usage", on_command.usage),
+        CommandHandler("timezone", on_command.timezone),
         CommandHandler("unlink", on_command.unlink),
         CommandHandler("access", AccessCommand(access)),
         MessageHandler(filters.StatusUpdate.MIGRATE, on_command.chat_migrated),

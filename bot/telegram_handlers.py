@@ -21,6 +21,7 @@ from shared.commands import texts
 from shared.commands.memories import memory_type
 from shared.commands.service import Caller, ExportFile, MemoryCommands, confirmation_code
 from shared.errors import InvalidCommand
+from shared.reminders import zone_texts
 from shared.reminders.chat_moves import record_chat_move
 from shared.usage import texts as usage_texts
 
@@ -290,6 +291,12 @@ class CommandHandlers:
         caller = caller_of(update)
         report = await self._call(self.commands.usage, caller)
         await answer_privately(update, context, usage_texts.user_usage_text(report, caller.locale))
+
+    async def timezone(self, update: Update, context: Context) -> None:
+        """``/timezone [zone]``: the user's time zone, or a new one (a city, an IANA name, an offset)."""
+        caller = caller_of(update)
+        change = await self._call(self.commands.timezone, caller, command_argument(update.effective_message))
+        await answer_privately(update, context, zone_texts.zone_text(change, caller.locale, self.commands.clock()))
 
     async def chat_migrated(self, update: Update, _context: Context) -> None:
         """A group became a supergroup: record its new id, so its reminders still reach it."""

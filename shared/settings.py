@@ -94,6 +94,9 @@ class Settings(AccessSettings, BaseSettings):
     turn_queue_seconds: Annotated[float, Field(ge=0, le=3600)] = 30.0
     """A turn waiting this long for the model is answered offline (its message is kept)."""
     default_timezone: str = "UTC"
+    """The time zone of users who have not set theirs (``/timezone``, the panel, or saying where they are)."""
+    deadline_heads_up_minutes: Annotated[int, Field(ge=0, le=7 * 24 * 60)] = 60
+    """A to-do with a deadline ("周五下午五点前交报告", "due Friday 5pm") pings this long before it."""
     daily_maintenance_hour_utc: Annotated[int, Field(ge=0, le=23)] = 3
     reminder_scan_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
     reminder_lease_seconds: Annotated[float, Field(ge=5, le=86400)] = 300.0

@@ -224,8 +224,9 @@ class FakeTelegram(LoopbackFake):
     def push_message(self, chat: dict[str, Any] | int, from_user: dict[str, Any], text: str | None = None, *,
                      reply_to: dict[str, Any] | None = None, entities: list[dict[str, Any]] | None = None,
                      document: dict[str, Any] | None = None, service: dict[str, Any] | None = None,
-                     ) -> dict[str, Any]:
-        """A user's message, served by the next ``getUpdates``; returns the Message.
+                     date: int | None = None) -> dict[str, Any]:
+        """A user's message, served by the next ``getUpdates``; returns the Message. ``date`` (Unix seconds, now
+        when not given) is when the user sent it: an update can reach the bot long after (a slow bot, a backlog).
 
         A text starting with ``/`` gets its ``bot_command`` entity, as Telegram adds it. With a
         ``document`` (from :meth:`add_file`, or a document the bot sent), ``text`` is its caption.
@@ -234,7 +235,8 @@ class FakeTelegram(LoopbackFake):
         chat = chat if isinstance(chat, dict) else chat_object(chat)
         with self._lock:
             self._chats[chat["id"]] = dict(chat)
-            message: dict[str, Any] = {"message_id": self._next_message_id(chat["id"]), "date": int(time.time()),
+            message: dict[str, Any] = {"message_id": self._next_message_id(chat["id"]),
+                                       "date": int(time.time()) if date is None else date,
                                        "chat": dict(chat), "from": dict(from_user)}
         key, entities_key = ("caption", "caption_entities") if document is not None else ("text", "entities")
         if text is not None:

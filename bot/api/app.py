@@ -23,7 +23,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from bot.api import routes_conversation, routes_memory, routes_session, routes_usage
+from bot.api import routes_conversation, routes_memory, routes_session, routes_settings, routes_usage
 from bot.api.auth import ApiContext, SignInLimiter, context
 from bot.api.body_limit import BodyLimit
 from bot.api.errors import ServerErrors, install_error_handlers
@@ -97,5 +97,6 @@ def create_app(panel: PanelService, *, admin_token: str | None, public_url: str,
     app.include_router(routes_memory.router)
     app.include_router(routes_conversation.router)
     app.include_router(routes_usage.router)
+    app.include_router(routes_settings.router)
     app.mount("/panel", StaticFiles(directory=PANEL_DIR, html=True, check_dir=False), name="panel")
     return app

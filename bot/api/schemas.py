@@ -151,9 +151,11 @@ class WorkingMemoryList(BaseModel):
 class ReminderOut(BaseModel):
     id: int
     content: str
-    due_at: datetime
+    due_at: datetime = Field(description="when it pings, on the clock of its time zone")
     timezone: str
     status: str
+    kind: Literal["reminder", "deadline"] = "reminder"
+    deadline: datetime | None = Field(None, description="a deadline's due time (it pings ahead of it)")
 
 
 class ReminderList(BaseModel):

@@ -36,7 +36,8 @@ def run_api(settings: Settings, host: str | None = None, port: int | None = None
     with runtime(settings) as rt, serve_operations(settings, rt.database_url, "api", broker=False, llm=False):
         panel = PanelService(rt.uow, session_lifetime=timedelta(hours=settings.panel_session_hours),
                              embeddings_wanted=settings.embeddings_configured,
-                             usage_policy=UsagePolicy.from_settings(settings), access=access_service(rt))
+                             usage_policy=UsagePolicy.from_settings(settings), access=access_service(rt),
+                             default_timezone=settings.default_timezone)
         token = settings.admin_token.get_secret_value().strip() if settings.admin_token else None
         limiter = SignInLimiter(storage=shared_storage(settings.redis_url, rt.engine))  # shared by replicas
         app = create_app(panel, admin_token=token, public_url=settings.panel_public_url, limiter=limiter,

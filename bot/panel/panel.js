@@ -157,6 +157,18 @@ function dateLocale() {
   return browser.toLowerCase().startsWith(state.lang) ? browser : (state.lang === 'zh' ? 'zh-CN' : 'en');
 }
 
+/* A reminder's time on the clock of its own zone: the API sends it with that zone's offset, so its wall-clock
+ * part is what the user reads (whatever the browser's zone), followed by the zone's name. */
+function formatWallClock(iso, zone) {
+  const found = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})/.exec(iso || '');
+  if (!found) return formatDate(iso);
+  const [, year, month, day, hour, minute] = found.map(Number);
+  const wall = new Date(Date.UTC(year, month - 1, day, hour, minute));
+  const text = new Intl.DateTimeFormat(dateLocale(), { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })
+    .format(wall);
+  return zone ? `${text} (${zone})` : text;
+}
+
 function formatDate(iso) {
   if (!iso) return t('never');
   const date = new Date(iso);
@@ -198,7 +210,7 @@ async function switchLanguage() {
   state.lang = state.lang === 'zh' ? 'en' : 'zh';
   try { window.localStorage.setItem(LANG_STORAGE_KEY, state.lang); } catch (error) { /* not remembered */ }
   applyLanguage();
-  if (!$('app').hidden) await Promise.all([loadMemories(), loadRounds(), loadReminders(), loadUsage()]);
+  if (!$('app').hidden) await Promise.all([loadMemories(), loadRounds(), loadReminders(), loadUsage(), loadSettings()]);
 }
 
 /* ---- memories ---- */
@@ -401,7 +413,10 @@ function reminderCard(reminder) {
   translateWithin(card);
   card.dataset.reminderId = String(reminder.id);
   card.querySelector('.reminder-content').textContent = reminder.content;
-  card.querySelector('.reminder-due').textContent = formatDate(reminder.due_at);
+  card.querySelector('.reminder-due').textContent = formatWallClock(reminder.due_at, reminder.timezone);
+  const deadline = card.querySelector('.reminder-deadline');
+  deadline.hidden = !(reminder.kind === 'deadline' && reminder.deadline);
+  if (!deadline.hidden) deadline.textContent = t('reminderDeadline', formatWallClock(reminder.deadline, ''));
   const status = card.querySelector('.reminder-status');
   status.textContent = TEXTS[state.lang].status[reminder.status] || reminder.status;
   status.dataset.status = reminder.status;
@@ -422,6 +437,35 @@ async function cancelReminder(id) {
   const result = await attempt(() => api('POST', `/reminders/${id}/cancel`));
   if (result !== undefined) notify(t('reminderCancelled'));
   await loadReminders();
+}
+
+/* ---- settings ---- */
+
+function showZone(settings) {
+  $('zone-input').value = settings.timezone || '';
+  $('zone-input').placeholder = settings.zone;
+  $('zone-current').textContent = settings.timezone ? t('zoneOwn', settings.zone_label)
+    : t('zoneDefault', settings.zone_label);
+}
+
+async function loadSettings() {
+  const settings = await attempt(() => api('GET', '/settings'));
+  if (settings) showZone(settings);
+}
+
+async function saveZone(event, value) {
+  if (event) event.preventDefault();
+  const timezone = value === undefined ? $('zone-input').value.trim() || null : value;
+  const change = await attempt(() => api('PUT', '/settings/timezone', { json: { timezone } }));
+  if (!change) return;
+  showZone(change);
+  notify(change.timezone ? t('zoneSaved', change.zone_label, change.moved) : t('zoneCleared', change.zone_label));
+  await loadReminders();
+}
+
+function fillZoneOptions() {
+  const zones = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
+  $('zone-options').replaceChildren(...zones.map((zone) => new Option(zone)));
 }
 
 /* ---- recycle bin ---- */
@@ -470,7 +514,8 @@ async function start() {
   state.csrfToken = session.csrf_token;
   $('user-name').textContent = session.display_name || '';
   showScreen('app');
-  await Promise.all([loadMemories(), loadRounds(), loadReminders(), loadForgotten(), loadUsage()]);
+  fillZoneOptions();
+  await Promise.all([loadMemories(), loadRounds(), loadReminders(), loadForgotten(), loadUsage(), loadSettings()]);
 }
 
 function wireEvents() {
@@ -504,6 +549,8 @@ function wireEvents() {
   $('confirm-cancel').addEventListener('click', () => { state.confirmAction = null; $('confirm-dialog').close(); });
   $('import-file').addEventListener('change', importFile);
   $('notice').addEventListener('click', clearNotice);
+  $('zone-form').addEventListener('submit', (event) => saveZone(event));
+  $('zone-reset').addEventListener('click', () => saveZone(null, null));
 }
 
 document.addEventListener('DOMContentLoaded', () => {

@@ -29,6 +29,16 @@ const TEXTS = {
     imported: (counts) => `Imported: ${counts}.`, importedNothing: 'Nothing new was imported.',
     duplicates: (n) => `${n} already there.`, refused: 'Refused lines:',
     reminderCancelled: 'Reminder cancelled.',
+    reminderDeadline: (when) => `due ${when}`,
+    settingsHeading: 'Settings', zoneLabel: 'Time zone', zoneReset: 'Use the default',
+    zoneHint: 'A city, an IANA name (Asia/Shanghai) or an offset (UTC+8). Reminders keep their clock time when it '
+      + 'changes.',
+    zoneOwn: (label) => `Your time zone: ${label}.`,
+    zoneDefault: (label) => `You have not set a time zone: this bot's default, ${label}, is used.`,
+    zoneSaved: (label, moved) => `Time zone set to ${label}.`
+      + (moved ? ` ${moved === 1 ? '1 pending reminder keeps its' : `${moved} pending reminders keep their`} `
+        + 'clock time.' : ''),
+    zoneCleared: (label) => `Back to this bot's default time zone, ${label}.`,
     forgottenHeading: 'Recycle bin', noForgotten: 'Nothing in the recycle bin.', restore: 'Restore',
     forgottenHint: 'Passing remarks unused for 90 days wait here for 30 days before they are deleted. '
       + 'What you told me about yourself never comes here.',
@@ -73,6 +83,9 @@ const TEXTS = {
       bad_value: 'That value is too large or not valid JSON.',
       too_many_ids: 'Select at most 500 memories at a time.',
       search_empty: 'The search words are empty.',
+      zone_unknown: 'Mnemo does not know that time zone. Try a city (Shanghai, Seattle), an IANA name '
+        + '(Asia/Shanghai) or an offset (UTC+8).',
+      zone_several: 'That place has several time zones: name a city.',
       unexpected: 'Something went wrong on the server. Please try again.',
       rate_limited: 'Too many attempts. Wait a minute and try again.',
       invalid: 'Some of the values are not valid.',
@@ -107,6 +120,13 @@ const TEXTS = {
     imported: (counts) => `已导入：${counts}。`, importedNothing: '没有导入新内容。',
     duplicates: (n) => `${n} 条已存在。`, refused: '被拒绝的条目：',
     reminderCancelled: '提醒已取消。',
+    reminderDeadline: (when) => `${when} 截止`,
+    settingsHeading: '设置', zoneLabel: '时区', zoneReset: '使用默认时区',
+    zoneHint: '城市名、IANA 名称（Asia/Shanghai）或时差（UTC+8）。修改时区后，提醒保持原来的钟点。',
+    zoneOwn: (label) => `你的时区：${label}。`,
+    zoneDefault: (label) => `你还没有设置时区，现在使用本机器人默认的 ${label}。`,
+    zoneSaved: (label, moved) => `时区已设为 ${label}。` + (moved ? `${moved} 个待提醒事项保持原来的钟点。` : ''),
+    zoneCleared: (label) => `已恢复为本机器人默认的时区 ${label}。`,
     forgottenHeading: '回收站', noForgotten: '回收站是空的。', restore: '找回',
     forgottenHint: '90 天没用到的零碎小事会在这里保留 30 天，之后删除。你告诉我的关于你自己的事不会进来。',
     memoryRestored: '记忆已找回。',
@@ -150,6 +170,8 @@ const TEXTS = {
       bad_value: '值太大或不是有效的 JSON。',
       too_many_ids: '一次最多选择 500 条记忆。',
       search_empty: '搜索关键词是空的。',
+      zone_unknown: '不认识这个时区。试试城市名（上海、西雅图）、IANA 名称（Asia/Shanghai）或时差（UTC+8）。',
+      zone_several: '那个地方有好几个时区，请填一个城市。',
       unexpected: '服务器出了点问题，请重试。',
       rate_limited: '尝试次数过多，请稍等一分钟再试。',
       invalid: '有些内容不符合要求。',
@@ -162,7 +184,7 @@ const TEXTS = {
 
 const FIELD_NAMES = {
   en: { content: 'content', type: 'type', key: 'key', confidence: 'confidence', value: 'value', file: 'file',
-    ids: 'selection', q: 'search', limit: 'page size', offset: 'page' },
+    ids: 'selection', q: 'search', limit: 'page size', offset: 'page', timezone: 'time zone' },
   zh: { content: '内容', type: '类型', key: '键', confidence: '置信度', value: '值', file: '文件', ids: '所选项',
-    q: '搜索', limit: '每页数量', offset: '页码' },
+    q: '搜索', limit: '每页数量', offset: '页码', timezone: '时区' },
 };

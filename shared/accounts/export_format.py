@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from shared.db.kinds import MEMORY_SOURCES, MEMORY_TIERS, MEMORY_TYPES, ROLES, TODO_STATUSES
+from shared.db.kinds import MEMORY_SOURCES, MEMORY_TIERS, MEMORY_TYPES, ROLES, TODO_KINDS, TODO_STATUSES
 from shared.errors import InvalidCommand
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from shared.reminders.timeparse import EARLIEST_TIME, LATEST_TIME, known_zone, storable_time
@@ -86,6 +86,7 @@ SECTIONS: dict[str, dict[str, Field]] = {
         "content": Field("text", required=True, limit=2000), "due_at": Field("time", required=True),
         "remind_at": _WHEN, "timezone": Field("zone", required=True), "status": Field("choice", choices=TODO_STATUSES),
         "source": Field("choice", choices=("command", "conversation")), "created_at": _WHEN, "sent_at": _MAYBE_WHEN,
+        "kind": Field("choice", choices=TODO_KINDS), "wall_clock": Field("bool"),
     },
     "turns": {
         "id": _ID, "role": Field("choice", required=True, choices=ROLES),

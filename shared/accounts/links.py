@@ -129,7 +129,9 @@ def unlink_identity(uow: UnitOfWork, identity: Identity) -> None:
     old = identity.user_id
     if len(uow.users.identities_of(old)) < 2:
         raise InvalidCommand("unlink_only_identity")
-    fresh = uow.accounts.new_user(paused_at=uow.users.get(old).paused_at)
+    person = uow.users.get(old)
+    fresh = uow.accounts.new_user(paused_at=person.paused_at)
+    uow.users.set_timezone(fresh.id, person.timezone)  # still the same person, in the same place
     identity.user_id = fresh.id
     uow.accounts.move_pending_reminders(old, fresh.id, identity.platform)
     uow.flush()
@@ -175,6 +177,8 @@ def _merge_users(uow: UnitOfWork, source: int, target: int, now: datetime) -> No
     uow.usage.move(source, target)  # one person, one allowance
     paused = [at for at in (uow.users.get(source).paused_at, uow.users.get(target).paused_at) if at is not None]
     uow.users.set_paused(target, min(paused) if paused else None)
+    if uow.users.get(target).timezone is None:  # the account that confirms keeps its zone; else the joining one's
+        uow.users.set_timezone(target, uow.users.get(source).timezone)
     uow.flush()
     uow.accounts.retire_user(source, target)
     uow.forget_loaded()

@@ -82,7 +82,7 @@ def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile
     document = {
         "format": EXPORT_FORMAT, "version": EXPORT_VERSION, "exported_at": _time(now),
         "identities": [{"platform": i.platform, "display_name": i.display_name, "locale": i.locale,
-                        "timezone": i.timezone} for i in uow.users.identities_of(user_id)],
+                        "timezone": _user_zone(uow, user_id)} for i in uow.users.identities_of(user_id)],
         "memories": [{"id": memories[m.id], **{name: getattr(m, name) for name in MEMORY_VALUES},
                       **{name: _time(getattr(m, name)) for name in MEMORY_TIMES},
                       "superseded_by": memories.get(m.superseded_by), "source_turn": turns.get(m.source_turn_id)}
@@ -92,7 +92,7 @@ def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile
                       "decayed_at": _time(e.decayed_at), "created_at": _time(e.created_at)} for e in rows[Episode]],
         "todos": [{"content": t.content, "due_at": _time(t.due_at), "remind_at": _time(t.remind_at),
                    "timezone": t.timezone, "status": t.status, "source": t.source, "created_at": _time(t.created_at),
-                   "sent_at": _time(t.sent_at)} for t in rows[Todo]],
+                   "sent_at": _time(t.sent_at), "kind": t.kind, "wall_clock": t.wall_clock} for t in rows[Todo]],
         "profile": None if profile is None else {"core_summary": profile.core_summary,
                                                  "scratchpad": profile.scratchpad,
                                                  "updated_at": _time(profile.updated_at)},
@@ -317,6 +317,11 @@ def _clip(text: str, limit: int = 40) -> str:
 
 def _fold(text: str) -> str:
     return " ".join(text.lower().split())
+
+
+def _user_zone(uow: UnitOfWork, user_id: int) -> str | None:
+    user = uow.users.get(user_id)
+    return user.timezone if user is not None else None
 
 
 def _time(value: datetime | None) -> str | None:

@@ -113,7 +113,8 @@ def memory_commands(rt: Runtime, *, embeddings_wanted: bool) -> MemoryCommands:
                           write_limit=write_limit,
                           panel_url=settings.panel_public_url,
                           panel_link_lifetime=timedelta(minutes=settings.panel_link_minutes),
-                          usage_policy=UsagePolicy.from_settings(settings))
+                          usage_policy=UsagePolicy.from_settings(settings),
+                          deadline_heads_up=timedelta(minutes=settings.deadline_heads_up_minutes))
 
 
 def access_service(rt: Runtime) -> AccessService:

@@ -27,10 +27,12 @@ from shared.commands.service import (
     record_id,
     reminder_item,
     type_filter,
+    zone_named,
 )
 from shared.db.memory_models import Memory
 from shared.errors import AccessRefused, InvalidCommand, NotFound
 from shared.memory import recycle_bin
+from shared.reminders.user_zone import UserZone, ZoneChange, set_user_zone, user_zone
 from shared.repositories.round_records import RoundRecord
 from shared.repositories.uow import UnitOfWork
 from shared.speech.keys import key_texts
@@ -96,8 +98,11 @@ class PanelService:
 
     def __init__(self, uow_factory: Callable[[], UnitOfWork], *, session_lifetime: timedelta,
                  clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
-                 usage_policy: UsagePolicy | None = None, access: AccessService | None = None) -> None:
+                 usage_policy: UsagePolicy | None = None, access: AccessService | None = None,
+                 default_timezone: str = "UTC") -> None:
         self.uow_factory = uow_factory
+        self.default_timezone = default_timezone
+        """The zone of users who have not set theirs (``DEFAULT_TIMEZONE``)."""
         self.access = access
         """The access lists: a blocked user's session keeps reading, exporting and deleting, and adds nothing."""
         self.session_lifetime = session_lifetime
@@ -240,6 +245,22 @@ class PanelService:
         wanted = record_id(reminder_id, "reminder_not_found")
         return self._write(lambda uow: change_reminder(uow, user_id, wanted, ("pending",), self.clock(),
                                                        status="cancelled"))
+
+    # Settings
+
+    def zone(self, user_id: int) -> UserZone:
+        """The user's time zone (their own, or the default); NotFound for an unknown user."""
+        self.account(user_id)
+        with self.uow_factory() as uow:
+            return user_zone(uow, user_id, self.default_timezone)
+
+    def set_zone(self, user_id: int, text: str | None) -> ZoneChange:
+        """A new time zone as ``/timezone`` takes it (None or "default": the default again); pending reminders keep
+        their clock time (:mod:`shared.reminders.user_zone`)."""
+        self.account(user_id)
+        name = None if text is None or not text.strip() else zone_named(command_text(text, MAX_SEARCH_CHARS,
+                                                                                      "zone_unknown"))
+        return self._write(lambda uow: set_user_zone(uow, user_id, name, self.default_timezone, self.clock()))
 
     # Usage
 

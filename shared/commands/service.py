@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
-from zoneinfo import ZoneInfo
 
 from shared.accounts import links as identity_links
 from shared.accounts import panel_access, user_data
@@ -35,8 +34,11 @@ from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.limits import SharedLimit
+from shared.reminders.deadlines import DEFAULT_HEADS_UP, reads_as_deadline, timing, todo_content
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
-from shared.reminders.timeparse import TimeOutOfRange, resolve_when, storable_later, zone_or_default
+from shared.reminders.timeparse import TimeOutOfRange, resolve_when, storable_later, zone_of, zone_or_default
+from shared.reminders.user_zone import UserZone, ZoneChange, set_user_zone, user_zone, zone_notice_owed
+from shared.reminders.zones import SeveralZones, read_zone
 from shared.repositories.uow import UnitOfWork
 from shared.text import is_invisible, without_bidi_controls
 from shared.usage.policy import UsagePolicy
@@ -44,7 +46,7 @@ from shared.usage.report import UserUsage, user_usage
 
 __all__ = ["MAX_PENDING_REMINDERS", "Account", "Caller", "Confirmation", "ExportFile", "ImportReport", "LinkCode",
            "LinkRequest", "MemoryCommands", "MemoryItem", "MemoryOrigin", "MemoryPage", "PanelLink", "ReminderChange",
-           "ReminderItem", "confirmation_code"]
+           "ReminderItem", "ZoneChange", "confirmation_code"]
 
 MAX_TEXT_CHARS = 500
 """/remember and /remind take at most this many characters."""
@@ -58,6 +60,8 @@ _ID = re.compile(r"(?<![#\s])#?\s*-?\d{1,30}")
 """An id as typed (``12``, ``#12``, ``# -3``); never starting inside a run of spaces, so a search is linear."""
 _LOCALE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8}){0,2}")
 _REMINDER_FILLER = " \t\r\n,，、:：;；.。!！-—"
+DEFAULT_ZONE_WORDS = frozenset({"default", "reset", "clear", "默认", "恢复默认", "重置", "清除"})
+"""``/timezone default``: back to the operator's zone."""
 IDS_SHOWN = 5
 """A reminder command without a usable id names at most this many of the caller's open reminders."""
 
@@ -78,21 +82,27 @@ class Caller:
 
 @dataclass(frozen=True)
 class ReminderItem:
-    """A reminder; ``due_at`` is when it pings (after a snooze, the new time), in its own time zone."""
+    """A reminder; ``due_at`` is when it pings (after a snooze, the new time), in its own time zone; a ``deadline``
+    is also when it is due (``deadline``, which it pings ahead of)."""
 
     id: int
     content: str
     due_at: datetime
     timezone: str
     status: str
+    kind: str = "reminder"
+    deadline: datetime | None = None
 
 
 @dataclass(frozen=True)
 class ReminderChange:
-    """What ``/remind`` did: ``add``, ``cancel``, ``done`` or ``snooze``, and the reminder as it is now."""
+    """What ``/remind`` did: ``add``, ``cancel``, ``done`` or ``snooze``, and the reminder as it is now;
+    ``default_zone`` names the operator's zone the first time a new one used it for a user with none of their own
+    (the answer then says so, and how to set one)."""
 
     action: str
     item: ReminderItem
+    default_zone: str | None = None
 
 
 class MemoryCommands:
@@ -101,9 +111,12 @@ class MemoryCommands:
     def __init__(self, uow_factory: Callable[[], UnitOfWork], *, default_timezone: str = "UTC",
                  clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
                  panel_url: str = "http://127.0.0.1:8080", panel_link_lifetime: timedelta = PANEL_LINK_LIFETIME,
-                 usage_policy: UsagePolicy | None = None, write_limit: SharedLimit | None = None) -> None:
+                 usage_policy: UsagePolicy | None = None, write_limit: SharedLimit | None = None,
+                 deadline_heads_up: timedelta = DEFAULT_HEADS_UP) -> None:
         self.uow_factory = uow_factory
         self.default_timezone = default_timezone
+        self.deadline_heads_up = deadline_heads_up
+        """How long before a deadline its reminder pings (``DEADLINE_HEADS_UP_MINUTES``)."""
         self.clock = clock or (lambda: datetime.now(UTC))
         self.embeddings_wanted = embeddings_wanted
         """Owe an ``embed_memory`` job for memories added by /remember and /import."""
@@ -166,7 +179,8 @@ class MemoryCommands:
             raise self._which_reminder(caller, ACTION_WORDS[request.strip().lower()])
         action = reminder_action(request)
         if action is None:
-            return ReminderChange("add", self.add_reminder(caller, request))
+            return self._run(caller, lambda uow, me: self._add_reminder(uow, me, caller, request, tell_zone=True),
+                             writes=True)
         return self._apply(caller, action)
 
     def reminder_command(self, caller: Caller, action: str, argument: str) -> ReminderChange:
@@ -196,7 +210,7 @@ class MemoryCommands:
 
     def add_reminder(self, caller: Caller, text: str) -> ReminderItem:
         request = command_text(text, MAX_TEXT_CHARS, "reminder_empty")
-        return self._run(caller, lambda uow, me: self._add_reminder(uow, me, caller, request), writes=True)
+        return self._run(caller, lambda uow, me: self._add_reminder(uow, me, caller, request), writes=True).item
 
     def cancel_reminder(self, caller: Caller, reminder_id: int) -> ReminderItem:
         return self._change_reminder(caller, reminder_id, ("pending",), status="cancelled")
@@ -209,6 +223,18 @@ class MemoryCommands:
             raise InvalidCommand("bad_minutes", low=SNOOZE_MINUTES.start, high=SNOOZE_MINUTES.stop - 1)
         return self._change_reminder(caller, reminder_id, ("pending", "sent"), status="pending", sent_at=None,
                                      claimed_until=None, last_error=None, snooze=timedelta(minutes=minutes))
+
+    # Time zone
+
+    def timezone(self, caller: Caller, text: str | None = None) -> ZoneChange:
+        """``/timezone``: the caller's zone (nothing given), a new one (an IANA name, a city or country, an offset
+        such as "UTC+8"), or ``default``; pending reminders keep their clock time (see
+        :mod:`shared.reminders.user_zone`)."""
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return self._run(caller, lambda uow, me: _unchanged(user_zone(uow, me.user_id, self.default_timezone)))
+        name = zone_named(command_text(text, MAX_SEARCH_CHARS, "zone_unknown"))
+        return self._run(caller, lambda uow, me: set_user_zone(uow, me.user_id, name, self.default_timezone,
+                                                               self.clock()))
 
     # Export and import
 
@@ -293,26 +319,32 @@ class MemoryCommands:
             uow.commit()
         return result
 
-    def _add_reminder(self, uow: UnitOfWork, me: Identity, caller: Caller, text: str) -> ReminderItem:
+    def _add_reminder(self, uow: UnitOfWork, me: Identity, caller: Caller, text: str, *,
+                      tell_zone: bool = False) -> ReminderChange:
+        """A new reminder; a deadline ("/remind Friday 5pm report due", "周五下午五点前 交报告") pings ahead of it."""
         now = self.clock()
-        zone = zone_or_default(me.timezone, self.default_timezone)
+        zone = user_zone(uow, me.user_id, self.default_timezone).name
         try:
             resolved = resolve_when(text, now, zone)
         except TimeOutOfRange as exc:
             raise InvalidCommand("reminder_out_of_range", when=exc.matched) from exc
         if resolved is None:
             raise InvalidCommand("reminder_no_time")
-        content = resolved.rest.strip(_REMINDER_FILLER)
+        deadline = reads_as_deadline(text, resolved)
+        content = (todo_content(resolved.rest) if deadline else resolved.rest).strip(_REMINDER_FILLER)
         if resolved.due <= now:  # refused with its words, to send again with a time ahead
             raise InvalidCommand("reminder_past", when=resolved.matched, what=content or "…")
         if not content:
             raise InvalidCommand("reminder_no_content")
         if room_for_reminders(uow, me.user_id) < 1:
             raise InvalidCommand("too_many_reminders", limit=MAX_PENDING_REMINDERS)
+        when = timing("deadline" if deadline else "reminder", resolved.due, now, self.deadline_heads_up)
         todo = uow.todos.add(Todo(user_id=me.user_id, chat_id=self._chat(uow, caller).id, content=content,
-                                  due_at=resolved.due, remind_at=resolved.due, timezone=zone, source="command",
+                                  due_at=when.due_at, remind_at=when.remind_at, kind=when.kind,
+                                  wall_clock=not resolved.elapsed, timezone=zone, source="command",
                                   created_at=now, updated_at=now))
-        return reminder_item(todo)
+        told = tell_zone and zone_notice_owed(uow, me.user_id, now)
+        return ReminderChange("add", reminder_item(todo), self.default_timezone if told else None)
 
     def _change_reminder(self, caller: Caller, reminder_id: int, allowed: tuple[str, ...], *,
                          snooze: timedelta | None = None, **values: object) -> ReminderItem:
@@ -423,6 +455,24 @@ def _key(value: object) -> bool:
 
 
 def reminder_item(todo: Todo) -> ReminderItem:
-    zone = ZoneInfo(zone_or_default(todo.timezone, "UTC"))
+    zone = zone_of(zone_or_default(todo.timezone, "UTC"))
+    deadline = todo.due_at.astimezone(zone) if todo.kind == "deadline" else None
     return ReminderItem(id=todo.id, content=todo.content, due_at=todo.remind_at.astimezone(zone),
-                        timezone=todo.timezone, status=todo.status)
+                        timezone=todo.timezone, status=todo.status, kind=todo.kind, deadline=deadline)
+
+
+def _unchanged(zone: UserZone) -> ZoneChange:
+    return ZoneChange(before=zone, after=zone)
+
+
+def zone_named(words: str) -> str | None:
+    """The zone ``words`` name (None for "default"); :class:`InvalidCommand` that says why when they name none or
+    several."""
+    if words.casefold() in DEFAULT_ZONE_WORDS:
+        return None
+    reading = read_zone(words)
+    if isinstance(reading, SeveralZones):
+        raise InvalidCommand("zone_several", place=reading.said, cities=", ".join(reading.cities))
+    if reading is None:
+        raise InvalidCommand("zone_unknown", what=words)
+    return reading.name

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared.memory.policy import BIN_LIFETIME
+from shared.reminders.zone_texts import default_zone_text
 from shared.text import is_chinese
 
 COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -26,6 +27,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("snooze", "Remind me again later: /snooze 4 [minutes, 10 if not given]",
      "稍后再提醒：/snooze 4 [分钟数，默认 10]"),
     ("cancel", "Cancel a reminder: /cancel 4", "取消提醒：/cancel 4"),
+    ("timezone", "Your time zone: /timezone Asia/Shanghai, a city, or UTC+8",
+     "你的时区：/timezone 上海、城市名或 UTC+8"),
     ("export", "Download all your data as a JSON file", "把你的全部数据导出为 JSON 文件"),
     ("import", "Restore your data from an export file", "从导出文件恢复你的数据"),
     ("pause", "Stop remembering new things", "暂停记住新内容"),
@@ -93,6 +96,12 @@ ERRORS: dict[str, tuple[str, str]] = {
     "reminder_past": ("“{when}” has already passed, so nothing was set. Send it again with a time ahead: "
                       "/remind <when> {what}",
                       "「{when}」已经过去了，没有设置提醒。请换一个将来的时间再发：/remind <时间> {what}"),
+    "zone_unknown": ("I don't know the time zone “{what}”. Try a city (Shanghai, Seattle), an IANA name "
+                     "(Asia/Shanghai) or an offset (UTC+8, UTC-5:30).",
+                     "不认识「{what}」这个时区。试试城市名（上海、西雅图）、IANA 名称（Asia/Shanghai）"
+                     "或时差（UTC+8、UTC-5:30）。"),
+    "zone_several": ("{place} has several time zones: name a city, e.g. /timezone {cities}.",
+                     "{place}有好几个时区，请说一个城市，例如 /timezone {cities}。"),
     "reminder_out_of_range": ("I can't keep a reminder for “{when}”: pick a time between 1970 and 9998.",
                               "无法设置「{when}」的提醒：请选 1970 年到 9998 年之间的时间。"),
     "blocked_adding": ("Your account is blocked here: nothing can be added to what is kept. You can still see, "
@@ -369,24 +378,35 @@ def remembered_text(item: Any, locale: str | None) -> str:
 
 
 def reminders_text(items: Sequence[Any], locale: str | None) -> str:
+    """``/reminders``: each with when it pings and, for a deadline, when it is due."""
     if not items:
         return _pick(locale, "No pending reminders. Try /remind tomorrow 9am call mom",
                      "没有待提醒的事项。试试 /remind 明天早上9点 开会")
     lines = [_pick(locale, "Your reminders:", "你的提醒：")]
-    lines += [f"#{item.id} · {_when(item, locale)} · {_clip(item.content, LIST_CONTENT_CHARS)}" for item in items]
+    for item in items:
+        due = f" · {_pick(locale, 'due', '截止')} {_when(item, locale, item.deadline)}" if _deadline(item) else ""
+        lines.append(f"#{item.id} · {_when(item, locale)} · {_clip(item.content, LIST_CONTENT_CHARS)}{due}")
     return "\n".join(lines)
 
 
 def reminder_added_text(item: Any, locale: str | None) -> str:
     content = _clip(item.content, QUOTE_CHARS)
+    if _deadline(item):
+        return _pick(locale, f"⏰ Due {_when(item, locale, item.deadline)}: {content}. I'll remind you "
+                             f"{_when(item, locale)} (#{item.id}).",
+                     f"⏰ 好的，{content}，{_when(item, locale, item.deadline)} 截止。我会在 {_when(item, locale)} "
+                     f"提前提醒你（#{item.id}）。")
     return _pick(locale, f"⏰ I'll remind you {_when(item, locale)}: {content} (#{item.id})",
                  f"⏰ 好的，我会在 {_when(item, locale)} 提醒你：{content}（#{item.id}）")
 
 
 def reminder_change_text(change: Any, locale: str | None) -> str:
-    """After ``/remind``: a new reminder, or one cancelled, done or snoozed."""
+    """After ``/remind``: a new reminder (and, the first time one used the default zone, which zone that is), or
+    one cancelled, done or snoozed."""
     if change.action == "add":
-        return reminder_added_text(change.item, locale)
+        hint = getattr(change, "default_zone", None)
+        added = reminder_added_text(change.item, locale)
+        return f"{added}\n{default_zone_text(hint, locale)}" if hint else added
     return reminder_updated_text(change.item, locale)
 
 
@@ -522,8 +542,12 @@ def error_text(exc: BaseException, locale: str | None) -> str:
         return ERRORS["unexpected"][is_chinese(locale)]
 
 
-def _when(item: Any, locale: str | None) -> str:
-    due = item.due_at
+def _deadline(item: Any) -> bool:
+    return getattr(item, "kind", "reminder") == "deadline" and getattr(item, "deadline", None) is not None
+
+
+def _when(item: Any, locale: str | None, moment: datetime | None = None) -> str:
+    due = moment or item.due_at
     if is_chinese(locale):
         return f"{due.month}月{due.day}日 周{_WEEKDAYS_ZH[due.weekday()]} {due:%H:%M}（{item.timezone}）"
     return f"{due:%a %d %b %H:%M} ({item.timezone})"

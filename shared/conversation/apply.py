@@ -8,18 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from shared.conversation.offline import extract_reminders
-from shared.conversation.offline_compose import reminder_confirmation
-from shared.db.memory_models import Todo
+from shared.conversation.turn_reminders import store_turn_reminders
 from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
 from shared.llm.turn_schema import TurnOutput
 from shared.memory.writes import store_stated_memories
 from shared.recall.round_keys import key_round
-from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
-from shared.reminders.timeparse import REMIND_CUE, asks_for_a_reminder, parse_due
 from shared.repositories.uow import UnitOfWork
-from shared.text import estimate_tokens, is_invisible
+from shared.text import estimate_tokens
 
 if TYPE_CHECKING:
     from shared.conversation.config import ConversationConfig
@@ -59,7 +55,7 @@ class AppliedTurn:
     answered_elsewhere: bool = False
     """Another process recorded a reply to this message first: this one is not sent."""
     notice: str | None = None
-    """A reminder the user asked for and the model did not set, set by the rules: its confirmation."""
+    """What the user is told of the turn's reminders and time zone (:mod:`shared.conversation.turn_reminders`)."""
 
 
 def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult, config: ConversationConfig, *,
@@ -82,12 +78,15 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
             memory_ids, facts = _store_memories(uow, prepared, output, now)
     key_round(uow, prepared.user_id, prepared.user_turn_id, prepared.text, output.response, facts,
               kept=not prepared.paused, shown_memory_ids=prepared.prompt.memory_ids)
-    todo_ids, todo_warnings, notice = _store_todos(uow, prepared, result, now)
+    trusted = result.output if result.trusted else None
+    reminders = store_turn_reminders(uow, prepared, trusted.todos if trusted else (), trusted and trusted.timezone,
+                                     now=now, default_timezone=config.default_timezone,
+                                     heads_up=config.deadline_heads_up)
     job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted)
     if prepared.quota.over:  # owed from the next day, when the user's allowance is back; not sent now
         job_ids = ()
-    return AppliedTurn(memory_ids=memory_ids, todo_ids=todo_ids, warnings=warnings + todo_warnings, job_ids=job_ids,
-                       notice=notice)
+    return AppliedTurn(memory_ids=memory_ids, todo_ids=reminders.todo_ids, warnings=warnings + reminders.warnings,
+                       job_ids=job_ids, notice=reminders.notice)
 
 
 def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,
@@ -113,42 +112,6 @@ def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
                                    source_turn_id=prepared.user_turn_id, session_id=prepared.session_id,
                                    source_text=prepared.text, bot_lines=bot_lines)
     return tuple(write.memory.id for write in writes), tuple(write.memory.content for write in writes)
-
-
-def _store_todos(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,
-                 now: datetime) -> tuple[tuple[int, ...], tuple[str, ...], str | None]:
-    """The reminders of the reply, with warnings for those that cannot be set; when the model set none (or its
-    answer was unreadable) for a message that asks for one in words the rules read ("remind me in 10
-    minutes to stretch"), the rules' reminder, and its confirmation for the user."""
-    entries, notice, view = (result.output.todos if result.trusted else ()), None, prepared.offline_view
-    if not entries and view is not None and REMIND_CUE.search(prepared.text):
-        entries = tuple(extract_reminders(prepared.text, view.local_now, view.timezone))
-        notice = reminder_confirmation(entries[0], view) if entries else None
-    ids, warnings = [], []
-    room = room_for_reminders(uow, prepared.user_id) if entries else 0
-    asked = bool(entries) and asks_for_a_reminder(prepared.text, now, prepared.timezone)
-    for entry in entries:
-        if is_invisible(entry.content):  # nothing to remind of: the one definition of visible text
-            log.info("dropped a reminder with no visible text")
-            continue
-        due = parse_due(entry.due, now, prepared.timezone)
-        if due is None or due <= now:
-            if asked:
-                warnings.append(f"Could not schedule a reminder for {entry.content!r}: "
-                                f"no future time in {entry.due!r}.")
-            else:  # small models fill the todo list with lines of their own reply
-                log.info("dropped a reminder the model proposed without a future time, for a message that "
-                         "asks for none")
-            continue
-        if len(ids) >= room:
-            warnings.append(f"Could not schedule a reminder for {entry.content!r}: "
-                            f"{MAX_PENDING_REMINDERS} reminders are already pending.")
-            continue
-        todo = uow.todos.add(Todo(user_id=prepared.user_id, chat_id=prepared.chat_id, content=entry.content,
-                                  due_at=due, remind_at=due, timezone=prepared.timezone, source="conversation",
-                                  source_turn_id=prepared.user_turn_id, created_at=now, updated_at=now))
-        ids.append(todo.id)
-    return tuple(ids), tuple(warnings), notice if ids else None
 
 
 def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tuple[int, ...], turn_count: int,

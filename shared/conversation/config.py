@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from shared.conversation.pressure import PressureConfig
+from shared.reminders.deadlines import DEFAULT_HEADS_UP
 from shared.settings import Settings
 from shared.usage.policy import QuotaPolicy
 
@@ -29,6 +30,8 @@ class ConversationConfig:
     """Daily token allowances; past one, the offline responder answers and background work waits."""
     pressure: PressureConfig = field(default_factory=PressureConfig)
     """How many turns of this process wait for the model at once, and for how long."""
+    deadline_heads_up: timedelta = DEFAULT_HEADS_UP
+    """How long before a deadline its reminder pings (``DEADLINE_HEADS_UP_MINUTES``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConversationConfig:
@@ -41,4 +44,5 @@ class ConversationConfig:
                    quota=QuotaPolicy.from_settings(settings),
                    pressure=PressureConfig(slots=settings.turn_llm_concurrency, queue_limit=settings.turn_queue_limit,
                                            busy_after=settings.turn_busy_notice_seconds,
-                                           give_up_after=settings.turn_queue_seconds))
+                                           give_up_after=settings.turn_queue_seconds),
+                   deadline_heads_up=timedelta(minutes=settings.deadline_heads_up_minutes))

@@ -23,6 +23,7 @@ from shared.conversation.offline_view import OFFLINE_HINT_KEY, MemoryNote, Offli
 from shared.emotion import Emotion, category_of, detect_emotion_offline
 from shared.llm.turn_schema import TodoEntry, TurnOutput
 from shared.memory.stated import StatedMemory
+from shared.reminders.deadlines import deadline_todo, reads_as_deadline, todo_content
 from shared.reminders.timeparse import REMIND_CUE, resolve_when
 from shared.speech.recall_questions import Key, recall_ask
 from shared.speech.statements import Statement, read_statements, statement_keys
@@ -58,7 +59,7 @@ class OfflineResponder:
     def respond(self, view: OfflineView) -> TurnOutput:
         emotion = detect_feeling(view.text)
         compose = Composer(view, replies_in_chinese(view.text), emotion)
-        todos = tuple(extract_reminders(view.text, view.local_now, view.timezone))
+        todos = tuple(extract_reminders(view.text, view.sent_at or view.local_now, view.timezone))
         statements = read_statements(view.text, bot_lines=view.bot_lines)
         stored = [s for s in statements if not already_known(s, view)]
         parts = [compose.reminder(todos), compose.statements(statements), compose.reminders()
@@ -78,15 +79,22 @@ def extract_statements(text: str, *, bot_lines: Iterable[str] = (),
 
 
 def extract_reminders(text: str, now: datetime, timezone: str) -> list[TodoEntry]:
-    """"提醒我明天早上9点开会" / "remind me tomorrow at 9 to call mom" as a todo with an ISO due time."""
+    """"提醒我明天早上9点开会" / "remind me tomorrow at 9 to call mom" as a todo with an ISO due time, counted
+    from ``now`` (when the message was sent); a to-do with a deadline ("周五下午五点前交报告", "the report is due
+    Friday 5pm") as a deadline, which pings ahead of its due time."""
     cue = REMIND_CUE.search(text)
     if cue is None:
-        return []
-    resolved = resolve_when(text[cue.end():], now, timezone) or resolve_when(text, now, timezone)
+        stated = deadline_todo(text, now, timezone)
+        return [TodoEntry(content=stated.rest[:200], due=stated.due.isoformat(), deadline=True)] if stated else []
+    asked, resolved = text[cue.end():], resolve_when(text[cue.end():], now, timezone)
+    if resolved is None:
+        asked, resolved = text, resolve_when(text, now, timezone)
     if resolved is None:
         return []
-    what = _reminder_content(REMIND_CUE.sub("", resolved.rest), text) or text.strip()
-    return [TodoEntry(content=what[:200], due=resolved.due.isoformat())]
+    deadline = reads_as_deadline(asked, resolved)
+    rest = todo_content(resolved.rest) if deadline else resolved.rest
+    what = _reminder_content(REMIND_CUE.sub("", rest), text) or text.strip()
+    return [TodoEntry(content=what[:200], due=resolved.due.isoformat(), deadline=deadline)]
 
 
 def _reminder_content(rest: str, message: str) -> str:

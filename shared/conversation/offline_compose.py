@@ -231,10 +231,11 @@ def known_count_notice(view: OfflineView, shown: int) -> str | None:
 
 
 def reminder_confirmation(todo: TodoEntry, view: OfflineView) -> str:
-    """"Okay — I'll remind you tomorrow at 09:00: …" in the language of the message."""
+    """"Okay — I'll remind you tomorrow at 09:00: …" (a deadline: "… is due …; I'll remind you ahead of it") in the
+    language of the message."""
     chinese = replies_in_chinese(view.text)
     when = say.when_text(datetime.fromisoformat(todo.due), view.local_now, view.timezone, chinese)
-    return say.text("reminder", chinese, when=when, what=second_person(todo.content))
+    return say.text("deadline" if todo.deadline else "reminder", chinese, when=when, what=second_person(todo.content))
 
 
 def _answers(ask: RecallAsk, view: OfflineView) -> list[MemoryNote]:

@@ -52,6 +52,8 @@ _ZH: dict[str, tuple[str, ...]] = {
     "model_hint": (f"想让我真正聊起来，可以接入一个语言模型：设置 {MODEL_HINT_MARKER}"
                    f"（测试过的设置见 {README_LLM_ANCHOR}）。",),
     "reminder": ("好的，{when}提醒你：{what}。",),
+    "deadline": ("好的，{what}{when}截止，我会提前提醒你。",),
+    "reminder_due_now": ("（“{what}”的时间在我回复时已经到了，马上提醒你。）",),
     "reminder_needs_time": ("好的——告诉我什么时候提醒你，比如“明天早上9点提醒我开会”。",),
     "said_user": ("{day}你跟我说过：“{line}”。",),
     "said_bot": ("{day}我说过：“{reply}”。",),
@@ -101,6 +103,8 @@ _EN: dict[str, tuple[str, ...]] = {
     "model_hint": (f"To chat for real, connect a language model: set {MODEL_HINT_MARKER} "
                    f"(tested settings: {README_LLM_ANCHOR}).",),
     "reminder": ("Okay — I'll remind you {when}: {what}.",),
+    "deadline": ("Okay — {what}: due {when}. I'll remind you ahead of it.",),
+    "reminder_due_now": ("(The time for “{what}” came while I was answering: I'll remind you right away.)",),
     "reminder_needs_time": ("Sure — tell me when, for example \"remind me tomorrow at 9 to call Mum\".",),
     "said_user": ("{day}, you told me: \"{line}\"",),
     "said_bot": ("{day}, I said: \"{reply}\"",),

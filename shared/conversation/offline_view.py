@@ -69,6 +69,9 @@ class OfflineView:
     """The speaker's newest memories (filled in when the message asks what is known of them)."""
     reminders: tuple[PendingReminder, ...] = ()
     """The speaker's pending reminders the note shows (all of the first few when the message asks about them)."""
+    sent_at: datetime | None = None
+    """When the message was sent, on the user's clock: "in 10 minutes" counts from it, however long the answer
+    takes (``local_now`` is when it was taken up)."""
 
 
 def replies_in_chinese(text: str) -> bool:

@@ -9,9 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo
 
 from shared.conversation.messages import OPERATOR_CONSOLE, IncomingMessage, Reply
 from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
@@ -32,7 +31,7 @@ from shared.db.models import ConversationSession, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
 from shared.recall.retrieval import Recall, ScoredMemory, recall_for_turn
 from shared.reminders.in_note import MAX_IN_NOTE, PendingReminder, due_limit, reminder_line, reminders_for_note
-from shared.reminders.timeparse import zone_or_default
+from shared.reminders.timeparse import zone_of, zone_or_default
 from shared.repositories.uow import UnitOfWork
 from shared.search.scoring import combine, recency_score
 from shared.speech.recall_questions import recall_ask
@@ -74,6 +73,10 @@ class PreparedTurn:
     """Time spent finding what to remember (retrieval and the looked-up keys), for the metrics."""
     quota: QuotaState = WITHIN
     """Over today's allowance: the offline responder answers and the turn's background work waits."""
+    sent_at: datetime | None = None
+    """When the message was sent (never after it was taken up): "in 10 minutes" counts from it."""
+    own_zone: bool = False
+    """The user set their time zone (else ``timezone`` is the operator's default)."""
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
@@ -84,17 +87,19 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
                                   locale=message.locale)
     chat = uow.chats.get_or_create(message.platform, message.chat_id,
                                    "private" if message.is_private else "group", message.chat_title)
-    user_id, timezone = identity.user_id, zone_or_default(identity.timezone, config.default_timezone)
+    user_id = identity.user_id
     seen = None
     if message.message_id is not None:
         seen = uow.turns.by_platform_message(chat.id, "user", message.message_id)
         if seen is not None and not (resume and _never_answered(uow, seen)):
             return _duplicate(uow, seen)
-    session = _working_memory(uow, user_id, chat.id, now, config, continuing=seen)
-    history = _history(uow, user_id, session.id, config.history_turns, seen)
-    text, warnings = _clean_message(message.text)
     user = uow.users.get(user_id)
     paused = user is not None and user.paused_at is not None
+    timezone = zone_or_default(user.timezone if user is not None else None, config.default_timezone)
+    zone = zone_of(timezone)
+    session = _working_memory(uow, user_id, chat.id, now, config, continuing=seen)
+    history = _history(uow, user_id, session.id, config.history_turns, seen, zone)
+    text, warnings = _clean_message(message.text)
     if seen is not None:
         turn_id = seen.id
     else:
@@ -105,7 +110,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     session.updated_at = now
     strategy = ResponseStrategy.from_json(session.next_strategy) if config.emotion_enabled else PLAIN_STRATEGY
     candidates = candidate_count(config.retrieval_limit)
-    local_now = now.astimezone(ZoneInfo(timezone))
+    local_now = now.astimezone(zone)
+    sent_at = _sent_at(message, now)
     recall_started = time.perf_counter()
     recall = recall_for_turn(uow, user_id, text, now=now, limit=candidates, local_now=local_now,
                              last_active=uow.turns.last_said_before(user_id, turn_id), topic=session.current_topic,
@@ -120,11 +126,11 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         bot_name=config.bot_name, personality=config.personality,
         strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,
         user_message=text, local_now=local_now, timezone=timezone, is_group=not message.is_private,
-        profile=_profile_text(recall), memories=[_line(item, recall) for item in recall.memories],
+        profile=_profile_text(recall), memories=[_line(item, recall, zone) for item in recall.memories],
         episodes=[episode.summary for episode in recall.episodes], history=history,
         memory_budget_tokens=config.memory_budget_tokens, topic=session.current_topic,
         memory_base_count=config.retrieval_limit, episodes_matched=recall.episodes_matched,
-        rounds=_round_lines(recall, skip={turn_id, *(turn.turn_id for turn in history)}),
+        rounds=_round_lines(recall, zone, skip={turn_id, *(turn.turn_id for turn in history)}),
         episode_ids=[episode.id for episode in recall.episodes],
         reminders=[reminder_line(reminder, timezone) for reminder in reminders]))
     if prompt.dropped_memories:
@@ -135,15 +141,16 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
                                          known, history, session, config.bot_name), paused=paused,
                            operator_console=message.platform == OPERATOR_CONSOLE,
                            memory_count=count, newest=tuple(_note(memory) for memory in newest),
-                           reminders=tuple(reminders))
+                           reminders=tuple(reminders), sent_at=sent_at.astimezone(local_now.tzinfo))
     return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
                         recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings,
-                        recall_seconds=recall_seconds, quota=quota)
+                        recall_seconds=recall_seconds, quota=quota, sent_at=sent_at,
+                        own_zone=user is not None and user.timezone == timezone)
 
 
-def _history(uow: UnitOfWork, user_id: int, session_id: int, limit: int,
-             seen: ConversationTurn | None) -> list[PastTurn]:
+def _history(uow: UnitOfWork, user_id: int, session_id: int, limit: int, seen: ConversationTurn | None,
+             zone: tzinfo) -> list[PastTurn]:
     """The conversation so far, windowed by :func:`history_window`, each user's turn with the memories its
     prompt showed that are still the user's active memories (a forgotten one is gone from the prompt too)."""
     turns, earlier = uow.turns.recent_counted(user_id, session_id, limit,
@@ -151,7 +158,8 @@ def _history(uow: UnitOfWork, user_id: int, session_id: int, limit: int,
     shown = history_window(earlier, limit)
     turns = turns[-shown:] if shown else []
     wanted = list(dict.fromkeys(memory_id for turn in turns for memory_id in turn.memory_ids or ()))
-    active = {memory.id: _shown(memory) for memory in uow.memories.active_among(user_id, wanted)} if wanted else {}
+    active = ({memory.id: _shown(memory, zone) for memory in uow.memories.active_among(user_id, wanted)} if wanted
+              else {})
     return [PastTurn(turn.role, turn.text, tuple(active[i] for i in turn.memory_ids or () if i in active),
                      turn_id=turn.id, said_at=turn.created_at) for turn in turns]
 
@@ -275,6 +283,13 @@ def _duplicate(uow: UnitOfWork, seen: ConversationTurn | None) -> PreparedTurn:
                         warnings=(), duplicate=reply)
 
 
+def _sent_at(message: IncomingMessage, now: datetime) -> datetime:
+    """When the message was sent, by the platform's clock (a naive time is UTC), never later than ``now``."""
+    sent = message.sent_at if isinstance(message.sent_at, datetime) else now
+    sent = sent if sent.tzinfo is not None else sent.replace(tzinfo=UTC)
+    return min(sent, now)
+
+
 def _clean_message(text: str) -> tuple[str, tuple[str, ...]]:
     cleaned = clean_text(text, MAX_MESSAGE_CHARS)
     if len(text) > MAX_MESSAGE_CHARS:
@@ -292,22 +307,25 @@ def _profile_text(recall: Recall) -> str | None:
     return " ".join(part for part in (profile.core_summary, focus) if part) or None
 
 
-def _shown(memory: Memory) -> MemoryLine:
-    """A memory a past turn's note showed, as it is written there."""
-    return MemoryLine(id=memory.id, type=memory.type, content=memory.content, noted_on=memory.created_at)
+def _shown(memory: Memory, zone: tzinfo) -> MemoryLine:
+    """A memory a past turn's note showed, as it is written there (its day on the user's clock)."""
+    return MemoryLine(id=memory.id, type=memory.type, content=memory.content,
+                      noted_on=memory.created_at.astimezone(zone))
 
 
-def _line(item: ScoredMemory, recall: Recall) -> MemoryLine:
+def _line(item: ScoredMemory, recall: Recall, zone: tzinfo) -> MemoryLine:
     memory = item.memory
     decisive = memory.id in recall.decisive_ids
-    return MemoryLine(id=memory.id, type=memory.type, content=memory.content, noted_on=memory.created_at,
+    return MemoryLine(id=memory.id, type=memory.type, content=memory.content,
+                      noted_on=memory.created_at.astimezone(zone),
                       relevance=item.score.relevance, decisive=decisive, source_turn_id=memory.source_turn_id,
                       rank=float("inf") if decisive else item.score.total)
 
 
-def _round_lines(recall: Recall, skip: set[int | None]) -> list[RoundLine]:
-    """The recalled rounds as the prompt shows them, but those the conversation window shows already."""
-    return [RoundLine(id=item.round.turn_id, said_on=item.round.said_at, line=item.round.line,
+def _round_lines(recall: Recall, zone: tzinfo, skip: set[int | None]) -> list[RoundLine]:
+    """The recalled rounds as the prompt shows them (their day on the user's clock), but those the conversation
+    window shows already."""
+    return [RoundLine(id=item.round.turn_id, said_on=item.round.said_at.astimezone(zone), line=item.round.line,
                       reply=item.round.reply, relevance=item.score.relevance, rank=item.score.total,
                       terms=recall.query_terms)
             for item in recall.rounds if item.round.turn_id not in skip]

@@ -12,6 +12,8 @@ MEMORY_SOURCES = ("user_stated", "inferred", "imported", "operator", "system", "
 ``system`` and ``manual`` are kept for rows written before ``operator`` and ``user_stated`` said it."""
 MEMORY_TIERS = ("transient", "short", "long", "core", "system")
 TODO_STATUSES = ("pending", "sent", "done", "cancelled")
+TODO_KINDS = ("reminder", "deadline")
+"""A ``reminder`` pings at its time; a ``deadline`` ahead of when something is due (``DEADLINE_HEADS_UP_MINUTES``)."""
 EVENT_ACTIONS = ("add", "update", "boost", "delete", "supersede", "promote", "decay", "forget", "expire", "bin",
                  "restore", "purge")
 """``bin``: a rule put the memory in the recycle bin; ``restore``: the user took it back; ``purge``: it left the bin."""

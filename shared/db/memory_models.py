@@ -34,6 +34,7 @@ from shared.db.models import (
     MEMORY_TIERS,
     MEMORY_TYPES,
     OUTBOX_STATUSES,
+    TODO_KINDS,
     TODO_STATUSES,
     TSVECTOR_SQL,
     Base,
@@ -150,14 +151,20 @@ class Todo(Base):
         Index("ix_todos_due", "remind_at", postgresql_where=text("status = 'pending'")),
         Index(None, "user_id", "status"),
         one_of("status", TODO_STATUSES),
+        one_of("kind", TODO_KINDS),
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     user_id: Mapped[int] = user_fk()
     chat_id: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("chats.id", ondelete="SET NULL"))
     content: Mapped[str] = mapped_column(Text, nullable=False)
     due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    """When it is due: the time asked for, or a deadline."""
     remind_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    """When it pings: ``due_at``, earlier for a deadline's heads-up, later after a snooze."""
     timezone: Mapped[str] = mapped_column(String(64), nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False, server_default=text("'reminder'"))
+    wall_clock: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
+    """A time on the clock ("08:30"), kept on the clock when the user's zone changes; False for "in 10 minutes"."""
     status: Mapped[str] = mapped_column(String(16), nullable=False, server_default=text("'pending'"))
     source: Mapped[str] = mapped_column(String(16), nullable=False, server_default=text("'command'"))
     source_turn_id: Mapped[int | None] = mapped_column(

@@ -40,6 +40,7 @@ from shared.db.kinds import (  # noqa: F401  (the models' vocabularies, re-expor
     OUTBOX_STATUSES,
     PLATFORMS,
     ROLES,
+    TODO_KINDS,
     TODO_STATUSES,
     USAGE_KINDS,
 )
@@ -84,6 +85,10 @@ class User(Base):
     paused_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     quota_lifted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     """Set by an operator: the daily token quota does not apply to this user."""
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    """The person's time zone (an IANA name, or an offset such as "UTC+05:30"); None: ``DEFAULT_TIMEZONE``."""
+    zone_told_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the user was told which zone a reminder used while they had none of their own (only once)."""
     created_at: Mapped[datetime] = created_column()
 
 
@@ -102,7 +107,6 @@ class Identity(Base):
     platform_user_id: Mapped[str] = mapped_column(String(64), nullable=False)
     display_name: Mapped[str | None] = mapped_column(Text)
     locale: Mapped[str | None] = mapped_column(String(16))
-    timezone: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = created_column()
 
 

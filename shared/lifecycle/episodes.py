@@ -21,14 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from shared.conversation.apply import MESSAGES_PER_SUMMARY
 from shared.db.memory_models import Episode
 from shared.llm.answers import is_machine_text
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.metering import CallUsage, metered
-from shared.reminders.timeparse import known_zone
+from shared.reminders.timeparse import known_zone, zone_of
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import tokenize
 from shared.text import clean_text
@@ -164,14 +163,14 @@ def _read_work(uow_factory: Callable[[], UnitOfWork], session_id: int, *, part: 
         return SessionWork(
             session_id=session.id, user_id=session.user_id, chat_id=session.chat_id,
             turns=tuple((t.id, t.role, t.text, t.created_at) for t in turns), topic=session.current_topic,
-            timezone=_user_timezone(uow, session.user_id, session.chat_id, default_timezone),
+            timezone=_user_timezone(uow, session.user_id, default_timezone),
             core_summary=profile.core_summary if profile else "",
             scratchpad=dict(profile.scratchpad) if profile else {})
 
 
 def summary_messages(work: SessionWork) -> list[dict[str, str]]:
     """The summariser's chat messages: rules, then the profile and the conversation as data."""
-    zone = ZoneInfo(work.timezone)
+    zone = zone_of(work.timezone)
     lines, used = [], 0
     for index, (_, role, text, at) in enumerate(work.turns):
         line = f"[{at.astimezone(zone):%m-%d %H:%M}] {'USER' if role == 'user' else 'BOT'}: {_flat(text)}"
@@ -236,7 +235,7 @@ def conversation_language(texts: Sequence[str]) -> str:
 
 def stamped(summary: str, started_at: datetime, timezone: str) -> str:
     """"[2026-01-03 18:00] summary", the start in the user's local time."""
-    return f"[{started_at.astimezone(ZoneInfo(timezone)):%Y-%m-%d %H:%M}] {summary}"
+    return f"[{started_at.astimezone(zone_of(timezone)):%Y-%m-%d %H:%M}] {summary}"
 
 
 def _draft_from_model(chat_model: ChatModel, work: SessionWork) -> EpisodeDraft | None:
@@ -291,11 +290,10 @@ def _scratchpad(raw: object) -> dict[str, Any]:
     return pad
 
 
-def _user_timezone(uow: UnitOfWork, user_id: int, chat_id: int, default: str) -> str:
-    """The time zone of the user's identity on the chat's platform, else of any identity, else ``default``."""
-    chat = uow.chats.get(chat_id)
-    identities = sorted(uow.users.identities_of(user_id), key=lambda i: chat is None or i.platform != chat.platform)
-    for candidate in [identity.timezone for identity in identities] + [default]:
+def _user_timezone(uow: UnitOfWork, user_id: int, default: str) -> str:
+    """The user's time zone, else ``default``."""
+    user = uow.users.get(user_id)
+    for candidate in (user.timezone if user is not None else None, default):
         if known_zone(candidate) is not None:
             return candidate
     return "UTC"

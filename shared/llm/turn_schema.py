@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.db.kinds import MEMORY_TYPES
+from shared.db.kinds import MEMORY_TYPES, TODO_KINDS
 from shared.emotion import ALL_EMOTIONS, EMOTION_CATEGORIES
 from shared.errors import MnemoError
 from shared.memory.policy import (
@@ -80,9 +80,14 @@ TURN_JSON_SCHEMA: dict[str, Any] = _strict_object(
     todos={"type": "array", "items": _strict_object(
         content=_string("What to remind the user of"),
         due=_string("ISO 8601 date-time with the user's UTC offset, e.g. 2026-01-03T18:00:00+08:00"),
+        kind=_string("reminder: ping at that time ('remind me at 3'); deadline: the time it is due by ('the report "
+                     "is due Friday 5pm', '周五前交报告'), pinged ahead of it", TODO_KINDS),
     )},
     topic={"type": ["string", "null"], "description": "The conversation's current topic, a few words"},
     context_variables={"type": "array", "items": _strict_object(key=_string(), value=_string())},
+    timezone={"type": ["string", "null"],
+              "description": "Only when the user says where they live or are, or their time zone: its IANA name "
+                             "(e.g. America/Los_Angeles); else null"},
 )
 
 
@@ -94,6 +99,8 @@ class InvalidTurnOutput(MnemoError):
 class TodoEntry:
     content: str
     due: str | None  # as the model wrote it (ISO 8601 expected); None when it gave none
+    deadline: bool = False
+    """``due`` is when it is due by (kind ``deadline``): it pings ahead of it."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,8 @@ class TurnOutput:
     todos: tuple[TodoEntry, ...] = ()
     topic: str | None = None
     context_variables: dict[str, str] = field(default_factory=dict)
+    timezone: str | None = None
+    """The time zone the user said they are in, as the model named it (checked before it is kept)."""
 
 
 def parse_turn_output(text: str) -> TurnOutput:
@@ -124,6 +133,7 @@ def parse_turn_data(data: Mapping[str, Any]) -> TurnOutput:
         todos=_todos(data.get("todos")),
         topic=_text(data.get("topic"), MAX_LABEL_CHARS) or None,
         context_variables=_context_variables(data.get("context_variables")),
+        timezone=_text(data.get("timezone"), MAX_LABEL_CHARS) or None,
     )
 
 
@@ -182,7 +192,8 @@ def _todos(raw: object) -> tuple[TodoEntry, ...]:
         return ()
     todos = [
         TodoEntry(content=_text(item.get("content"), MAX_MEMORY_CHARS),
-                  due=_text(item.get("due"), MAX_LABEL_CHARS) or None)
+                  due=_text(item.get("due"), MAX_LABEL_CHARS) or None,
+                  deadline=_text(item.get("kind"), MAX_LABEL_CHARS).lower() == "deadline")
         for item in raw if isinstance(item, Mapping)
     ]
     return tuple(todo for todo in todos if todo.content)[:MAX_TODOS]

@@ -8,7 +8,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
+
+from shared.reminders.timeparse import zone_of
 
 DUE_SOON = timedelta(hours=24)
 """A reminder due within this is in the note whatever the message says."""
@@ -48,4 +49,4 @@ def asks_about_reminders(text: str) -> bool:
 
 def reminder_line(reminder: PendingReminder, timezone: str) -> str:
     """"2026-05-03 09:00: call Mum" on the user's clock."""
-    return f"{reminder.due_at.astimezone(ZoneInfo(timezone)):%Y-%m-%d %H:%M}: {reminder.content}"
+    return f"{reminder.due_at.astimezone(zone_of(timezone)):%Y-%m-%d %H:%M}: {reminder.content}"

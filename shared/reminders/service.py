@@ -47,11 +47,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
-from zoneinfo import ZoneInfo
 
+from shared.db.memory_models import Todo
 from shared.errors import MnemoError
 from shared.reminders.chat_moves import record_chat_move
-from shared.reminders.timeparse import known_zone
+from shared.reminders.timeparse import zone_of
 from shared.repositories.reminders import CLAIM_LEASE
 from shared.repositories.uow import UnitOfWork
 
@@ -142,13 +142,24 @@ def idempotency_key(todo_id: int) -> str:
     return f"mnemo-todo-{todo_id}"
 
 
-def reminder_text(content: str, due_at: datetime, timezone: str, locale: str | None) -> str:
-    """What the user reads: the reminder and its due time (HH:MM) in the todo's time zone."""
-    zone = known_zone(timezone) or ZoneInfo("UTC")
-    local = due_at.astimezone(zone).strftime("%H:%M")
+def reminder_text(content: str, due_at: datetime, timezone: str, locale: str | None, *,
+                  remind_at: datetime | None = None, deadline: bool = False) -> str:
+    """What the user reads: the reminder and its due time (HH:MM, with the day when a deadline's is another) in
+    the todo's time zone; a deadline's heads-up says it is due then."""
+    zone = zone_of(timezone)
+    due = due_at.astimezone(zone)
+    local = f"{due:%H:%M}"
+    if deadline and remind_at is not None and remind_at.astimezone(zone).date() != due.date():
+        local = f"{due:%m-%d %H:%M}"
     if (locale or "").lower().startswith("zh") or _CJK.search(content):
-        return f"⏰ 提醒：{content}（{local}）"
-    return f"⏰ Reminder: {content} ({local})"
+        return f"⏰ 提醒：{content}（{local} 截止）" if deadline else f"⏰ 提醒：{content}（{local}）"
+    return f"⏰ Heads-up: {content} (due {local})" if deadline else f"⏰ Reminder: {content} ({local})"
+
+
+def todo_text(todo: Todo, locale: str | None) -> str:
+    """:func:`reminder_text` of a stored reminder."""
+    return reminder_text(todo.content, todo.due_at, todo.timezone, locale, remind_at=todo.remind_at,
+                         deadline=todo.kind == "deadline")
 
 
 def claim_due_reminders(uow_factory: UowFactory, now: datetime, *, limit: int = 100,
@@ -205,7 +216,7 @@ def console_reminders_sent_since(uow_factory: UowFactory, user_id: int, since: d
         todos = uow.todos.sent_on_platform(user_id, "console", since, until or datetime.max.replace(tzinfo=UTC))
         identity = uow.users.identity_on(user_id, "console")
     locale = identity.locale if identity else None
-    return [reminder_text(t.content, t.due_at, t.timezone, locale) for t in todos]
+    return [todo_text(t, locale) for t in todos]
 
 
 def _take_over(uow: UnitOfWork, todo_id: int, attempt: int, now: datetime) -> _Delivery | DeliveryOutcome:
@@ -228,7 +239,7 @@ def _take_over(uow: UnitOfWork, todo_id: int, attempt: int, now: datetime) -> _D
     identity = uow.users.identity_on(todo.user_id, chat.platform)
     target = ReminderTarget(chat.platform, chat.platform_chat_id,
                             identity.platform_user_id if identity else None, chat.kind)
-    text = reminder_text(todo.content, todo.due_at, todo.timezone, identity.locale if identity else None)
+    text = todo_text(todo, identity.locale if identity else None)
     return _Delivery(todo.user_id, target, text, todo.remind_at)
 
 

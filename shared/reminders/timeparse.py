@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -178,6 +178,11 @@ class ResolvedTime:
     due: datetime
     matched: str
     rest: str
+    elapsed: bool = False
+    """An amount of time from the message ("in 10 minutes", "半小时后"), not a time on the clock: a fixed
+    moment, which a change of the user's time zone does not move."""
+    span: tuple[int, int] = (0, 0)
+    """Where ``matched`` is in the text."""
 
 
 def resolve_when(text: str, now: datetime, tz: str) -> ResolvedTime | None:
@@ -205,7 +210,8 @@ def resolve_when(text: str, now: datetime, tz: str) -> ResolvedTime | None:
         return None
     if storable_time(due) is None:
         raise TimeOutOfRange(matched)
-    return ResolvedTime(due=due, matched=matched, rest=_what_is_left(text, start, end))
+    return ResolvedTime(due=due, matched=matched, rest=_what_is_left(text, start, end), elapsed="elapsed" in parts,
+                        span=(start, end))
 
 
 def asks_for_a_reminder(text: str, now: datetime, tz: str) -> bool:
@@ -237,7 +243,7 @@ def parse_due(value: str, now: datetime, tz: str) -> datetime | None:
     return due if storable_time(due) is not None else None
 
 
-def _from_iso(text: str, zone: ZoneInfo) -> datetime:
+def _from_iso(text: str, zone: tzinfo) -> datetime:
     """``text`` as an ISO date or date-time in ``zone``; ValueError when it is neither."""
     try:
         return _wall(date.fromisoformat(text), DEFAULT_HOUR, 0, zone)
@@ -246,15 +252,28 @@ def _from_iso(text: str, zone: ZoneInfo) -> datetime:
     return parsed.astimezone(zone) if parsed.tzinfo else _attach(parsed, zone)
 
 
-def known_zone(name: object) -> ZoneInfo | None:
-    """The IANA zone of that name, or None for anything zoneinfo does not know (the one check of a
-    user's or a file's time zone)."""
+FIXED_OFFSET_NAME = re.compile(r"UTC(?P<sign>[+-])(?P<hours>\d{2}):(?P<minutes>[0-5]\d)")
+"""How a time zone that is only an offset is stored ("UTC+05:30", "UTC-07:00"), as a user may set it."""
+MAX_OFFSET = timedelta(hours=14)
+
+
+def known_zone(name: object) -> tzinfo | None:
+    """The IANA zone of that name, or a fixed offset written as :data:`FIXED_OFFSET_NAME`; None for anything
+    else (the one check of a user's or a file's time zone)."""
     if not isinstance(name, str) or not name:
         return None
+    if found := FIXED_OFFSET_NAME.fullmatch(name):
+        offset = timedelta(hours=int(found["hours"]), minutes=int(found["minutes"]))
+        return timezone(offset if found["sign"] == "+" else -offset, name) if offset <= MAX_OFFSET else None
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, TypeError, OSError):
         return None
+
+
+def zone_of(name: str) -> tzinfo:
+    """The zone of a name that was checked with :func:`known_zone` when it was stored; UTC if it is unknown now."""
+    return known_zone(name) or UTC
 
 
 def zone_or_default(preferred: str | None, default: str) -> str:
@@ -262,17 +281,22 @@ def zone_or_default(preferred: str | None, default: str) -> str:
     return preferred if preferred and known_zone(preferred) is not None else default
 
 
-def _local(now: datetime, zone: ZoneInfo) -> datetime:
+def same_wall_time(moment: datetime, old: tzinfo, new: tzinfo) -> datetime:
+    """The moment whose clock time in ``new`` is the clock time ``moment`` has in ``old`` (08:30 stays 08:30)."""
+    return _attach(moment.astimezone(old).replace(tzinfo=None), new)
+
+
+def _local(now: datetime, zone: tzinfo) -> datetime:
     """``now`` on the user's wall clock; a naive ``now`` is taken to be UTC."""
     return (now if now.tzinfo else now.replace(tzinfo=UTC)).astimezone(zone)
 
 
-def _wall(day: date, hour: int, minute: int, zone: ZoneInfo) -> datetime:
+def _wall(day: date, hour: int, minute: int, zone: tzinfo) -> datetime:
     """``hour:minute`` on ``day`` in ``zone``; hours past 23 run into the next day."""
     return _attach(datetime.combine(day, time()) + timedelta(hours=hour, minutes=minute), zone)
 
 
-def _attach(naive: datetime, zone: ZoneInfo) -> datetime:
+def _attach(naive: datetime, zone: tzinfo) -> datetime:
     """A wall time in ``zone``: one skipped by a DST change moves forward by the gap, one that
     happens twice is its first occurrence."""
     return naive.replace(tzinfo=zone).astimezone(UTC).astimezone(zone)

@@ -27,7 +27,8 @@ class UserRepository:
         locale: str | None = None,
         timezone: str | None = None,
     ) -> Identity:
-        """The identity for this account, created with a new user the first time it is seen."""
+        """The identity for this account, created with a new user the first time it is seen; ``timezone`` is the
+        user's (all their accounts')."""
         identity = self.identity(platform, platform_user_id)
         if identity is None:
             identity = self._create(platform, platform_user_id)
@@ -36,7 +37,7 @@ class UserRepository:
         if locale is not None:
             identity.locale = locale[:16]
         if timezone is not None:
-            identity.timezone = timezone[:64]
+            self.set_timezone(identity.user_id, timezone)
         return identity
 
     def identity(self, platform: str, platform_user_id: str) -> Identity | None:
@@ -62,6 +63,20 @@ class UserRepository:
         user = self.session.get(User, user_id)
         if user is not None:
             user.paused_at = paused_at
+
+    def set_timezone(self, user_id: int, timezone: str | None) -> None:
+        """The user's time zone (checked by the caller), or None for the operator's default."""
+        user = self.session.get(User, user_id)
+        if user is not None:
+            user.timezone = timezone[:64] if timezone else None
+
+    def mark_zone_told(self, user_id: int, now: datetime) -> bool:
+        """Record that the user was told which zone their reminders use; False when they had been told before."""
+        user = self.session.get(User, user_id)
+        if user is None or user.zone_told_at is not None:
+            return False
+        user.zone_told_at = now
+        return True
 
     def set_quota_lifted(self, user_id: int, lifted_at: datetime | None) -> bool:
         """Lift the daily token quota for this user (a time), or apply it again (None); False for no such user."""

@@ -463,3 +463,44 @@ def test_the_recycle_bin_shows_what_the_rules_set_aside_and_restore_brings_it_ba
         wait_for_cards(driver, [binned.content, kept.content])
         assert page_errors(driver) == []
     assert panel_server.commands.forgotten_memories(HUGO).total == 0
+
+
+def test_the_time_zone_is_set_in_the_panel_and_reminders_show_on_its_clock_not_the_browsers(panel_server):
+    ivy = Caller("telegram", "9494", display_name="Ivy")
+    panel_server.commands.add_reminder(ivy, "tomorrow 8:30am take the bins out")
+    panel_server.commands.add_reminder(ivy, "tomorrow 5pm the essay is due")
+
+    def due_texts(driver: WebDriver) -> list[str]:
+        return [card.text for card in driver.find_elements(By.CSS_SELECTOR, "[data-testid=reminder-due]")]
+
+    with chromium() as driver:
+        driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "America/Lima"})  # the browser's own
+        sign_in(driver, panel_server.sign_in_link(ivy))
+        current = (By.ID, "zone-current")
+        wait(driver).until(seen.text_to_be_present_in_element(current, "You have not set a time zone"))
+        wait(driver).until(lambda d: len(due_texts(d)) == 2)
+        assert due_texts(driver)[0].endswith("8:30 AM (UTC)")  # its own clock, not Lima's 3:30 AM
+
+        field = by_id(driver, "zone-input")
+        field.send_keys("Narnia")
+        by_id(driver, "zone-save").click()
+        wait(driver).until(seen.text_to_be_present_in_element((By.ID, "notice"), "does not know that time zone"))
+        field.clear()
+        field.send_keys("Taipei")
+        by_id(driver, "zone-save").click()
+        wait(driver).until(seen.text_to_be_present_in_element(current, "Your time zone: Asia/Taipei (UTC+08:00)."))
+        wait(driver).until(lambda d: due_texts(d)[0].endswith("8:30 AM (Asia/Taipei)"), "the reminder kept its clock")
+        assert "2 pending reminders keep their clock time" in driver.find_element(By.ID, "notice").text
+        essay = driver.find_elements(By.CSS_SELECTOR, "[data-testid=reminder-card]")[1]
+        assert essay.find_element(By.CSS_SELECTOR, "[data-testid=reminder-due]").text.endswith("4:00 PM (Asia/Taipei)")
+        assert essay.find_element(By.CSS_SELECTOR, "[data-testid=reminder-deadline]").text.endswith("5:00 PM")
+        shot(driver, "13-time-zone")
+        assert panel_server.commands.timezone(ivy).after.name == "Asia/Taipei"
+        assert [f"{item.due_at:%H:%M}" for item in panel_server.commands.list_reminders(ivy)] == ["08:30", "16:00"]
+
+        by_id(driver, "lang-toggle").click()
+        wait(driver).until(seen.text_to_be_present_in_element(current, "你的时区：Asia/Taipei (UTC+08:00)。"))
+        by_id(driver, "zone-reset").click()
+        wait(driver).until(seen.text_to_be_present_in_element(current, "你还没有设置时区"))
+        assert panel_server.commands.timezone(ivy).after.own is False
+        assert page_errors(driver) == []

@@ -264,7 +264,7 @@ class FakeUserRepository(_Repository):
         if locale is not None:
             identity.locale = locale[:16]
         if timezone is not None:
-            identity.timezone = timezone[:64]
+            self.set_timezone(identity.user_id, timezone)
         return identity
 
     def identity(self, platform: str, platform_user_id: str) -> Identity | None:
@@ -282,6 +282,18 @@ class FakeUserRepository(_Repository):
         user = self.get(user_id)
         if user is not None:
             user.paused_at = paused_at
+
+    def set_timezone(self, user_id: int, timezone: str | None) -> None:
+        user = self.get(user_id)
+        if user is not None:
+            user.timezone = timezone[:64] if timezone else None
+
+    def mark_zone_told(self, user_id: int, now: datetime) -> bool:
+        user = self.get(user_id)
+        if user is None or user.zone_told_at is not None:
+            return False
+        user.zone_told_at = now
+        return True
 
     def set_quota_lifted(self, user_id: int, lifted_at: datetime | None) -> bool:
         user = self.get(user_id)

@@ -476,6 +476,28 @@ def test_reminders_are_listed_and_a_pending_one_can_be_cancelled_once(api):
     assert client.get("/api/v1/reminders").json() == {"items": []}
 
 
+def test_the_time_zone_is_read_and_set_like_timezone_and_reminders_show_their_deadline(api):
+    client = api.signed_in(ANN)
+    api.commands.add_reminder(ANN, "tomorrow 8am the invoice is due")
+    assert client.get("/api/v1/settings").json() == {"timezone": None, "zone": "UTC", "zone_label": "UTC",
+                                                     "default_timezone": "UTC"}
+    changed = client.put("/api/v1/settings/timezone", json={"timezone": "Nairobi"}).json()
+    assert (changed["timezone"], changed["zone_label"], changed["moved"]) == ("Africa/Nairobi",
+                                                                              "Africa/Nairobi (UTC+03:00)", 1)
+    [reminder] = client.get("/api/v1/reminders").json()["items"]
+    assert (reminder["kind"], reminder["timezone"]) == ("deadline", "Africa/Nairobi")
+    assert reminder["deadline"].endswith("T08:00:00+03:00") and reminder["due_at"].endswith("T07:00:00+03:00")
+    for body, code in (({"timezone": "Atlantis"}, "zone_unknown"), ({"timezone": "Brazil"}, "zone_several"),
+                       ({"timezone": 8}, "invalid"), ({"timezone": "x" * 65}, "invalid"), ({}, "invalid")):
+        refused = client.put("/api/v1/settings/timezone", json=body)
+        assert (refused.status_code, refused.json()["code"]) == (422, code)
+    assert api.commands.timezone(ANN).after.name == "Africa/Nairobi" and api.commands.timezone(BOB).after.own is False
+    assert client.put("/api/v1/settings/timezone", json={"timezone": None}).json()["timezone"] is None
+    no_csrf = api.client()
+    no_csrf.cookies = client.cookies
+    assert no_csrf.put("/api/v1/settings/timezone", json={"timezone": "Lima"}).status_code == 403
+
+
 # The document and the headers
 
 

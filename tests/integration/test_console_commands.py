@@ -230,3 +230,18 @@ def test_memories_forgotten_lists_the_recycle_bin_and_restore_brings_one_back(uo
     assert f"#{memory.id}" in listed and "band Low" in listed and "purged" in listed
     assert f"Restored #{memory.id}" in restored
     assert "Nothing is in the recycle bin" in again and "band Low" in kept
+
+
+def test_the_time_zone_is_shown_set_by_command_or_in_chat_and_reminders_follow_it(uow_factory, tmp_path):
+    shown, remind, said, again, listed, bad, deadline, listed_after = run_console(uow_factory, tmp_path, [
+        "/timezone", "/remind tomorrow 7:45am walk the dog", "I live in Vancouver now", "/timezone",
+        "/reminders", "/timezone Narnia", "/remind Friday 5pm the tax return is due", "/reminders"])
+    assert shown.startswith("You haven't set a time zone, so I use Asia/Shanghai")
+    assert "(Times are in Asia/Shanghai, this bot's default" in remind  # once, with the first reminder
+    assert "Time zone set to America/Vancouver" in said and "1 pending reminder keeps its clock time" in said
+    assert again.startswith("Your time zone: America/Vancouver (UTC-0")
+    assert "07:45 (America/Vancouver) · walk the dog" in listed
+    assert bad.startswith("I don't know the time zone “Narnia”")
+    assert "Due Fri" in deadline and "17:00 (America/Vancouver): the tax return" in deadline
+    assert "Times are in" not in deadline
+    assert "16:00 (America/Vancouver) · the tax return · due Fri" in listed_after

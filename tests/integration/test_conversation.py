@@ -21,6 +21,7 @@ from shared.llm.client import ChatModel
 from shared.metrics.record import MESSAGE_OUTCOMES
 from shared.recall.embeddings import OpenAIEmbedder
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS
+from shared.reminders.zone_texts import default_zone_text
 from tests.waiting import wait_for
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai
@@ -313,7 +314,8 @@ def test_a_reminder_asked_for_that_the_model_did_not_set_is_set_by_the_rules_and
     llm.queue_reply(answer)  # a small model's answer: the request for a reminder is not in it
     reply = say(service, "remind me in 10 minutes to water the bees")
     assert len(reply.todo_ids) == 1
-    assert reply.notice == "Okay — I'll remind you today at 10:10 (Asia/Shanghai): water the bees."
+    assert reply.notice == ("Okay — I'll remind you today at 10:10 (Asia/Shanghai): water the bees. "
+                            + default_zone_text("Asia/Shanghai", "en"))  # the user has no zone: told once
     with uow_factory() as uow:
         todo = uow.session.get(Todo, reply.todo_ids[0])
         assert todo.due_at == START + timedelta(minutes=10) and todo.content == "water the bees"

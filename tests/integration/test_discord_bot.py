@@ -15,6 +15,7 @@ import logging
 import threading
 from datetime import UTC, datetime, timedelta
 
+import discord
 import pytest
 from prometheus_client import REGISTRY
 from pydantic import SecretStr
@@ -26,7 +27,7 @@ from bot.discord_bot import MnemoBot, chat_intents, run_discord, sync_commands, 
 from bot.discord_render import jump_url, plain_text, reply_messages, split_message, warning_line
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import texts
-from shared.commands.service import Caller, MemoryCommands
+from shared.commands.service import Caller, MemoryCommands, ReminderChange
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
@@ -345,10 +346,46 @@ def test_remind_in_a_server_sets_a_reminder_that_pings_by_direct_message(run, fa
 
     [reminder] = memory.list_reminders(alice())
     assert reminder.content == "stretch"
-    assert only_followup(fake_discord)["content"] == texts.reminder_added_text(reminder, EN)
+    assert only_followup(fake_discord)["content"] == texts.reminder_change_text(
+        ReminderChange("add", reminder, default_zone="Asia/Shanghai"), EN)  # the first: which zone it used
     with uow_factory() as uow:
         todo = uow.session.scalars(select(Todo)).one()
         assert uow.session.get(Chat, todo.chat_id).kind == "private"
+
+
+def test_timezone_shows_and_sets_the_zone_a_direct_message_can_set_it_too_and_reminders_follow(
+        run, fake_discord, memory, uow_factory):
+    async def scenario(bot: Bot):
+        await bot.command("timezone", guild=GUILD)
+        await bot.command("remind", {"when": "tomorrow 6:30am", "what": "feed the cat"}, locale=ZH)
+        await bot.receive(fake_discord.incoming_message("I'm in Lisbon, by the way", user_id=ALICE))
+        await bot.command("timezone", {"zone": "Atlantis"})
+        await bot.command("timezone", {"zone": "GMT+9:30"}, locale=ZH)
+
+    run(scenario)
+
+    shown, reminded, unknown, offset = (answer["content"] for answer in fake_discord.followups)
+    assert all(answer["flags"] & EPHEMERAL for answer in fake_discord.followups)
+    assert shown.startswith("You haven't set a time zone, so I use Asia/Shanghai (UTC+08:00)")
+    assert "06:30（Asia/Shanghai）" in reminded and "/timezone 城市名" in reminded
+    [said] = fake_discord.messages_in(fake_discord.dm_channel(ALICE))
+    assert "Time zone set to Europe/Lisbon" in said["content"] and "keeps its clock time" in said["content"]
+    assert unknown == texts.error_text(InvalidCommand("zone_unknown", what="Atlantis"), EN)
+    assert offset.startswith("时区已设为 UTC+09:30。1 个待提醒事项保持原来的钟点")
+    [reminder] = memory.list_reminders(alice())
+    assert (f"{reminder.due_at:%H:%M}", reminder.timezone) == ("06:30", "UTC+09:30")
+
+
+def test_a_message_discord_stamped_minutes_ago_counts_its_reminder_from_then(run, fake_discord, uow_factory):
+    sent = datetime.now(UTC) - timedelta(minutes=4)
+    message = fake_discord.incoming_message("10分钟后提醒我收衣服", user_id=ALICE)
+    message["id"] = str(discord.utils.time_snowflake(sent))  # Discord's message id carries when it was sent
+
+    run(lambda bot: bot.receive(message))
+
+    with uow_factory() as uow:
+        [todo] = uow.session.scalars(select(Todo)).all()
+    assert todo.content == "收衣服" and abs(todo.due_at - (sent + timedelta(minutes=10))) < timedelta(seconds=1)
 
 
 def test_link_gives_a_code_and_link_unlink_is_unlink(run, fake_discord):
@@ -583,7 +620,7 @@ def test_commands_are_synced_to_a_development_guild_with_chinese_localizations(f
     assert sync["guild_id"] == GUILD and sorted(names) == sorted(c["name"] for c in sync["commands"])
     assert {"memories", "memories_why", "memories_forgotten", "memories_restore", "forget", "remember", "reminders",
             "remind", "cancel", "done", "snooze", "export", "import", "pause", "resume", "link", "unlink", "panel",
-            "usage", "help", "access"} == set(names)
+            "usage", "timezone", "help", "access"} == set(names)
     memories = next(c for c in sync["commands"] if c["name"] == "memories")
     assert memories["description_localizations"]["zh-CN"]
     kind = next(option for option in memories["options"] if option["name"] == "type")
@@ -599,7 +636,7 @@ def test_mnemo_discord_sync_publishes_globally_once_and_exits(fake_discord, caps
     assert [sync["guild_id"] for sync in fake_discord.command_syncs] == [None]
     assert [request.path for request in fake_discord.requests] == [
         "/users/@me", "/oauth2/applications/@me", f"/applications/{fake_discord.application['id']}/commands"]
-    assert "Synced 21 commands" in capsys.readouterr().out
+    assert "Synced 22 commands" in capsys.readouterr().out
 
 
 # -- rendering rules --------------------------------------------------------------------------------------------

@@ -290,8 +290,10 @@ def users_chats_and_jobs_are_found_again(db: Backend) -> dict:
         again = uow.users.identify("telegram", "1", display_name="Al\x00ice", locale="zh-CN-x-very-long-tag")
         discord = uow.users.identify("discord", "1")
         uow.users.set_paused(alice, NOW)
+        uow.users.set_timezone(alice, "UTC+05:30")
+        told = [uow.users.mark_zone_told(alice, NOW), uow.users.mark_zone_told(alice, NOW)]
         seen = {"same user": again.user_id == alice, "new user": discord.user_id not in (alice, bob),
-                "identity": (again.display_name, again.locale, again.timezone),
+                "identity": (again.display_name, again.locale), "zone": (uow.users.get(alice).timezone, told),
                 "on telegram": uow.users.identity_on(alice, "telegram").platform_user_id,
                 "on discord": uow.users.identity_on(alice, "discord"),
                 "same chat": uow.chats.get_or_create("telegram", "1", "group", title="t\x00").id == chat,

@@ -25,7 +25,7 @@ def _memory(user_id: int, content: str, type_: str = "fact", **fields) -> Memory
     return Memory(user_id=user_id, type=type_, content=content, source="user_stated", confidence=0.9, **fields)
 
 
-def test_identify_returns_the_same_user_every_time_and_updates_the_display_name(uow_factory):
+def test_identify_returns_the_same_user_every_time_and_updates_the_display_name_and_the_users_zone(uow_factory):
     with uow_factory() as uow:
         first = uow.users.identify("telegram", "42", display_name="阿明")
         again = uow.users.identify("telegram", "42", display_name="Ming", timezone="Asia/Shanghai")
@@ -34,7 +34,9 @@ def test_identify_returns_the_same_user_every_time_and_updates_the_display_name(
     assert first.user_id == again.user_id != other.user_id
     with uow_factory() as uow:
         identity = uow.users.identity("telegram", "42")
-        assert (identity.display_name, identity.timezone) == ("Ming", "Asia/Shanghai")
+        assert identity.display_name == "Ming"
+        assert (uow.users.get(identity.user_id).timezone, uow.users.get(other.user_id).timezone) == (
+            "Asia/Shanghai", None)
 
 
 @pytest.mark.parametrize("content, query, expected_tokens", [

@@ -745,3 +745,54 @@ def test_a_reminder_command_without_an_id_names_the_users_real_ones_and_a_past_d
     assert f"#{alices}" not in which
     assert past == "「昨天下午6点」已经过去了，没有设置提醒。请换一个将来的时间再发：/remind <时间> 收衣服"
     assert "收衣服" not in listing and "倒垃圾" in listing
+
+
+def test_a_user_sets_their_zone_in_chat_and_by_command_and_a_deadline_pings_ahead_of_it(
+        telegram, settings, commands, uow_factory):
+    async def scenario(_app: Application) -> None:
+        for n, line in enumerate(["/timezone", "我现在住在温哥华", "/timezone", "提醒我后天下午五点前交报告",
+                                  "/reminders", "/timezone 西五区"], 1):
+            telegram.push_message(1002, BOB, line)
+            await until(lambda n=n: len(telegram.messages_to(1002)) >= n)
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    shown, said, set_, deadline, listed, offset = [m["text"] for m in telegram.messages_to(1002)]
+    assert shown.startswith("你还没有设置时区，现在按本机器人默认的 Asia/Shanghai (UTC+08:00) 计算")
+    assert "已按“温哥华”把你的时区设为 America/Vancouver" in said  # the note under the reply
+    assert set_.startswith("你的时区：America/Vancouver (UTC-0")
+    assert "截止，我会提前提醒你" in deadline and "（America/Vancouver）" in deadline
+    line = listed.splitlines()[1]
+    assert "16:00（America/Vancouver） · 交报告 · 截止" in line and line.endswith("17:00（America/Vancouver）")
+    assert offset.startswith("时区已设为 UTC-05:00。1 个待提醒事项保持原来的钟点")
+    bob = Caller("telegram", "1002", "Bob", "zh-hans")
+    [item] = commands.list_reminders(bob)
+    with uow_factory() as uow:
+        todo = uow.session.get(Todo, item.id)
+    [claim] = claim_due_reminders(uow_factory, todo.remind_at)
+    sender = TelegramSender(telegram.base_url, telegram.token)
+    delivered = deliver_reminder(uow_factory, {"telegram": sender}, claim.todo_id, claim.attempt, todo.remind_at)
+    assert delivered.kind == "sent"
+    assert telegram.messages_to(1002)[-1]["text"] == "⏰ 提醒：交报告（17:00 截止）"
+
+
+def test_a_reminder_in_minutes_counts_from_when_the_message_was_sent_and_pings_at_once_if_that_has_passed(
+        telegram, settings, commands, uow_factory):
+    sent = int(datetime.now(UTC).timestamp()) - 200  # the update reached the bot 200 s after the user sent it
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "remind me in 3 minutes to take the bread out of the oven", date=sent)
+        await until(lambda: telegram.messages_to(1001))
+
+    run_bot(settings, conversation(uow_factory, settings), commands, scenario)
+
+    [reply] = telegram.messages_to(1001)
+    assert "came while I was answering" in reply["text"]
+    with uow_factory() as uow:
+        [todo] = uow.session.scalars(select(Todo)).all()
+    assert todo.due_at == datetime.fromtimestamp(sent, UTC) + timedelta(minutes=3) <= todo.remind_at
+    now = datetime.now(UTC)
+    [claim] = claim_due_reminders(uow_factory, now)  # the very next scan
+    sender = TelegramSender(telegram.base_url, telegram.token)
+    assert deliver_reminder(uow_factory, {"telegram": sender}, claim.todo_id, claim.attempt, now).kind == "sent"
+    assert telegram.messages_to(1001)[-1]["text"].startswith("⏰ Reminder: take the bread out of the oven")

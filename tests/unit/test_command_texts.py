@@ -20,9 +20,14 @@ from shared.commands.service import (
     MemoryItem,
     MemoryOrigin,
     MemoryPage,
+    ReminderChange,
     ReminderItem,
 )
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.reminders.service import reminder_text
+from shared.reminders.user_zone import UserZone, ZoneChange
+from shared.reminders.zone_texts import zone_notice, zone_text
+from shared.reminders.zones import SeveralZones
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -92,8 +97,8 @@ def test_help_lists_every_command_with_a_description(locale):
 
 def test_the_command_menu_has_every_command_with_descriptions_that_fit_discord_and_telegram():
     names = [name for name, _, _ in texts.COMMANDS]
-    assert names == ["memories", "forget", "remember", "reminders", "remind", "done", "snooze", "cancel", "export",
-                     "import", "pause", "resume", "link", "panel", "usage", "help"]
+    assert names == ["memories", "forget", "remember", "reminders", "remind", "done", "snooze", "cancel", "timezone",
+                     "export", "import", "pause", "resume", "link", "panel", "usage", "help"]
     for name, english, chinese in texts.COMMANDS:
         assert re.fullmatch(r"[a-z0-9_]{1,32}", name)
         assert 1 <= len(english) <= 100 and 1 <= len(chinese) <= 100
@@ -145,6 +150,54 @@ def test_reminders_show_their_local_time_and_zone():
     assert "/remind" in texts.reminders_text((), "en")
     done = ReminderItem(3, "开会", MEETING.due_at, "Asia/Shanghai", "done")
     assert texts.reminder_updated_text(done, "en") == "Reminder #3 marked done."
+
+
+def test_a_deadline_shows_when_it_pings_and_when_it_is_due():
+    lisbon = ZoneInfo("Europe/Lisbon")
+    report = ReminderItem(id=8, content="send the report", due_at=datetime(2027, 3, 12, 16, 0, tzinfo=lisbon),
+                          timezone="Europe/Lisbon", status="pending", kind="deadline",
+                          deadline=datetime(2027, 3, 12, 17, 0, tzinfo=lisbon))
+    assert texts.reminders_text((report,), "en").splitlines()[1] == (
+        "#8 · Fri 12 Mar 16:00 (Europe/Lisbon) · send the report · due Fri 12 Mar 17:00 (Europe/Lisbon)")
+    assert texts.reminders_text((report,), "zh").endswith("send the report · 截止 3月12日 周五 17:00（Europe/Lisbon）")
+    assert texts.reminder_added_text(report, "en") == (
+        "⏰ Due Fri 12 Mar 17:00 (Europe/Lisbon): send the report. I'll remind you Fri 12 Mar 16:00 (Europe/Lisbon) "
+        "(#8).")
+
+
+def test_the_first_reminder_made_in_the_default_zone_says_so_and_how_to_change_it():
+    added = texts.reminder_change_text(ReminderChange("add", MEETING, default_zone="Asia/Shanghai"), "zh")
+    assert added.splitlines()[1] == ("（时间按本机器人默认的 Asia/Shanghai 计算，因为你还没设置时区。告诉我你在哪里，"
+                                     "比如“我在上海”，或者发送 /timezone 城市名。）")
+    assert "/timezone" not in texts.reminder_change_text(ReminderChange("add", MEETING), "zh")
+
+
+def test_a_ping_says_when_a_deadline_is_due_and_a_reminder_its_time():
+    tokyo = ZoneInfo("Asia/Tokyo")
+    due = datetime(2027, 3, 12, 9, 0, tzinfo=tokyo)
+    assert reminder_text("hand in the form", due, "Asia/Tokyo", "en") == "⏰ Reminder: hand in the form (09:00)"
+    assert reminder_text("hand in the form", due, "Asia/Tokyo", "en", remind_at=due - timedelta(hours=1),
+                         deadline=True) == "⏰ Heads-up: hand in the form (due 09:00)"
+    assert reminder_text("交表", due, "Asia/Tokyo", "en", remind_at=due - timedelta(hours=10),
+                         deadline=True) == "⏰ 提醒：交表（03-12 09:00 截止）"  # the day before: the date too
+    assert reminder_text("交表", due, "UTC+05:30", "zh") == "⏰ 提醒：交表（05:30）"
+
+
+def test_the_timezone_answer_names_the_zone_its_offset_and_what_the_reminders_did():
+    shanghai, default = UserZone("Asia/Shanghai", True, "UTC"), UserZone("UTC", False, "UTC")
+    assert zone_text(ZoneChange(default, default), "en", NOW).startswith(
+        "You haven't set a time zone, so I use UTC, this bot's default.")
+    assert zone_text(ZoneChange(shanghai, shanghai), "zh", NOW) == (
+        "你的时区：Asia/Shanghai (UTC+08:00)。用 /timezone 城市名 可以修改。")
+    assert zone_text(ZoneChange(default, shanghai, moved=2, kept=1), "en", NOW) == (
+        "Time zone set to Asia/Shanghai (UTC+08:00). 2 pending reminders keep their clock time (08:30 is still "
+        "08:30, now in this zone). 1 set as “in N minutes” keeps its moment.")
+    assert zone_text(ZoneChange(shanghai, default), "zh", NOW) == "已恢复为本机器人默认的时区 UTC。"
+    assert zone_notice(ZoneChange(shanghai, shanghai), "上海", "zh", NOW) is None  # nothing changed: nothing said
+    assert zone_notice(SeveralZones("美国", ("New York", "Chicago")), "美国", "zh", NOW) == (
+        "美国有好几个时区，我没有改你的时区。告诉我城市，或发送 /timezone New York（可选：New York、Chicago）。")
+    assert texts.error_text(InvalidCommand("zone_unknown", what="Atlantis"), "en").startswith(
+        "I don't know the time zone “Atlantis”.")
 
 
 def test_an_import_report_counts_each_section_and_lists_some_refusals():

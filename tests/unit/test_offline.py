@@ -198,6 +198,17 @@ def test_reminders_resolve_against_the_message_time_in_the_users_zone():
     assert extract_reminders("明天早上9点开会", NOW, "Asia/Shanghai") == []
 
 
+def test_a_to_do_with_a_deadline_is_a_deadline_reminder_with_or_without_remind_me():
+    [stated] = extract_reminders("周三下午两点前把押金退给房东", NOW, "Asia/Shanghai")
+    assert (stated.content, stated.due, stated.deadline) == ("把押金退给房东", "2026-11-25T14:00:00+08:00", True)
+    [asked] = extract_reminders("remind me the visa form is due Friday 11am", NOW, "Asia/Shanghai")
+    assert (asked.content, asked.due, asked.deadline) == ("the visa form", "2026-11-27T11:00:00+08:00", True)
+    [plain] = extract_reminders("remind me Friday 11am to post the visa form", NOW, "Asia/Shanghai")
+    assert plain.deadline is False
+    assert respond("周三下午两点前把押金退给房东").response.startswith(
+        "好的，把押金退给房东11月25日（周三） 14:00（Asia/Shanghai）截止，我会提前提醒你。")
+
+
 @pytest.mark.parametrize("message, content", [
     ("could you remind me to water the basil in 20 minutes?", "water the basil"),
     ("Can you please remind me in an hour to call the plumber?", "call the plumber"),

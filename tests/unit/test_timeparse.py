@@ -287,7 +287,8 @@ def test_the_rest_is_what_to_be_reminded_of(text, matched, rest):
 
 def test_the_first_time_expression_wins():
     resolved = resolve_when("in 10 minutes, and again tomorrow", SUNDAY, SHANGHAI)
-    assert resolved == ResolvedTime(SUNDAY + timedelta(minutes=10), "in 10 minutes", "and again tomorrow")
+    assert resolved == ResolvedTime(SUNDAY + timedelta(minutes=10), "in 10 minutes", "and again tomorrow",
+                                    elapsed=True, span=(0, 13))
 
 
 @pytest.mark.parametrize(("value", "expected"), [

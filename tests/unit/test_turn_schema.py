@@ -202,3 +202,16 @@ def test_any_input_parses_or_raises_invalid_turn_output_only(text: str) -> None:
 ).map(lambda d: json.dumps({**d, "response": "ok"})))
 def test_a_turn_with_a_reply_parses_whatever_its_other_fields_hold(text: str) -> None:
     assert parse_turn_output(text).response == "ok"
+
+
+def test_a_todo_says_whether_its_time_is_a_deadline_and_a_turn_may_name_the_users_zone() -> None:
+    assert TURN_JSON_SCHEMA["properties"]["todos"]["items"]["properties"]["kind"]["enum"] == ["reminder", "deadline"]
+    assert TURN_JSON_SCHEMA["properties"]["timezone"]["type"] == ["string", "null"]
+    due = "2027-03-12T17:00:00+09:00"
+    parsed = parse_turn_output(turn(todos=[{"content": "report", "due": due, "kind": "deadline"},
+                                           {"content": "call", "due": due, "kind": "reminder"},
+                                           {"content": "tea", "due": due, "kind": "soon"}], timezone="  Asia/Tokyo "))
+    assert [todo.deadline for todo in parsed.todos] == [True, False, False]
+    assert parsed.timezone == "Asia/Tokyo"
+    assert parse_turn_output(turn(timezone=None)).timezone is None
+    assert parse_turn_output(turn(timezone=["Asia/Tokyo"])).timezone is None

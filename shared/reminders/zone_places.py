@@ -1,0 +1,135 @@
+"""Where people say they are, and the time zone each place keeps: cities, countries and the names of zones,
+in Chinese and English (pure data for :mod:`shared.reminders.zones`).
+
+A place is listed only when it has one zone and its name is not an everyday word ("Nice", "Reading" and
+"Mobile" are left out; so is "CST", which is China's time to some and US Central time to others). A country
+that spans several zones is in :data:`SEVERAL_ZONES` with a few of its cities, so Mnemo can ask which.
+"""
+
+from __future__ import annotations
+
+_ZONE_PLACES: dict[str, tuple[str, ...]] = {
+    "Asia/Shanghai": ("中国", "China", "PRC", "北京", "Beijing", "Peking", "上海", "Shanghai", "杭州", "Hangzhou",
+                      "深圳", "Shenzhen", "广州", "Guangzhou", "成都", "Chengdu", "重庆", "Chongqing", "武汉", "Wuhan",
+                      "南京", "Nanjing", "西安", "Xi'an", "Xian", "天津", "Tianjin", "苏州", "Suzhou", "长沙",
+                      "Changsha", "厦门", "Xiamen", "青岛", "Qingdao", "大连", "Dalian", "沈阳", "Shenyang", "哈尔滨",
+                      "Harbin", "郑州", "Zhengzhou", "济南", "Jinan", "合肥", "Hefei", "福州", "Fuzhou", "昆明",
+                      "Kunming", "宁波", "Ningbo", "无锡", "Wuxi", "东莞", "Dongguan", "佛山", "Foshan", "珠海",
+                      "Zhuhai", "南宁", "Nanning", "贵阳", "Guiyang", "兰州", "Lanzhou", "石家庄", "太原", "南昌",
+                      "长春", "海口", "三亚", "乌鲁木齐", "Urumqi", "拉萨", "Lhasa"),
+    "Asia/Hong_Kong": ("香港", "Hong Kong", "HK"),
+    "Asia/Macau": ("澳门", "Macau", "Macao"),
+    "Asia/Taipei": ("台湾", "Taiwan", "台北", "Taipei", "高雄", "Kaohsiung", "台中", "Taichung"),
+    "Asia/Tokyo": ("日本", "Japan", "东京", "Tokyo", "大阪", "Osaka", "京都", "Kyoto", "横滨", "Yokohama", "名古屋",
+                   "Nagoya", "札幌", "Sapporo", "福冈", "Fukuoka"),
+    "Asia/Seoul": ("韩国", "South Korea", "Korea", "首尔", "Seoul", "釜山", "Busan"),
+    "Asia/Singapore": ("新加坡", "Singapore"),
+    "Asia/Kuala_Lumpur": ("马来西亚", "Malaysia", "吉隆坡", "Kuala Lumpur"),
+    "Asia/Bangkok": ("泰国", "Thailand", "曼谷", "Bangkok", "清迈", "Chiang Mai"),
+    "Asia/Ho_Chi_Minh": ("越南", "Vietnam", "胡志明市", "Ho Chi Minh City", "Saigon", "河内", "Hanoi"),
+    "Asia/Manila": ("菲律宾", "Philippines", "马尼拉", "Manila"),
+    "Asia/Jakarta": ("雅加达", "Jakarta"),
+    "Asia/Kolkata": ("印度", "India", "新德里", "New Delhi", "Delhi", "孟买", "Mumbai", "Bombay", "班加罗尔",
+                     "Bangalore", "Bengaluru"),
+    "Asia/Kathmandu": ("尼泊尔", "Nepal", "加德满都", "Kathmandu"),
+    "Asia/Dubai": ("阿联酋", "UAE", "United Arab Emirates", "迪拜", "Dubai", "阿布扎比", "Abu Dhabi"),
+    "Asia/Jerusalem": ("以色列", "Israel", "耶路撒冷", "Jerusalem", "特拉维夫", "Tel Aviv"),
+    "Asia/Tehran": ("伊朗", "Iran", "德黑兰", "Tehran"),
+    "Asia/Riyadh": ("沙特", "Saudi Arabia", "利雅得", "Riyadh"),
+    "Europe/Istanbul": ("土耳其", "Turkey", "Türkiye", "伊斯坦布尔", "Istanbul"),
+    "Europe/Moscow": ("莫斯科", "Moscow", "圣彼得堡", "Saint Petersburg", "St Petersburg"),
+    "Europe/London": ("英国", "UK", "United Kingdom", "Britain", "Great Britain", "England", "Scotland", "Wales",
+                      "伦敦", "London", "曼彻斯特", "Manchester", "爱丁堡", "Edinburgh"),
+    "Europe/Dublin": ("爱尔兰", "Ireland", "都柏林", "Dublin"),
+    "Europe/Lisbon": ("葡萄牙", "Portugal", "里斯本", "Lisbon"),
+    "Europe/Paris": ("法国", "France", "巴黎", "Paris", "里昂", "Lyon", "马赛", "Marseille"),
+    "Europe/Berlin": ("德国", "Germany", "柏林", "Berlin", "慕尼黑", "Munich", "法兰克福", "Frankfurt", "汉堡",
+                      "Hamburg"),
+    "Europe/Madrid": ("西班牙", "Spain", "马德里", "Madrid", "巴塞罗那", "Barcelona"),
+    "Europe/Rome": ("意大利", "Italy", "罗马", "Rome", "米兰", "Milan"),
+    "Europe/Amsterdam": ("荷兰", "Netherlands", "Holland", "阿姆斯特丹", "Amsterdam"),
+    "Europe/Brussels": ("比利时", "Belgium", "布鲁塞尔", "Brussels"),
+    "Europe/Zurich": ("瑞士", "Switzerland", "苏黎世", "Zurich", "日内瓦", "Geneva"),
+    "Europe/Vienna": ("奥地利", "Austria", "维也纳", "Vienna"),
+    "Europe/Stockholm": ("瑞典", "Sweden", "斯德哥尔摩", "Stockholm"),
+    "Europe/Oslo": ("挪威", "Norway", "奥斯陆", "Oslo"),
+    "Europe/Copenhagen": ("丹麦", "Denmark", "哥本哈根", "Copenhagen"),
+    "Europe/Helsinki": ("芬兰", "Finland", "赫尔辛基", "Helsinki"),
+    "Europe/Warsaw": ("波兰", "Poland", "华沙", "Warsaw"),
+    "Europe/Prague": ("捷克", "Czechia", "Czech Republic", "布拉格", "Prague"),
+    "Europe/Athens": ("希腊", "Greece", "雅典", "Athens"),
+    "Europe/Kyiv": ("乌克兰", "Ukraine", "基辅", "Kyiv", "Kiev"),
+    "Africa/Cairo": ("埃及", "Egypt", "开罗", "Cairo"),
+    "Africa/Johannesburg": ("南非", "South Africa", "约翰内斯堡", "Johannesburg", "开普敦", "Cape Town"),
+    "Africa/Nairobi": ("肯尼亚", "Kenya", "内罗毕", "Nairobi"),
+    "Africa/Lagos": ("尼日利亚", "Nigeria", "拉各斯", "Lagos"),
+    "America/New_York": ("纽约", "New York", "NYC", "波士顿", "Boston", "华盛顿特区", "Washington DC",
+                         "Washington D.C.", "费城", "Philadelphia", "亚特兰大", "Atlanta", "迈阿密", "Miami",
+                         "底特律", "Detroit", "美东", "美国东部"),
+    "America/Toronto": ("多伦多", "Toronto", "蒙特利尔", "Montreal", "渥太华", "Ottawa"),
+    "America/Chicago": ("芝加哥", "Chicago", "休斯顿", "Houston", "达拉斯", "Dallas", "奥斯汀", "Austin",
+                        "明尼阿波利斯", "Minneapolis", "New Orleans", "美中", "美国中部"),
+    "America/Denver": ("丹佛", "Denver", "盐湖城", "Salt Lake City", "Colorado", "科罗拉多"),
+    "America/Phoenix": ("凤凰城", "Phoenix", "Arizona", "亚利桑那"),
+    "America/Los_Angeles": ("洛杉矶", "Los Angeles", "LA", "旧金山", "San Francisco", "SF", "西雅图", "Seattle",
+                            "圣地亚哥", "San Diego", "圣何塞", "San Jose", "硅谷", "Silicon Valley", "拉斯维加斯",
+                            "Las Vegas", "California", "加州", "美西", "美国西部"),
+    "America/Vancouver": ("温哥华", "Vancouver"),
+    "America/Anchorage": ("阿拉斯加", "Alaska", "安克雷奇", "Anchorage"),
+    "Pacific/Honolulu": ("夏威夷", "Hawaii", "檀香山", "Honolulu"),
+    "America/Mexico_City": ("墨西哥城", "Mexico City"),
+    "America/Sao_Paulo": ("圣保罗", "São Paulo", "Sao Paulo", "里约热内卢", "Rio de Janeiro", "Rio"),
+    "America/Argentina/Buenos_Aires": ("阿根廷", "Argentina", "布宜诺斯艾利斯", "Buenos Aires"),
+    "America/Santiago": ("智利", "Chile", "Santiago"),
+    "America/Bogota": ("哥伦比亚", "Colombia", "波哥大", "Bogotá", "Bogota"),
+    "America/Lima": ("秘鲁", "Peru", "利马", "Lima"),
+    "Australia/Sydney": ("悉尼", "Sydney", "堪培拉", "Canberra"),
+    "Australia/Melbourne": ("墨尔本", "Melbourne"),
+    "Australia/Brisbane": ("布里斯班", "Brisbane"),
+    "Australia/Perth": ("珀斯", "Perth"),
+    "Australia/Adelaide": ("阿德莱德", "Adelaide"),
+    "Pacific/Auckland": ("新西兰", "New Zealand", "奥克兰", "Auckland", "惠灵顿", "Wellington"),
+}
+
+_ZONE_WORDS: dict[str, tuple[str, ...]] = {
+    "Asia/Shanghai": ("北京时间", "Beijing time", "China time", "China Standard Time", "中国时间", "中国标准时间"),
+    "Asia/Hong_Kong": ("HKT", "香港时间"),
+    "Asia/Tokyo": ("JST", "日本时间", "东京时间"),
+    "Asia/Seoul": ("KST", "韩国时间"),
+    "Asia/Singapore": ("SGT",),
+    "Asia/Kolkata": ("IST", "印度时间"),
+    "Europe/London": ("BST", "UK time", "British time", "伦敦时间", "英国时间"),
+    "Europe/Berlin": ("CET", "CEST", "Central European Time", "欧洲中部时间"),
+    "America/New_York": ("Eastern", "Eastern time", "US Eastern", "ET", "EST", "EDT", "美东时间", "东部时间",
+                         "美国东部时间"),
+    "America/Chicago": ("Central time", "US Central", "CT", "CDT", "中部时间", "美国中部时间"),
+    "America/Denver": ("Mountain", "Mountain time", "US Mountain", "MT", "MST", "MDT", "山地时间", "美国山地时间"),
+    "America/Los_Angeles": ("Pacific", "Pacific time", "US Pacific", "PT", "PST", "PDT", "美西时间", "太平洋时间",
+                            "美国太平洋时间"),
+    "America/Anchorage": ("AKST", "AKDT"),
+    "Pacific/Honolulu": ("HST",),
+    "Australia/Sydney": ("AEST", "AEDT"),
+    "Pacific/Auckland": ("NZST", "NZDT"),
+    "UTC": ("UTC", "GMT", "Z", "Zulu", "世界标准时间", "协调世界时", "格林尼治时间", "格林威治时间", "零时区"),
+}
+"""Names of zones rather than of places (abbreviations, "Pacific time", "北京时间"): read where a zone is named
+("/timezone PST", "my time zone is Pacific"), never as where someone is ("I'm in PT" may be physical therapy)."""
+
+PLACES: dict[str, str] = {name.casefold(): zone for zone, names in _ZONE_PLACES.items() for name in names}
+"""A place's name, case-folded, and its IANA time zone."""
+ZONE_WORDS: dict[str, str] = {name.casefold(): zone for zone, names in _ZONE_WORDS.items() for name in names}
+"""A zone's name, case-folded, and its IANA time zone."""
+
+SEVERAL_ZONES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("美国", "USA", "US", "U.S.", "United States", "America", "the States", "the US"),
+                    ("New York", "Chicago", "Denver", "Los Angeles")),
+    **dict.fromkeys(("加拿大", "Canada"), ("Toronto", "Vancouver")),
+    **dict.fromkeys(("澳大利亚", "澳洲", "Australia"), ("Sydney", "Brisbane", "Perth")),
+    **dict.fromkeys(("俄罗斯", "Russia"), ("Moscow",)),
+    **dict.fromkeys(("巴西", "Brazil"), ("São Paulo",)),
+    **dict.fromkeys(("墨西哥", "Mexico"), ("Mexico City",)),
+    **dict.fromkeys(("印度尼西亚", "印尼", "Indonesia"), ("Jakarta",)),
+    **dict.fromkeys(("Central", "Central Standard Time", "CST"), ("Chicago", "北京")),
+}
+"""A country (or zone word) that spans several time zones, and cities to pick one by."""
+SEVERAL_ZONES = {name.casefold(): cities for name, cities in SEVERAL_ZONES.items()}
