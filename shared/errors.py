@@ -47,6 +47,11 @@ class ConfirmationInvalid(MnemoError):
         super().__init__(key)
 
 
+class DatabaseConflict(MnemoError):
+    """A transaction lost a race the database settles by cancelling one side (a serialization failure, a deadlock,
+    a lock or statement time-out): the same work may succeed when tried again."""
+
+
 class EmbeddingError(MnemoError):
     """Texts could not be embedded, or the vectors do not fit ``EMBEDDING_DIMENSIONS``."""
 

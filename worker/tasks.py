@@ -2,18 +2,23 @@
 
 Outbox-backed tasks receive ``job_id``: they return at once when the job is already done (it was
 sent twice), or put it off to the next UTC day when its user has spent today's token allowance, and
-mark it done after the service succeeded. Exceptions listed in ``TRANSIENT`` are
-retried with exponential backoff and jitter; anything else is logged with its traceback.
+mark it done after the service succeeded. Exceptions listed in ``TRANSIENT`` (named transient failures, a
+database error first named by :func:`shared.db.availability.named_failure`) are retried with exponential
+backoff and jitter; anything else, a bug (a constraint, a bad query, a type error), fails once, logged with
+its traceback: retrying it would only repeat paid model calls for minutes.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from datetime import timedelta
 
 from kombu.exceptions import OperationalError as BrokerConnectionError
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
-from shared.errors import BrokerUnavailable, DatabaseUnavailable
+from shared.db.availability import named_failure
+from shared.errors import BrokerUnavailable, DatabaseConflict, DatabaseUnavailable
 from shared.lifecycle import decay, dedup, embedding, episodes, maintenance, reviews
 from shared.lifecycle import extraction as knowledge
 from shared.lifecycle import outbox as jobs
@@ -26,9 +31,27 @@ from worker import metrics as task_metrics  # noqa: F401  (each task's outcome a
 from worker.celery_app import app
 from worker.context import context
 
-TRANSIENT = (DatabaseUnavailable, OperationalError, DBAPIError, ConnectionError, TimeoutError)
+TRANSIENT = (DatabaseUnavailable, DatabaseConflict, BrokerUnavailable, ConnectionError, TimeoutError)
+"""What a task retries: the database away, a transaction that lost a race, the broker away, a socket that failed."""
 RETRY = {"autoretry_for": TRANSIENT, "retry_backoff": 2, "retry_backoff_max": 300, "retry_jitter": True,
          "max_retries": 8}
+
+
+def mnemo_task(name: str, **options) -> Callable:
+    """Registers ``mnemo.<name>`` retried on :data:`TRANSIENT`; a database error raised outside a unit of work
+    (which names its own) is named first, so only the transient ones are retried."""
+    def register(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def named(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except DBAPIError as exc:
+                failure = named_failure(exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
+        return app.task(name=f"mnemo.{name}", **RETRY, **options)(named)
+    return register
 
 
 def send_task(task: str, payload: dict) -> None:
@@ -55,7 +78,7 @@ def _done(job_id: int | None) -> None:
     jobs.finish_job(context().uow, job_id, context().now())
 
 
-@app.task(name="mnemo.extract_turn", **RETRY)
+@mnemo_task("extract_turn")
 def extract_turn(job_id: int | None = None, turn_id: int = 0, recalled_memory_ids: list[int] | None = None) -> None:
     if _outbox_job(job_id):
         ctx = context()
@@ -65,7 +88,7 @@ def extract_turn(job_id: int | None = None, turn_id: int = 0, recalled_memory_id
         _done(job_id)
 
 
-@app.task(name="mnemo.embed_memory", **RETRY)
+@mnemo_task("embed_memory")
 def embed_memory(job_id: int | None = None, memory_id: int = 0, user_id: int = 0) -> None:
     ctx = context()
     if _outbox_job(job_id):
@@ -74,7 +97,7 @@ def embed_memory(job_id: int | None = None, memory_id: int = 0, user_id: int = 0
         _done(job_id)
 
 
-@app.task(name="mnemo.embed_round", **RETRY)
+@mnemo_task("embed_round")
 def embed_round(job_id: int | None = None, turn_id: int = 0, user_id: int = 0) -> None:
     ctx = context()
     if _outbox_job(job_id):
@@ -83,7 +106,7 @@ def embed_round(job_id: int | None = None, turn_id: int = 0, user_id: int = 0) -
         _done(job_id)
 
 
-@app.task(name="mnemo.close_session", **RETRY)
+@mnemo_task("close_session")
 def close_session(job_id: int | None = None, session_id: int = 0) -> None:
     if _outbox_job(job_id):
         ctx = context()
@@ -92,7 +115,7 @@ def close_session(job_id: int | None = None, session_id: int = 0) -> None:
         _done(job_id)
 
 
-@app.task(name="mnemo.summarise_session", **RETRY)
+@mnemo_task("summarise_session")
 def summarise_session(job_id: int | None = None, session_id: int = 0, part: int | None = None) -> None:
     if _outbox_job(job_id):
         ctx = context()
@@ -101,7 +124,7 @@ def summarise_session(job_id: int | None = None, session_id: int = 0, part: int 
         _done(job_id)
 
 
-@app.task(name="mnemo.close_idle_sessions", **RETRY)
+@mnemo_task("close_idle_sessions")
 def close_idle_sessions() -> None:
     ctx = context()
     idle = timedelta(minutes=ctx.settings.session_idle_minutes)
@@ -115,13 +138,13 @@ def close_idle_sessions() -> None:
             jobs.dispatch_jobs(ctx.uow, send_task, [job], ctx.now())
 
 
-@app.task(name="mnemo.sweep_outbox", **RETRY)
+@mnemo_task("sweep_outbox")
 def sweep_outbox() -> None:
     ctx = context()
     jobs.sweep_jobs(ctx.uow, send_task, ctx.now(), timedelta(seconds=ctx.settings.outbox_redispatch_seconds))
 
 
-@app.task(name="mnemo.scan_reminders", **RETRY)
+@mnemo_task("scan_reminders")
 def scan_reminders() -> None:
     ctx = context()
     lease = timedelta(seconds=ctx.settings.reminder_lease_seconds)
@@ -129,7 +152,7 @@ def scan_reminders() -> None:
         deliver_reminder.delay(claim.todo_id, claim.attempt)
 
 
-@app.task(name="mnemo.deliver_reminder", bind=True, **RETRY)
+@mnemo_task("deliver_reminder", bind=True)
 def deliver_reminder(self, todo_id: int, attempt: int) -> str:
     ctx = context()
     outcome = reminders.deliver_reminder(ctx.uow, senders(), todo_id, attempt, ctx.now())
@@ -139,7 +162,7 @@ def deliver_reminder(self, todo_id: int, attempt: int) -> str:
     return outcome.kind
 
 
-@app.task(name="mnemo.run_maintenance", **RETRY)
+@mnemo_task("run_maintenance")
 def run_maintenance() -> None:
     """The daily run: decay, reviews, dedup as of the worker's clock, its report logged, counted and kept."""
     ctx = context()
@@ -149,26 +172,26 @@ def run_maintenance() -> None:
                                 quota=ctx.quota)
 
 
-@app.task(name="mnemo.run_decay", **RETRY)
+@mnemo_task("run_decay")
 def run_decay() -> None:
     ctx = context()
     decay.run_decay(ctx.uow, ctx.now(), eviction_threshold=ctx.settings.memory_eviction_threshold,
                     conversation_retention_days=ctx.settings.conversation_retention_days)
 
 
-@app.task(name="mnemo.run_reviews", **RETRY)
+@mnemo_task("run_reviews")
 def run_reviews() -> None:
     ctx = context()
     reviews.run_reviews(ctx.uow, ctx.chat_model, ctx.now(), quota=ctx.quota)
 
 
-@app.task(name="mnemo.run_dedup", **RETRY)
+@mnemo_task("run_dedup")
 def run_dedup() -> None:
     ctx = context()
     dedup.run_dedup(ctx.uow, ctx.now(), chat_model=ctx.chat_model, quota=ctx.quota)
 
 
-@app.task(name="mnemo.retokenize_search", **RETRY)
+@mnemo_task("retokenize_search")
 def retokenize_search() -> int:
     """Search tokens of rows left by an older tokenizer (after an upgrade); nothing when all are current."""
     return search_reindex.retokenize_all_stale(context().uow)

@@ -4,7 +4,8 @@ It rolls back unless told to commit, so a service that fails half-way leaves not
 first commit made while a bot handles a platform update marks that update handled in the same
 transaction (:mod:`shared.db.update_log`).
 Objects loaded inside stay readable after the block (detached, not expired). A database that cannot
-be reached, or drops the connection, leaves the block as :class:`DatabaseUnavailable`.
+be reached, or drops the connection, leaves the block as :class:`DatabaseUnavailable`; a transaction that lost a
+race (serialization failure, deadlock, lock or statement time-out) as :class:`DatabaseConflict`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from types import TracebackType
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from shared.db.availability import database_unreachable
+from shared.db.availability import named_failure
 from shared.db.update_log import marked_in
-from shared.errors import DatabaseUnavailable
 from shared.repositories.access import AccessRepository
 from shared.repositories.accounts import AccountDataRepository
 from shared.repositories.conversation import SessionRepository, TurnRepository
@@ -75,8 +75,8 @@ class UnitOfWork:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.session.close()  # rolls back whatever was not committed; loaded objects stay readable
-        if exc is not None and database_unreachable(exc):
-            raise DatabaseUnavailable("database_unavailable") from exc
+        if exc is not None and (named := named_failure(exc)) is not exc:
+            raise named from exc
 
     def commit(self) -> None:
         """Commit; a platform update being handled (:mod:`shared.db.update_log`) is marked handled with it."""
