@@ -1,0 +1,143 @@
+"""``mnemo doctor``'s model check, within a deadline of its own (``--llm-seconds``), however slow the model.
+
+It asks the endpoint for its models, times one streamed turn request (the product's own prompt and
+output format, cut after a few tokens: time to first token, tokens per second), sends one whole turn
+when the measured speed says it fits the deadline, and says which ``LLM_TIMEOUT_SECONDS`` suits that
+speed: a slow model is usable with a longer one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import httpx
+
+from shared.app.check import Check, first_line
+from shared.app.container import loopback_hint
+from shared.conversation.prompt import PromptInputs, build_turn_prompt
+from shared.llm.client import ChatModel, LLMUnavailable, TurnCompletion
+from shared.llm.speed import TYPICAL_TURN_TOKENS, advised_timeout
+from shared.llm.speed_probe import measure_turn_speed
+from shared.llm.turn_answer import PROBLEM_TEXTS
+from shared.settings import Settings
+
+DOCTOR_LLM_SECONDS = 30.0
+LIST_TIMEOUT_SECONDS = 5.0
+DEADLINE_SLACK_SECONDS = 0.5
+PROBE_MESSAGE = "Hi! I just moved to Lisbon and I love the ocean."
+
+
+def llm_check(settings: Settings, seconds: float = DOCTOR_LLM_SECONDS) -> Check:
+    """The verdict on ``LLM_BASE_URL`` and ``LLM_MODEL``, reached within ``seconds``."""
+    if not settings.llm_configured:
+        return Check("llm", "info", "LLM_BASE_URL unset: offline mode (rule-based replies and extraction)")
+    deadline = time.monotonic() + seconds
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    models = list_models(settings.llm_base_url, key, "LLM_BASE_URL", min(LIST_TIMEOUT_SECONDS, seconds))
+    if isinstance(models, Check):
+        return models
+    if models and settings.llm_model not in models:
+        return Check("llm", "warn", f"endpoint answers, but LLM_MODEL={settings.llm_model!r} is not among "
+                     f"its models ({', '.join(sorted(models)[:8])})")
+    return _timed_turn(settings, deadline, seconds)
+
+
+def _timed_turn(settings: Settings, deadline: float, seconds: float) -> Check:
+    model = ChatModel.from_settings(settings)
+    assert model is not None  # LLM_BASE_URL is set
+    messages = build_turn_prompt(_probe_inputs(settings)).messages
+    try:
+        reading = asyncio.run(measure_turn_speed(model, messages, deadline - time.monotonic()))
+    except LLMUnavailable as exc:
+        return Check("llm", "fail", f"{settings.llm_base_url} lists the model but a turn request failed: {exc}")
+    refused = f", refused: {', '.join(sorted(model.endpoint.refused))}" if model.endpoint.refused else ""
+    head = (f"{settings.llm_base_url} answers; model {settings.llm_model}; output mode {reading.mode}{refused}; "
+            f"{reading.describe()}")
+    if reading.tokens_per_second is None and time.monotonic() >= deadline - DEADLINE_SLACK_SECONDS:
+        return Check("llm", "warn", f"{head} within the doctor's {seconds:.0f} s, too few to time: the model "
+                     f"reads a turn's prompt slower than that here. A slow model is usable with a longer "
+                     f"LLM_TIMEOUT_SECONDS (now {settings.llm_timeout_seconds:g}); `mnemo doctor --llm-seconds 300` "
+                     "waits long enough to measure it")
+    typical = reading.turn_seconds()
+    whole = _whole_turn(model, messages, deadline, typical)
+    if isinstance(whole, Check):
+        return whole
+    verdict, advice = _timeout_advice(settings, max((t for t in (typical, whole and whole[1]) if t), default=None))
+    parts = [head]
+    if typical is not None:
+        parts.append(f"a typical turn (about {TYPICAL_TURN_TOKENS} tokens) takes about {typical:.0f} s here")
+    if whole is None:
+        parts.append(f"a whole turn was not waited for (the doctor's limit is {seconds:.0f} s; "
+                     "`mnemo doctor --llm-seconds N` waits longer)")
+        return Check("llm", verdict, "; ".join([*parts, advice]))
+    completion, took = whole
+    parts += [f"one turn took {took:.1f} s ({completion.attempts} request(s), finish {completion.finish_reason})",
+              advice]
+    if completion.output is None:
+        said = f"salvaged reply {completion.reply[:60]!r}" if completion.reply else "nothing usable: offline replies"
+        problem = PROBLEM_TEXTS.get(completion.problem or "", completion.problem)
+        return Check("llm", "warn", "; ".join(parts) + f"; the answer was {problem} ({said}); try a larger model "
+                     "or LLM_MAX_OUTPUT_TOKENS")
+    if reading.mode != "json_schema":
+        parts.append(f"set LLM_OUTPUT_MODE={reading.mode.split('+')[0]} to skip the probing at start")
+    return Check("llm", verdict, "; ".join([*parts, f"reply {completion.output.response[:60]!r}"]))
+
+
+def _whole_turn(model: ChatModel, messages: list[dict], deadline: float,
+                typical: float | None) -> tuple[TurnCompletion, float] | Check | None:
+    """One real turn, when the measured speed says it ends before ``deadline`` (or the speed is unknown):
+    its completion and time; None when not sent or not finished in time; a failing verdict."""
+    seconds = deadline - time.monotonic()
+    if seconds <= DEADLINE_SLACK_SECONDS or (typical is not None and typical > seconds):
+        return None
+    started = time.monotonic()
+    try:
+        completion = model.complete_turn(messages, seconds=seconds)
+    except LLMUnavailable as exc:
+        if time.monotonic() >= deadline - DEADLINE_SLACK_SECONDS:
+            return None  # slower than measured: out of time, not broken
+        return Check("llm", "fail", f"the endpoint answered a short request but a whole turn failed: {exc}")
+    return completion, time.monotonic() - started
+
+
+def _timeout_advice(settings: Settings, turn_seconds: float | None) -> tuple[str, str]:
+    """(verdict, what to set) for turns that take ``turn_seconds`` here."""
+    current = settings.llm_timeout_seconds
+    if turn_seconds is None:
+        return "ok", f"LLM_TIMEOUT_SECONDS={current:g}"
+    advised = advised_timeout(turn_seconds)
+    if advised > current:
+        return "warn", (f"LLM_TIMEOUT_SECONDS={current:g} is too short for this model here: set "
+                        f"LLM_TIMEOUT_SECONDS={advised} (a slow model is usable with a longer timeout; a turn "
+                        "past it is answered offline)")
+    return "ok", f"LLM_TIMEOUT_SECONDS={current:g} is enough here ({advised} would do)"
+
+
+def _probe_inputs(settings: Settings) -> PromptInputs:
+    now = datetime.now(ZoneInfo(settings.default_timezone))
+    return PromptInputs(bot_name=settings.bot_name, personality=settings.bot_personality, strategy=None,
+                        user_name="Doctor", user_message=PROBE_MESSAGE, local_now=now,
+                        timezone=settings.default_timezone, is_group=False, profile=None, memories=(), episodes=(),
+                        history=(), memory_budget_tokens=settings.memory_context_tokens)
+
+
+def list_models(base_url: str, api_key: str | None, variable: str,
+                seconds: float = LIST_TIMEOUT_SECONDS) -> set[str] | Check:
+    """The model ids ``base_url`` serves, or the failing verdict (named after ``variable``)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = httpx.get(f"{base_url}/models", headers=headers, timeout=seconds)
+    except httpx.HTTPError as exc:
+        return Check("llm", "fail", f"{variable}={base_url} does not answer: {first_line(exc)}"
+                     f"{loopback_hint(base_url, variable)}")
+    if response.status_code in (401, 403):
+        return Check("llm", "fail", f"{variable}={base_url} refused the API key (HTTP {response.status_code})")
+    if response.status_code >= 400:
+        return Check("llm", "fail", f"{variable}={base_url}/models answered HTTP {response.status_code}")
+    try:
+        return {str(model.get("id")) for model in response.json().get("data", [])}
+    except (ValueError, AttributeError):
+        return Check("llm", "fail", f"{variable}={base_url}/models did not answer like an OpenAI-compatible API")
