@@ -74,3 +74,13 @@ def service_environment(service: Mapping[str, Any], env_files: Mapping[str, Mapp
         environment = dict(item.split("=", 1) for item in environment)
     values.update({name: "" if value is None else str(value) for name, value in environment.items()})
     return values
+
+
+def image_environment(dockerfile: Path = ROOT / "Dockerfile") -> dict[str, str]:
+    """The ``ENV NAME=value …`` of the Dockerfile: what every container starts with."""
+    text = re.sub(r"\\\n", " ", dockerfile.read_text(encoding="utf-8"))
+    values = {}
+    for line in text.splitlines():
+        if line.strip().upper().startswith("ENV "):
+            values.update(pair.split("=", 1) for pair in line.split()[1:] if "=" in pair)
+    return values
