@@ -19,7 +19,7 @@ from shared.app.check import Check, first_line
 from shared.app.container import loopback_hint
 from shared.conversation.prompt import PromptInputs, build_turn_prompt
 from shared.llm.client import ChatModel, LLMUnavailable, TurnCompletion
-from shared.llm.speed import TYPICAL_TURN_TOKENS, advised_timeout
+from shared.llm.speed import TYPICAL_TURN_TOKENS, SpeedReading, advised_timeout
 from shared.llm.speed_probe import measure_turn_speed
 from shared.llm.turn_answer import PROBLEM_TEXTS
 from shared.settings import Settings
@@ -65,25 +65,34 @@ def _timed_turn(settings: Settings, deadline: float, seconds: float) -> Check:
     whole = _whole_turn(model, messages, deadline, typical)
     if isinstance(whole, Check):
         return whole
-    verdict, advice = _timeout_advice(settings, max((t for t in (typical, whole and whole[1]) if t), default=None))
+    return _verdict(settings, head, reading, typical, whole, seconds)
+
+
+def _verdict(settings: Settings, head: str, reading: SpeedReading, typical: float | None,
+             whole: tuple[TurnCompletion, float] | None, seconds: float) -> Check:
+    """What was measured, what to set, and whether the whole turn (if one was sent) was usable."""
+    measured = whole[1] if whole is not None else None
+    verdict, advice = _timeout_advice(settings, max((t for t in (typical, measured) if t is not None), default=None))
     parts = [head]
     if typical is not None:
         parts.append(f"a typical turn (about {TYPICAL_TURN_TOKENS} tokens) takes about {typical:.0f} s here")
     if whole is None:
         parts.append(f"a whole turn was not waited for (the doctor's limit is {seconds:.0f} s; "
                      "`mnemo doctor --llm-seconds N` waits longer)")
-        return Check("llm", verdict, "; ".join([*parts, advice]))
-    completion, took = whole
-    parts += [f"one turn took {took:.1f} s ({completion.attempts} request(s), finish {completion.finish_reason})",
-              advice]
-    if completion.output is None:
-        said = f"salvaged reply {completion.reply[:60]!r}" if completion.reply else "nothing usable: offline replies"
-        problem = PROBLEM_TEXTS.get(completion.problem or "", completion.problem)
+    else:
+        parts.append(f"one turn took {measured:.1f} s ({whole[0].attempts} request(s), "
+                     f"finish {whole[0].finish_reason})")
+    parts.append(advice)
+    if whole is not None and whole[0].output is None:
+        said = f"salvaged reply {whole[0].reply[:60]!r}" if whole[0].reply else "nothing usable: offline replies"
+        problem = PROBLEM_TEXTS.get(whole[0].problem or "", whole[0].problem)
         return Check("llm", "warn", "; ".join(parts) + f"; the answer was {problem} ({said}); try a larger model "
                      "or LLM_MAX_OUTPUT_TOKENS")
     if reading.mode != "json_schema":
         parts.append(f"set LLM_OUTPUT_MODE={reading.mode.split('+')[0]} to skip the probing at start")
-    return Check("llm", verdict, "; ".join([*parts, f"reply {completion.output.response[:60]!r}"]))
+    if whole is not None:
+        parts.append(f"reply {whole[0].output.response[:60]!r}")
+    return Check("llm", verdict, "; ".join(parts))
 
 
 def _whole_turn(model: ChatModel, messages: list[dict], deadline: float,
