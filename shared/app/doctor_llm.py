@@ -61,7 +61,7 @@ def _timed_turn(settings: Settings, deadline: float, seconds: float) -> Check:
                      f"reads a turn's prompt slower than that here. A slow model is usable with a longer "
                      f"LLM_TIMEOUT_SECONDS (now {settings.llm_timeout_seconds:g}); `mnemo doctor --llm-seconds 300` "
                      "waits long enough to measure it")
-    typical = reading.turn_seconds()
+    typical = reading.turn_seconds(min(TYPICAL_TURN_TOKENS, settings.llm_max_output_tokens))
     whole = _whole_turn(model, messages, deadline, typical)
     if isinstance(whole, Check):
         return whole
@@ -72,17 +72,19 @@ def _verdict(settings: Settings, head: str, reading: SpeedReading, typical: floa
              whole: tuple[TurnCompletion, float] | None, seconds: float) -> Check:
     """What was measured, what to set, and whether the whole turn (if one was sent) was usable."""
     measured = whole[1] if whole is not None else None
-    verdict, advice = _timeout_advice(settings, max((t for t in (typical, measured) if t is not None), default=None))
+    verdict, advice, timeout = _timeout_advice(settings, max((t for t in (typical, measured) if t is not None),
+                                                             default=None))
     parts = [head]
     if typical is not None:
-        parts.append(f"a typical turn (about {TYPICAL_TURN_TOKENS} tokens) takes about {typical:.0f} s here")
+        tokens = min(TYPICAL_TURN_TOKENS, settings.llm_max_output_tokens)
+        parts.append(f"a typical turn (about {tokens} tokens) takes about {typical:.0f} s here")
     if whole is None:
         parts.append(f"a whole turn was not waited for (the doctor's limit is {seconds:.0f} s; "
                      "`mnemo doctor --llm-seconds N` waits longer)")
     else:
         parts.append(f"one turn took {measured:.1f} s ({whole[0].attempts} request(s), "
                      f"finish {whole[0].finish_reason})")
-    parts.append(advice)
+    parts.append(advice + _cap_note(settings, reading, timeout))
     if whole is not None and whole[0].output is None:
         said = f"salvaged reply {whole[0].reply[:60]!r}" if whole[0].reply else "nothing usable: offline replies"
         problem = PROBLEM_TEXTS.get(whole[0].problem or "", whole[0].problem)
@@ -112,17 +114,27 @@ def _whole_turn(model: ChatModel, messages: list[dict], deadline: float,
     return completion, time.monotonic() - started
 
 
-def _timeout_advice(settings: Settings, turn_seconds: float | None) -> tuple[str, str]:
-    """(verdict, what to set) for turns that take ``turn_seconds`` here."""
+def _timeout_advice(settings: Settings, turn_seconds: float | None) -> tuple[str, str, float]:
+    """(verdict, what to set, the timeout then in force) for turns that take ``turn_seconds`` here."""
     current = settings.llm_timeout_seconds
     if turn_seconds is None:
-        return "ok", f"LLM_TIMEOUT_SECONDS={current:g}"
+        return "ok", f"LLM_TIMEOUT_SECONDS={current:g}", current
     advised = advised_timeout(turn_seconds)
     if advised > current:
         return "warn", (f"LLM_TIMEOUT_SECONDS={current:g} is too short for this model here: set "
                         f"LLM_TIMEOUT_SECONDS={advised} (a slow model is usable with a longer timeout; a turn "
-                        "past it is answered offline)")
-    return "ok", f"LLM_TIMEOUT_SECONDS={current:g} is enough here ({advised} would do)"
+                        "past it is answered offline)"), advised
+    return "ok", f"LLM_TIMEOUT_SECONDS={current:g} is enough here ({advised} would do)", current
+
+
+def _cap_note(settings: Settings, reading: SpeedReading, timeout: float) -> str:
+    """A small model often writes until the cap: what an answer that long takes, when ``timeout`` is too short."""
+    cap = settings.llm_max_output_tokens
+    capped = reading.turn_seconds(cap)
+    if capped is None or cap <= TYPICAL_TURN_TOKENS or advised_timeout(capped) <= timeout:
+        return ""
+    return (f"; an answer that runs to LLM_MAX_OUTPUT_TOKENS={cap} (small models often do) takes about "
+            f"{capped:.0f} s: set LLM_MAX_OUTPUT_TOKENS={TYPICAL_TURN_TOKENS} beside it")
 
 
 def _probe_inputs(settings: Settings) -> PromptInputs:

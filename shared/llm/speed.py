@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-TYPICAL_TURN_TOKENS = 120
+TYPICAL_TURN_TOKENS = 200
 """Completion tokens of a turn's answer (reply, emotion, memories, topic): the median of ``make test-llm``'s
 turns was 120 (README "LLM servers")."""
 TIMEOUT_MARGIN = 1.5

@@ -181,6 +181,8 @@ def test_a_slow_model_is_timed_within_the_doctors_own_deadline_and_told_what_tim
     assert advised > 30 and abs(advised - advised_timeout(typical)) <= TIMEOUT_STEP_SECONDS, line
     assert "LLM_TIMEOUT_SECONDS=30 is too short" in line and "a slow model is usable with a longer timeout" in line
     assert "a whole turn was not waited for (the doctor's limit is 10 s" in line
+    assert "LLM_MAX_OUTPUT_TOKENS=1024 (small models often do) takes about" in line  # 1024 tokens at 5 tokens/s
+    assert "set LLM_MAX_OUTPUT_TOKENS=200 beside it" in line
     assert seconds < 10 + 8, f"the doctor took {seconds:.0f} s"  # its deadline, and the database checks
     assert code == 0, out  # slow is not broken
 
