@@ -31,6 +31,7 @@ from bot.discord_commands import ForgetAnswer, install_commands
 from bot.discord_render import CommandTranslator, plain_text, reply_messages
 from shared.access.rule import Policy
 from shared.access.service import AccessService
+from shared.app.container import BOTS, missing_token
 from shared.commands import texts
 from shared.commands.service import MemoryCommands
 from shared.conversation.messages import IncomingMessage, Reply
@@ -46,6 +47,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Replies ping the person answered and nobody else, whatever the model wrote (@everyone, roles).
 REPLY_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
+DISCORD = BOTS[0]
 TOKEN_REFUSED = "DISCORD_TOKEN was refused by Discord; copy the bot token again"
 POSTED_MESSAGE = re.compile(r"/channels/(\d+)/messages$")
 IDENTIFY_RATE = "1 per 5 seconds"
@@ -331,8 +333,8 @@ def _locale(incoming: IncomingMessage) -> str:
 
 def _token(settings: Settings) -> str:
     if settings.discord_token is None:
-        raise ConfigError("DISCORD_TOKEN is not set: create a bot at https://discord.com/developers/applications "
-                          "and put its token in .env")
+        raise ConfigError(missing_token(DISCORD, "create a bot at https://discord.com/developers/applications "
+                                                 "and put its token in .env"))
     return settings.discord_token.get_secret_value()
 
 

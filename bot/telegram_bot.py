@@ -43,6 +43,7 @@ from bot.telegram_handlers import (
 )
 from bot.telegram_once import HandledOnce
 from shared.access.service import AccessService
+from shared.app.container import BOTS, missing_token, webhook_url_problem
 from shared.commands import texts
 from shared.commands.service import MemoryCommands
 from shared.conversation.service import ConversationService
@@ -56,6 +57,8 @@ from shared.settings import Settings
 log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = [Update.MESSAGE, Update.CALLBACK_QUERY]
+TELEGRAM = BOTS[1]
+NO_TOKEN = "create a bot with @BotFather and put its token in .env"
 CONCURRENT_UPDATES = 256
 POLLER_LEASE_SECONDS = 30.0
 """A long poller holds the ``telegram-poller:<bot id>`` lease; a second one for the same bot is refused."""
@@ -215,7 +218,7 @@ def build_application(settings: Settings, service: ConversationService, commands
     the lists are the settings' and the operators' table of ``commands``' database). With ``inbox`` (webhook
     replicas), each update is marked handled in the transaction of what it changed (:mod:`bot.telegram_once`)."""
     if settings.telegram_token is None:
-        raise ConfigError("TELEGRAM_TOKEN is not set: create a bot with @BotFather and put its token there")
+        raise ConfigError(missing_token(TELEGRAM, NO_TOKEN))
     access = access or AccessService(commands.uow_factory, settings.access_policy(),
                                      refresh_seconds=settings.access_refresh_seconds)
     application = (ApplicationBuilder().token(settings.telegram_token.get_secret_value())
@@ -268,7 +271,9 @@ def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: 
     from shared.limits import shared_storage
 
     if settings.telegram_token is None:
-        raise ConfigError("TELEGRAM_TOKEN is not set: create a bot with @BotFather and put its token there")
+        raise ConfigError(missing_token(TELEGRAM, NO_TOKEN))
+    if webhook_url is not None and (problem := webhook_url_problem(webhook_url)):
+        raise ConfigError(problem)
     if webhook_url is not None and not secret_token:
         raise ConfigError("webhook mode needs TELEGRAM_WEBHOOK_SECRET (Telegram sends it with every update)")
     if webhook_url is not None and importlib.util.find_spec("tornado") is None:

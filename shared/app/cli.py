@@ -56,10 +56,16 @@ def _run_db(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_doctor(settings: Settings, _args: argparse.Namespace) -> int:
+def _doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm-seconds", type=float,
+                        help="how long the model check may take: it times the model's first token and speed within "
+                             "it, and a whole turn if that fits (default: 30)")
+
+
+def _run_doctor(settings: Settings, args: argparse.Namespace) -> int:
     from shared.app.doctor import report, run_checks
 
-    checks = run_checks(settings)
+    checks = run_checks(settings, llm_seconds=args.llm_seconds)
     print(report(settings, checks))
     return 1 if any(check.verdict == "fail" for check in checks) else 0
 
@@ -221,7 +227,7 @@ COMMANDS: dict[str, Command] = {
     "bench": Command("benchmarks run through the product's own code paths", _bench_arguments, _run_bench),
     "chat": Command("talk to Mnemo in the terminal (the full pipeline)", _chat_arguments, _run_chat),
     "db": Command("database schema: upgrade, downgrade, current", _db_arguments, _run_db),
-    "doctor": Command("show the configuration and check every service", lambda _parser: None, _run_doctor),
+    "doctor": Command("show the configuration and check every service", _doctor_arguments, _run_doctor),
     "maintenance": Command("run the daily maintenance (decay, reviews, dedup) now, or --now as of a moment",
                            maintenance_arguments, run_maintenance_command),
     "health": Command("ask the running process on METRICS_PORT whether it is ready (docker compose's health check)",

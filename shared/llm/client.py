@@ -169,9 +169,10 @@ class ChatModel:
         rung = self.endpoint.rung(self.endpoint.turn_ladder)
         return rung.label if rung else "none"
 
-    def complete_turn(self, messages: list[dict[str, Any]]) -> TurnCompletion:
-        """The structured answer to one user message; raises :class:`LLMUnavailable`."""
-        return self._run(self._turn_plan(messages))
+    def complete_turn(self, messages: list[dict[str, Any]], seconds: float | None = None) -> TurnCompletion:
+        """The structured answer to one user message, within ``seconds`` (default ``LLM_TIMEOUT_SECONDS``);
+        raises :class:`LLMUnavailable`."""
+        return self._run(self._turn_plan(messages, seconds))
 
     async def acomplete_turn(self, messages: list[dict[str, Any]]) -> TurnCompletion:
         """:meth:`complete_turn` for the bots' event loop."""
@@ -187,6 +188,14 @@ class ChatModel:
         servers refuse JSON mode otherwise); raises :class:`LLMUnavailable`."""
         return self._run(self._json_plan(messages, max_tokens))
 
+    def turn_request(self, messages: list[dict[str, Any]], rung: OutputFormat) -> dict[str, Any]:
+        """The request a turn sends in output format ``rung``, as :meth:`complete_turn` would send it."""
+        return self._turn_request(messages, rung, example=False)
+
+    def new_client(self) -> openai.AsyncOpenAI:
+        """An SDK client of this endpoint for the caller's own event loop (the caller closes it)."""
+        return openai.AsyncOpenAI(**self._options)
+
     def close(self) -> None:
         """Nothing to close for the blocking methods: each runs on a client of its own."""
 
@@ -195,8 +204,8 @@ class ChatModel:
 
     # -- plans -------------------------------------------------------------------------------------
 
-    def _turn_plan(self, messages: list[dict[str, Any]]) -> _Plan[TurnCompletion]:
-        deadline, tally = time.monotonic() + self.timeout_seconds, _Tally()
+    def _turn_plan(self, messages: list[dict[str, Any]], seconds: float | None = None) -> _Plan[TurnCompletion]:
+        deadline, tally = time.monotonic() + (seconds or self.timeout_seconds), _Tally()
         rung, answer = yield from self._turn_answer(messages, deadline, tally, example=False)
         reading = read_turn_answer(answer.text, answer.finish_reason)
         if reading.problem == "schema_echo":
@@ -318,7 +327,7 @@ class ChatModel:
     def _run(self, plan: _Plan[T]) -> T:
         """Drive ``plan`` from blocking code (a worker), on an event loop and client of its own."""
         async def drive() -> T:
-            client = openai.AsyncOpenAI(**self._options)
+            client = self.new_client()
             try:
                 return await self._drive(plan, client)
             finally:

@@ -22,7 +22,7 @@ from tests.e2e.bot_process import REPLY, replying_llm, stop
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC_URL = "https://bot.example.org/telegram/hook"
+PUBLIC_URL = "https://bot.mnemo.test/telegram/hook"  # example.org is refused: it is the example's address
 SECRET = "webhook-secret_0123456789abcdef"
 EVE = user_object(2101, "Eve", language_code="en")
 START_SECONDS = 90

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import stat
+import time
 
 import pytest
 
@@ -10,6 +12,7 @@ from bench.fakes.openai_server import FakeOpenAI
 from shared.app.cli import main
 from shared.app.processes import background_processes
 from shared.db import migrate
+from shared.llm.speed import TIMEOUT_STEP_SECONDS, advised_timeout
 from shared.settings import Settings
 
 API_KEY = "sk-doctor-test-secret-0123456789"
@@ -19,6 +22,8 @@ API_KEY = "sk-doctor-test-secret-0123456789"
 def clean_environment(monkeypatch, tmp_path):
     for name in Settings.model_fields:
         monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.delenv("COMPOSE_PROFILES", raising=False)
+    monkeypatch.setenv("MNEMO_IN_CONTAINER", "0")  # this machine may itself be a container: say which case is tested
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MNEMO_DATA_DIR", str(tmp_path / "data"))
 
@@ -35,10 +40,14 @@ def embedded_set_up(monkeypatch, data_dir):
     monkeypatch.setenv("MNEMO_DATA_DIR", str(data_dir))
 
 
-def run_doctor(capsys) -> tuple[int, str]:
-    code = main(["doctor"])
+def run_doctor(capsys, *arguments: str) -> tuple[int, str]:
+    code = main(["doctor", *arguments])
     captured = capsys.readouterr()
     return code, captured.out + captured.err
+
+
+def llm_line(out: str) -> str:
+    return next(line for line in out.splitlines() if "] llm:" in line).strip()
 
 
 def test_a_healthy_setup_is_ready_and_masks_every_secret(monkeypatch, capsys, migrated_system_db, llm):
@@ -150,3 +159,66 @@ def test_mnemo_maintenance_runs_as_of_a_date_and_the_doctor_shows_that_runs_repo
     assert "maintenance as of 2027-06-01T00:00:00+00:00: faded=0 binned=0 purged=0" in capsys.readouterr().out
     _, out = run_doctor(capsys)
     assert "maintenance: last run finished" in out and "as of 2027-06-01T00:00: faded 0, binned 0, purged 0" in out
+
+
+SLOW_REPLY = {"response": "Lisbon by the ocean sounds wonderful! " * 20}
+
+
+def test_a_slow_model_is_timed_within_the_doctors_own_deadline_and_told_what_timeout_it_needs(
+        monkeypatch, capsys, embedded_set_up):
+    with FakeOpenAI(models=("mnemo-chat",), stream_chunk_delay=0.8) as server:  # 4 tokens a chunk: 5 tokens/s
+        server.set_responder(lambda _request: SLOW_REPLY)
+        server.queue_reply(SLOW_REPLY, delay=1.0)  # the first token after about a second
+        monkeypatch.setenv("LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("LLM_MODEL", "mnemo-chat")
+        started = time.monotonic()
+        code, out = run_doctor(capsys, "--llm-seconds", "10")
+        seconds = time.monotonic() - started
+    line = llm_line(out)
+    assert line.startswith("[WARN] llm:") and "first token after 1." in line and "tokens/s" in line, line
+    typical = float(re.search(r"a typical turn \(about \d+ tokens\) takes about (\d+) s", line).group(1))
+    advised = int(re.search(r"set LLM_TIMEOUT_SECONDS=(\d+)", line).group(1))
+    assert advised > 30 and abs(advised - advised_timeout(typical)) <= TIMEOUT_STEP_SECONDS, line
+    assert "LLM_TIMEOUT_SECONDS=30 is too short" in line and "a slow model is usable with a longer timeout" in line
+    assert "a whole turn was not waited for (the doctor's limit is 10 s" in line
+    assert "LLM_MAX_OUTPUT_TOKENS=1024 (small models often do) takes about" in line  # 1024 tokens at 5 tokens/s
+    assert "set LLM_MAX_OUTPUT_TOKENS=200 beside it" in line
+    assert seconds < 10 + 8, f"the doctor took {seconds:.0f} s"  # its deadline, and the database checks
+    assert code == 0, out  # slow is not broken
+
+
+def test_a_model_with_no_first_token_before_the_deadline_is_a_warning_within_seconds_not_a_long_fail(
+        monkeypatch, capsys, embedded_set_up):
+    with FakeOpenAI(models=("mnemo-chat",)) as server:
+        server.queue_reply(SLOW_REPLY, delay=60)
+        monkeypatch.setenv("LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("LLM_MODEL", "mnemo-chat")
+        monkeypatch.setenv("LLM_TIMEOUT_SECONDS", "90")
+        started = time.monotonic()
+        _code, out = run_doctor(capsys, "--llm-seconds", "4")
+        seconds = time.monotonic() - started
+    line = llm_line(out)
+    assert line.startswith("[WARN] llm:") and "no token yet within the doctor's 4 s" in line, line
+    assert "--llm-seconds 300" in line and "LLM_TIMEOUT_SECONDS (now 90)" in line
+    assert seconds < 4 + 8, f"the doctor took {seconds:.0f} s"
+
+
+def test_in_a_container_an_llm_at_loopback_that_does_not_answer_is_explained(monkeypatch, capsys, embedded_set_up):
+    monkeypatch.setenv("MNEMO_IN_CONTAINER", "1")
+    monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    _code, out = run_doctor(capsys)
+    line = llm_line(out)
+    assert line.startswith("[FAIL] llm: LLM_BASE_URL=http://127.0.0.1:9/v1 does not answer"), line
+    assert "LLM_BASE_URL=http://host.docker.internal:9/v1" in line and "is the container itself" in line
+
+
+def test_under_compose_the_doctor_names_a_bot_whose_token_is_set_but_whose_profile_is_not(
+        monkeypatch, capsys, embedded_set_up):
+    monkeypatch.setenv("MNEMO_IN_CONTAINER", "1")
+    monkeypatch.setenv("COMPOSE_PROFILES", "discord")
+    monkeypatch.setenv("TELEGRAM_TOKEN", "123456:telegram-secret-token")
+    code, out = run_doctor(capsys)
+    line = next(line for line in out.splitlines() if "] compose:" in line).strip()
+    assert line.startswith("[FAIL] compose: COMPOSE_PROFILES=discord starts the Discord bot, but DISCORD_TOKEN")
+    assert "TELEGRAM_TOKEN is set, but COMPOSE_PROFILES=discord starts no Telegram bot: add telegram" in line
+    assert code == 1 and "telegram-secret-token" not in out

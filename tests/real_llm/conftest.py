@@ -48,7 +48,13 @@ def _wait_ready(url: str, server: subprocess.Popen, log: Path) -> None:
 
 @pytest.fixture(scope="session")
 def real_llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL (without /v1) of a running llama-cpp-python server, stopped after the session."""
+    """The base URL (without /v1) of a running llama-cpp-python server, stopped after the session; or the one
+    ``MNEMO_LLM_SERVER_URL`` names, already running (started by hand with the same model and alias)."""
+    if running := os.environ.get("MNEMO_LLM_SERVER_URL"):
+        if httpx.get(f"{running}/v1/models", timeout=10).status_code != 200:
+            pytest.fail(f"MNEMO_LLM_SERVER_URL={running} does not answer /v1/models")
+        yield running
+        return
     python = _server_python()
     model = python.parent.parent / "gemma3-270m-q4_k_m.gguf"
     if not model.exists():

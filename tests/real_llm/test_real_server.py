@@ -174,14 +174,28 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
     assert memory_keeper and all(r.status == 200 for r in memory_keeper)
 
 
-def test_doctor_names_the_output_mode_the_real_server_accepts_and_a_turns_time(real_llm_url, fresh_system_db):
+DOCTOR_SECONDS = 30  # the doctor's own deadline for the model check (shared/app/doctor_llm.py)
+DOCTOR_OTHER_SECONDS = 30  # starting, the database and broker checks
+
+
+@pytest.mark.parametrize("llm_seconds", [None, "240"])
+def test_doctor_times_the_real_server_within_its_deadline_and_names_the_output_mode_and_the_timeout(
+        real_llm_url, fresh_system_db, llm_seconds):
     migrate.upgrade(fresh_system_db)
     env = {**os.environ, "DATABASE_URL": fresh_system_db, "REDIS_URL": "redis://127.0.0.1:6379/0",
            "LLM_BASE_URL": f"{real_llm_url}/v1", "LLM_MODEL": MODEL_ALIAS, "LLM_TIMEOUT_SECONDS": "90",
            "LLM_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS)}
-    doctor = subprocess.run([sys.executable, "-m", "shared.app.cli", "doctor"], env=env, capture_output=True, text=True,
-                            timeout=300)
+    limit = float(llm_seconds or DOCTOR_SECONDS)
+    started = time.monotonic()
+    doctor = subprocess.run([sys.executable, "-m", "shared.app.cli", "doctor",
+                             *(["--llm-seconds", llm_seconds] if llm_seconds else [])],
+                            env=env, capture_output=True, text=True, timeout=600)
+    seconds = time.monotonic() - started
     line = next(line for line in doctor.stdout.splitlines() if "] llm:" in line)
-    print(line)
-    assert "output mode json_object+schema, refused: json_schema" in line and "one turn took" in line, line
+    print(f"{seconds:.0f} s: {line}")
+    assert "output mode json_object+schema, refused: json_schema" in line, line
+    assert "first token after" in line and "tokens/s" in line and "LLM_TIMEOUT_SECONDS=" in line, line
+    assert seconds < limit + DOCTOR_OTHER_SECONDS, f"the doctor took {seconds:.0f} s"
+    if llm_seconds:  # time enough for a whole turn
+        assert "one turn took" in line, line
     assert doctor.returncode == 0, doctor.stdout

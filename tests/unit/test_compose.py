@@ -149,13 +149,17 @@ def test_telegram_webhook_replicas_listen_for_the_proxy_and_poll_nowhere(service
     assert services["bot-telegram"]["deploy"]["replicas"] == 1
 
 
-def test_telegram_webhook_replicas_share_no_host_port_and_never_run_beside_the_poller(
+def test_telegram_webhook_replicas_have_a_loopback_host_port_each_and_never_run_beside_the_poller(
         services: dict[str, dict[str, Any]]) -> None:
     replicas, poller = services["bot-telegram-webhook"], services["bot-telegram"]
-    assert "ports" not in replicas  # the proxy reaches them on the compose network; N replicas, no port clash
     assert not set(replicas["profiles"]) & set(poller["profiles"])
     command = command_of(replicas)
     assert command[command.index("--port") + 1] == "8443"  # the port the proxy is told to forward to
+    [mapping] = [interpolate(str(entry)) for entry in replicas["ports"]]
+    host_ip, host_ports, container_port = mapping.split(":")
+    first, last = (int(port) for port in host_ports.split("-"))
+    assert host_ip == "127.0.0.1" and container_port == "8443", mapping  # for a proxy on the host, nobody else
+    assert last - first + 1 >= replicas["deploy"]["replicas"], f"{mapping}: two replicas would need one host port"
 
 
 def test_the_env_example_names_every_variable_the_compose_file_reads() -> None:
