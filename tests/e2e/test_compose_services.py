@@ -28,6 +28,8 @@ from tests.e2e.bot_process import stop
 READY_SECONDS = 120
 REFUSAL_SECONDS = 60
 COMPOSE_HOSTS = ("postgres", "redis")
+REDIS_DB = 5
+"""This file's own Redis database (compose's is 0, which other tests' processes may share)."""
 WEBHOOK_URL = "https://bot.mnemo.test/telegram"
 WEBHOOK_SECRET = "compose-secret_0123456789abcdef"
 
@@ -82,6 +84,7 @@ class Container:
             assert parts.hostname in COMPOSE_HOSTS, env[name]
             host_at = parts.netloc.rpartition("@")
             env[name] = parts._replace(netloc=f"{host_at[0]}{host_at[1]}127.0.0.1:{parts.port}").geturl()
+        env["REDIS_URL"] = urlsplit(env["REDIS_URL"])._replace(path=f"/{REDIS_DB}").geturl()
         env.update(MNEMO_DATA_DIR=str(volume), METRICS_PORT=str(free_port()), METRICS_HOST="127.0.0.1",
                    PATH=os.environ["PATH"], HOME=str(volume), PYTHONPATH=str(ROOT))
         return env
