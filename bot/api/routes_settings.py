@@ -10,9 +10,9 @@ from pydantic import BaseModel, Field
 
 from bot.api.auth import Principal, context, principal
 from bot.api.json_body import CheckedJsonRoute
-from bot.api.schemas import ErrorOut, Strict
+from bot.api.schemas import ErrorOut, ZoneIn
 from shared.reminders.user_zone import UserZone, ZoneChange
-from shared.reminders.zones import MAX_ZONE_CHARS, zone_label
+from shared.reminders.zones import zone_label
 
 router = APIRouter(prefix="/api/v1", route_class=CheckedJsonRoute, tags=["settings"],
                    responses={status: {"model": ErrorOut} for status in (401, 403, 404, 422)})
@@ -35,11 +35,6 @@ class SettingsOut(BaseModel):
 class ZoneChangeOut(SettingsOut):
     moved: int = Field(description="pending reminders that kept their clock time (their moment moved)")
     kept: int = Field(description="pending reminders set as an amount of time, which kept their moment")
-
-
-class ZoneIn(Strict):
-    timezone: str | None = Field(max_length=MAX_ZONE_CHARS, description="an IANA name, a city or country, an "
-                                 "offset (UTC+8, -05:30); null or \"default\": the bot's default")
 
 
 @router.get("/settings", response_model=SettingsOut)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.commands.editing import MAX_BATCH_IDS, UNSET, MemoryDraft
 from shared.db.models import MEMORY_TYPES
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
+from shared.reminders.zones import MAX_ZONE_CHARS
 
 MemoryType = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
 Id = Field(ge=1, le=2**63 - 1)
@@ -180,3 +181,8 @@ class ErrorOut(BaseModel):
     code: str
     detail: str
     problems: list[Problem] | None = Field(None, description="what is wrong with a malformed request (422)")
+
+
+class ZoneIn(Strict):
+    timezone: str | None = Field(max_length=MAX_ZONE_CHARS, description="an IANA name, a city or country, an "
+                                 "offset (UTC+8, -05:30); null or \"default\": the bot's default")

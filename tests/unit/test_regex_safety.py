@@ -35,8 +35,9 @@ from shared.errors import MnemoError
 from tests.regex_adversary import Adversary, adversaries, as_input
 
 ADVERSARIAL_CHARS = 100_000
-PATTERN_SECONDS = 0.050
-"""CPU time a single search or findall may take on an adversarial text."""
+PATTERN_SECONDS = 0.150
+"""CPU time a single search or findall may take on an adversarial text. A linear pattern takes 10-60 ms here (a
+word alternation on 100k characters took 57 ms on a loaded 2-core VM); a quadratic one takes seconds."""
 ENTRY_POINT_SECONDS = 0.5
 """CPU time a public text function may take: it applies tens of patterns, each linear."""
 TRIES = 3
@@ -186,7 +187,7 @@ def test_a_pattern_that_backtracks_on_its_own_alphabet_is_caught():
 
 
 @pytest.mark.parametrize("found", PATTERNS, ids=str)
-def test_no_pattern_takes_more_than_50_ms_on_100k_characters_of_its_own_alphabet(found: Found):
+def test_no_pattern_takes_more_than_150_ms_on_100k_characters_of_its_own_alphabet(found: Found):
     pattern = found.pattern
     calls = {"search": pattern.search, "findall": pattern.findall}
     failures = slow_calls(calls, adversaries(pattern), PATTERN_SECONDS, lambda text: as_input(pattern, text))
@@ -248,6 +249,7 @@ def test_no_public_text_function_takes_more_than_half_a_second_on_100k_adversari
     call, modules = entry_points()[name]
     inputs = entry_point_inputs(modules)
     assert inputs, f"no patterns found in {modules}"
+    call("热身 a warm-up")  # one-time loads (jieba's dictionary: about a second) are not the input's cost
     failures = slow_calls({name: call}, inputs, ENTRY_POINT_SECONDS)
     assert not failures, "; ".join(failures)
 

@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared.search.scoring import (
-    recency_clock,
     ADJACENT_SHARE,
     CATEGORY_BOOST,
     NEIGHBOUR_SHARE,
@@ -19,6 +18,7 @@ from shared.search.scoring import (
     frequency_score,
     fused_relevance,
     neighbour_support,
+    recency_clock,
     recency_score,
     relative_scores,
     term_coverage,
