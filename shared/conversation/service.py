@@ -53,6 +53,7 @@ from shared.llm.turn_schema import TurnOutput
 from shared.metrics import record
 from shared.recall.embeddings import Embedder
 from shared.recall.retrieval import Recall
+from shared.speech.non_answers import non_answer
 from shared.repositories.uow import UnitOfWork
 from shared.usage.quota import QuotaHold, QuotaState, call_ceiling, reserve, settle
 from shared.usage.texts import quota_notice
@@ -238,12 +239,16 @@ class ConversationService:
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, answering offline: %s", exc)
             return self._offline(prepared, warning="The language model is unavailable; this is an offline reply.")
-        if completion.output is not None:
-            return TurnResult(output=completion.output, emotion=Emotion.from_json(completion.output.emotion),
-                              offline=False)
         if not completion.reply:
             return self._offline(prepared, warning="The language model gave no usable answer; this is an "
                                                    "offline reply.")
+        if (reason := non_answer(completion.reply, prepared.text)) is not None:
+            log.info("the model's reply was %s, not language for the message: answered offline", reason)
+            return self._offline(prepared, warning=f"The model's answer was unusable ({reason}); this is an "
+                                                   "offline reply.")
+        if completion.output is not None:
+            return TurnResult(output=completion.output, emotion=Emotion.from_json(completion.output.emotion),
+                              offline=False)
         reply = TurnOutput(response=completion.reply, emotion=None, memory_update=(), todos=(), topic=None,
                            context_variables={})
         problem = PROBLEM_TEXTS.get(completion.problem or "", "unusable")
