@@ -74,12 +74,16 @@ class PreparedTurn:
     """Time spent finding what to remember (retrieval and the looked-up keys), for the metrics."""
     quota: QuotaState = WITHIN
     """Over today's allowance: the offline responder answers and the turn's background work waits."""
+    prompt_inputs: PromptInputs | None = None
+    """What the prompt was built from: it is built again when the model's window turns out smaller."""
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
-                 query_vector: Sequence[float] | None, vectors, resume: bool = False) -> PreparedTurn:
+                 query_vector: Sequence[float] | None, vectors, resume: bool = False,
+                 prompt_budget: int | None = None) -> PreparedTurn:
     """Step 1. With ``resume``, a message recorded before but never answered (the process stopped, or
-    the database went away, in between) is answered now instead of being treated as a duplicate."""
+    the database went away, in between) is answered now instead of being treated as a duplicate. The prompt is
+    fitted to ``prompt_budget`` estimated tokens when it is given (the model's context window)."""
     identity = uow.users.identify(message.platform, message.user_id, display_name=message.display_name,
                                   locale=message.locale)
     chat = uow.chats.get_or_create(message.platform, message.chat_id,
@@ -115,7 +119,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     recall_seconds = time.perf_counter() - recall_started
     pending = uow.todos.soonest_pending(user_id, MAX_IN_NOTE, due_before=due_limit(text, now))
     reminders = reminders_for_note(text, [PendingReminder(content, due) for content, due in pending], now)
-    prompt = build_turn_prompt(PromptInputs(
+    inputs = PromptInputs(
         bot_name=config.bot_name, personality=config.personality,
         strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,
         user_message=text, local_now=local_now, timezone=timezone, is_group=not message.is_private,
@@ -125,7 +129,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         memory_base_count=config.retrieval_limit, episodes_matched=recall.episodes_matched,
         rounds=_round_lines(recall, skip={turn_id, *(turn.turn_id for turn in history)}),
         episode_ids=[episode.id for episode in recall.episodes],
-        reminders=[reminder_line(reminder, timezone) for reminder in reminders]))
+        reminders=[reminder_line(reminder, timezone) for reminder in reminders], prompt_budget_tokens=prompt_budget)
+    prompt = build_turn_prompt(inputs)
     if prompt.dropped_memories:
         warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
     quota = quota_state(uow, config.quota, user_id, now, chat_id=chat.id, group=not message.is_private)
@@ -138,7 +143,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
                         recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings,
-                        recall_seconds=recall_seconds, quota=quota)
+                        recall_seconds=recall_seconds, quota=quota, prompt_inputs=inputs)
 
 
 def _history(uow: UnitOfWork, user_id: int, session_id: int, limit: int,
