@@ -1,6 +1,8 @@
 """A model's reply is shown only when it is language for the message: a number, a timestamp, a bare yes or no or
 one word where the message needs more is a non-answer (the offline responder answers instead)."""
 
+import time
+
 import pytest
 
 from shared.speech.non_answers import non_answer
@@ -102,3 +104,11 @@ def test_the_same_short_reply_is_an_answer_to_one_message_and_a_non_answer_to_an
     assert non_answer("yes", "I like cats.") == "a bare yes or no"
     assert non_answer("42", "你多少岁？") is None
     assert non_answer("42", "我今天很开心") == "only a number"
+
+
+@pytest.mark.parametrize("reply", ["1" + "." * 100_000 + "x", "1" + "., " * 50_000 + "%x", "2026-11-26 " * 9_000 + "x",
+                                   "7" * 100_000, "是" * 100_000])
+def test_a_long_reply_of_figures_and_separators_is_read_in_linear_time(reply):
+    started = time.process_time()
+    non_answer(reply, "I went for a walk by the river today")
+    assert time.process_time() - started < 0.5
