@@ -60,8 +60,8 @@ _EN_YES_NO_QUESTION = re.compile(
     r"don't|doesn't|didn't|isn't|aren't|wasn't|weren't|won't|can't|couldn't|wouldn't|shouldn't|haven't|hasn't)\b",
     re.IGNORECASE)
 _EN_WH = re.compile(r"^(?:what|where|when|who|whom|whose|why|which|how)\b", re.IGNORECASE)
-_ZH_YES_NO_QUESTION = re.compile(r"[吗嘛](?:[?？!！。~～\s]*)$|(?<![什怎这那多])么[?？]|([\u4e00-\u9fff])[不没]\1|"
-                                 r"对吧|是吧|好吧[?？]|行吗|可以吗|好吗|对么|是么")
+_ZH_YES_NO_QUESTION = re.compile(r"[吗嘛][?？!！。~～\s]*$|(?<![什怎这那多])么[?？]|([\u4e00-\u9fff])[不没]\1|"
+                                 r"对吧|是吧|好吧[?？]|对么|是么|[了过]没有?[?？!！。~～\s]*$")
 _EN_TAG = re.compile(r",\s*(?:right|isn't it|aren't you|don't you|didn't you|won't you|okay|ok|yes|no)\s*\?*$",
                      re.IGNORECASE)
 _REQUEST = re.compile(r"^(?:remind|pick|choose|guess|name|count|rate|score|give|tell|say|set|add|list|send|call me)\b|"

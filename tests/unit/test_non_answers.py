@@ -46,6 +46,7 @@ ANSWERS = [
     ("是的", "你记得我住哪吗？"),
     ("对", "你是不是也喜欢喝茶"),
     ("没有", "你有没有看过这部电影"),
+    ("没有", "你吃饭了没？"),
     ("yes", "That was a great film, right?"),
     # a number, a date or a time to a question or request that asks for one
     ("3", "How many cats do I have?"),
