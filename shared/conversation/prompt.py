@@ -35,8 +35,10 @@ HISTORY_BLOCKS = 2
 """Past ``HISTORY_TURNS``, the history's oldest turns leave in blocks of half of it, not one by one."""
 MEMORY_HEADER = "What you know about the user:"
 REMINDERS_FENCE = ("<pending_reminders>", "</pending_reminders>")
-FIT_ROUNDS = 3
-"""How many times the conversation is fitted to the prompt budget and measured again, at most."""
+FIT_ROUNDS = 4
+"""How many times the prompt is fitted to its budget and measured again, at most."""
+MIN_CONVERSATION_TOKENS = 256
+"""The conversation's room in a prompt budget; the memory context gives up its own to leave this much."""
 
 
 @dataclass(frozen=True)
@@ -126,20 +128,24 @@ offset of the user's time zone, resolving words like "tomorrow at 9" against the
 def build_turn_prompt(inputs: PromptInputs) -> BuiltPrompt:
     """The chat messages for this turn, and which memories made it into the budget; the conversation fitted to
     ``prompt_budget_tokens`` when it is given."""
-    built = _compose(inputs)
-    budget = inputs.prompt_budget_tokens
+    built, message, budget = _compose(inputs), inputs.user_message, inputs.prompt_budget_tokens
     for _ in range(FIT_ROUNDS):  # leaving turns out may bring their memories into the note: measure again
         if budget is None or estimate_chat(built.messages) <= budget:
             break
-        fitted = fit_conversation(_past_costs(inputs.history, built.messages), inputs.user_message,
-                                  budget - _fixed_cost(inputs.user_message, built.messages))
+        room = budget - _fixed_cost(inputs.user_message, built.messages)
+        if room < MIN_CONVERSATION_TOKENS and inputs.memory_budget_tokens > 0:  # a window too small for the note
+            shrunk = max(inputs.memory_budget_tokens - (MIN_CONVERSATION_TOKENS - room), 0)
+            inputs = replace(inputs, memory_budget_tokens=shrunk)
+            built = replace(_compose(inputs), shortened_turns=built.shortened_turns,
+                            left_out_turns=built.left_out_turns, message_read_chars=built.message_read_chars)
+            continue
+        fitted = fit_conversation(_past_costs(inputs.history, built.messages), message, room)
         history = [replace(turn, text=text) for turn, text in zip(inputs.history, fitted.past, strict=True)
                    if text is not None]
         inputs = replace(inputs, history=history, user_message=fitted.message)
-        shortened, left_out = built.shortened_turns + fitted.shortened, built.left_out_turns + fitted.left_out
-        read = built.message_read_chars if fitted.message_read_chars is None else fitted.message_read_chars
-        built = replace(_compose(inputs), shortened_turns=shortened, left_out_turns=left_out,
-                        message_read_chars=read)
+        built = replace(_compose(inputs), shortened_turns=built.shortened_turns + fitted.shortened,
+                        left_out_turns=built.left_out_turns + fitted.left_out,
+                        message_read_chars=fitted.message_read_chars)
     return built
 
 

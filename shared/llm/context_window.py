@@ -22,6 +22,9 @@ DEFAULT_WINDOW = 8192
 PROMPT_HEADROOM = 0.9
 """The share of the prompt's room the estimate may fill: text unlike what calibrated it (figures, code) counts
 more tokens than estimated."""
+MAX_REPLY_SHARE = 0.25
+"""The reply's room takes at most this share of a window (llama.cpp shortens a reply to the room left, so a small
+window holds the prompt first)."""
 MIN_RATIO, MAX_RATIO = 0.5, 4.0
 """A server's tokens per estimated token are believed within these bounds."""
 MIN_WINDOW = 256
@@ -61,10 +64,12 @@ class ContextWindow:
         return self.configured if self.reported is None else min(self.configured, self.reported)
 
     def prompt_budget(self, max_output_tokens: int, instruction_tokens: int = 0) -> int:
-        """The estimated tokens (:func:`estimate_chat`) a prompt may take: the window less the reply's room,
-        in estimated tokens, with headroom, less an instruction the client may add to it."""
+        """The estimated tokens (:func:`estimate_chat`) a prompt may take: the window less the reply's room (at
+        most ``MAX_REPLY_SHARE`` of it), in estimated tokens, with headroom, less an instruction the client may
+        add to it."""
+        reply = min(max_output_tokens, int(self.tokens * MAX_REPLY_SHARE))
         ratio = self.ratio or 1.0
-        return max(int((self.tokens - max_output_tokens) * PROMPT_HEADROOM / ratio) - instruction_tokens, 0)
+        return max(int((self.tokens - reply) * PROMPT_HEADROOM / ratio) - instruction_tokens, 0)
 
     def observe(self, prompt_tokens: int, estimated: int) -> None:
         """A prompt of ``estimated`` tokens (:func:`estimate_chat`) was ``prompt_tokens`` of the server's."""

@@ -64,6 +64,8 @@ def test_the_budget_is_the_window_less_the_replys_room_and_the_instruction_in_es
     assert window.tokens == 2048 and window.prompt_budget(200, instruction_tokens=286) == int(1848 * 0.9) - 286
     window.reported = 32768
     assert window.tokens == 8192
+    window.reported = 2048  # a small window: the reply's room is at most a quarter of it
+    assert window.prompt_budget(1024) == int((2048 - 512) * 0.9)
 
 
 def test_the_servers_token_count_calibrates_the_estimate_keeping_the_largest_ratio_seen():

@@ -2,6 +2,7 @@
 with a mark (the oldest first), then the oldest left out, and the newest message cut only when it alone does not
 fit (the user is told)."""
 
+from dataclasses import replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -14,7 +15,15 @@ from shared.conversation.fitting import (
     fit_conversation,
     message_cut_notice,
 )
-from shared.conversation.prompt import MemoryLine, PastTurn, PromptInputs, app_note, build_turn_prompt
+from shared.conversation.prompt import (
+    MIN_CONVERSATION_TOKENS,
+    MemoryLine,
+    PastTurn,
+    PromptInputs,
+    app_note,
+    build_turn_prompt,
+    static_system,
+)
 from shared.llm.context_window import estimate_chat
 from shared.text import estimate_tokens
 
@@ -83,6 +92,19 @@ def test_a_newest_message_that_alone_does_not_fit_is_cut_with_a_mark_and_the_cha
         kept = message[: message.index(MESSAGE_CUT_MARK)]
         assert pasted.startswith(kept) and len(kept) == built.message_read_chars < len(pasted)
         assert built.left_out_turns == 2 and [m["role"] for m in built.messages] == ["system", "user"]
+
+
+def test_a_window_too_small_for_the_memory_note_gives_the_note_less_and_the_message_stays_readable():
+    memories = [MemoryLine(n, "fact", f"Lin noted fact number {n} about the garden and the tide pools", NOW)
+                for n in range(30)]
+    budget = estimate_chat([{"content": static_system("Mnemo", "a warm friend")}]) + 400
+    asked = inputs(pasted_history(["hello"]), message="Tell me about my garden, please.", memories=memories)
+    built, unbounded = build_turn_prompt(replace(asked, prompt_budget_tokens=budget)), build_turn_prompt(asked)
+    assert estimate_chat(built.messages) <= budget and built.message_read_chars is None
+    assert built.messages[-1]["content"].startswith("Tell me about my garden, please.\n\n")
+    assert 0 < len(built.memory_ids) < len(unbounded.memory_ids)  # fewer memories: the conversation keeps its room
+    before_the_note = estimate_chat(unbounded.messages) - estimate_chat([unbounded.messages[-1]])
+    assert before_the_note < budget - MIN_CONVERSATION_TOKENS  # it was the note that did not fit
 
 
 def test_the_notice_of_a_cut_message_is_in_the_users_language():
