@@ -133,9 +133,9 @@ def build_turn_prompt(inputs: PromptInputs) -> BuiltPrompt:
         if budget is None or estimate_chat(built.messages) <= budget:
             break
         room = budget - _fixed_cost(inputs.user_message, built.messages)
-        if room < MIN_CONVERSATION_TOKENS and inputs.memory_budget_tokens > 0:  # a window too small for the note
-            shrunk = max(inputs.memory_budget_tokens - (MIN_CONVERSATION_TOKENS - room), 0)
-            inputs = replace(inputs, memory_budget_tokens=shrunk)
+        if room < MIN_CONVERSATION_TOKENS and built.memory_tokens > 0:  # a window too small for the note as well
+            shrunk = max(built.memory_tokens - (MIN_CONVERSATION_TOKENS - room), 0)
+            inputs = replace(inputs, memory_budget_tokens=min(shrunk, inputs.memory_budget_tokens))
             built = replace(_compose(inputs), shortened_turns=built.shortened_turns,
                             left_out_turns=built.left_out_turns, message_read_chars=built.message_read_chars)
             continue

@@ -107,6 +107,12 @@ def test_a_window_too_small_for_the_memory_note_gives_the_note_less_and_the_mess
     assert before_the_note < budget - MIN_CONVERSATION_TOKENS  # it was the note that did not fit
 
 
+def test_in_a_window_with_room_for_little_more_than_the_system_message_the_message_is_cut_to_that_room():
+    budget = estimate_chat([{"content": static_system("Mnemo", "a warm friend")}]) + 250
+    built = build_turn_prompt(inputs(pasted_history(["hello"]), message=ESSAY, budget=budget))
+    assert estimate_chat(built.messages) <= budget and 0 < built.message_read_chars < len(ESSAY)
+
+
 def test_the_notice_of_a_cut_message_is_in_the_users_language():
     assert message_cut_notice(2140, chinese=False) == ("Your message was too long for the model: it read the first "
                                                        "2,140 characters.")
