@@ -255,7 +255,7 @@ class ConversationService:
         if not completion.reply:
             return self._offline(prepared, warning="The language model gave no usable answer; this is an "
                                                    "offline reply.")
-        if (reason := non_answer(completion.reply, prepared.text)) is not None:
+        if (reason := non_answer(completion.reply, prepared.text, prepared.prompt.messages[0]["content"])) is not None:
             log.info("the model's reply was %s, not language for the message: answered offline", reason)
             return self._offline(prepared, warning=f"The model's answer was unusable ({reason}); this is an "
                                                    "offline reply.")

@@ -3,16 +3,19 @@ shown as the reply ("1456280", "2026-11-26 03:47:59", a bare "No" to "I got the 
 
 What a reply may be depends on what it answers:
 
-- a reply with no words, figures or emoji (empty, punctuation only) answers nothing;
+- a reply with no words, figures or emoji (empty, punctuation, stray letters: "},", ">(a)") answers nothing;
 - only a number, or only a date or time, answers a question or request that asks for one ("how many…",
-  "多少", "what time…", "几点", "pick a number", "what's 2+2") and nothing else;
+  "多少", "what time…", "几点", "pick a number", "what's 2+2") and nothing else; only a link (or an e-mail
+  address), a message that asks for one;
 - a bare yes or no answers a yes/no question ("Do you…?", "…吗", "是不是…");
 - a bare reaction (an acknowledgement, an interjection, praise: "noted", "wow", "lovely", "好的", "恭喜", "👍")
   answers anything but a question that asks for something ("Where do I live?" → "OK" does not);
 - any other single word answers a question ("Where do I live?" → "Lisbon") or small talk ("hi" → "Hello!");
 - anything with two words or more (three Chinese characters or more) is language.
 
-Small talk is a message of greetings, thanks and fillers only, or of a single word.
+Small talk is a message of greetings, thanks and fillers only, or of a single word. And a reply that copies a
+sentence of the prompt's own instructions ("The user did not write it and cannot see it.") answers nothing, and
+neither does the message's own words said back ("I cooked dinner" to "I cooked dinner!").
 """
 
 from __future__ import annotations
@@ -23,16 +26,24 @@ from dataclasses import dataclass
 
 from shared.speech.acts import Sentence, is_question, sentences
 
+MIN_COPIED_WORDS = 4
+"""A reply of this many words or more that the prompt's instructions hold word for word is a copy of them."""
+MIN_REPEATED_WORDS = 3
+"""A reply of this many words (a Chinese character counts as one) or more that the message holds is said back."""
 MAX_BARE_HAN = 2
 """A reply of this many Chinese characters or fewer (and nothing else) is one bare word."""
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _DIGIT = re.compile(r"\d")
+_NOT_WORD = re.compile(r"[\W_]+")
+_LINK = re.compile(r"(?:https?://|www\.)[^\s<>\"]+|(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[\w.-]+", re.IGNORECASE)
+_ASKS_FOR_A_LINK = re.compile(r"\b(?:links?|url|website|site|web ?page|e-?mail|address)\b|网址|链接|网站|邮箱",
+                              re.IGNORECASE)
 _NUMBER = re.compile(r"[-+±−]?[$€£¥#№]?\d[\d,.，'_ ]*%?[!。！]*")
 """A reply that is one figure and nothing else: 1456280, 1,456,280, -3.5%, #2, ¥40."""
 _DATE_TIME = re.compile(
-    r"(?<!\d)(?:\d{4}[-/.年]\d{1,2}(?:[-/.月]\d{1,2}[日号]?)?|\d{1,2}[-/月]\d{1,2}(?:[-/.]\d{2,4}|[日号])?|"
+    r"(?<!\d)(?=\d)(?:\d{4}[-/.年]\d{1,2}(?:[-/.月]\d{1,2}[日号]?)?|\d{1,2}[-/月]\d{1,2}(?:[-/.]\d{2,4}|[日号])?|"
     r"\d{1,2}\.\d{1,2}\.\d{2,4}|"
     r"\d{1,2}[:：]\d{2}(?:[:：]\d{2}(?:[.,]\d+)?)?|\d{1,2}\s?[点时](?:\d{1,2}分?|半|钟)?)")
 """A date or a time of day: 2026-11-26, 11/26/2026, 2026年11月26日, 03:47:59, 8点半."""
@@ -45,7 +56,7 @@ _YES_NO = frozenset({
     "是", "是的", "不是", "对", "对的", "不对", "不", "没", "没有", "有", "会", "不会", "能", "不能", "要", "不要",
     "没错", "错", "否"})
 _REACTIONS = frozenset({
-    "ok", "okay", "okey", "k", "kk", "sure", "alright", "done", "noted", "roger", "certainly", "understood", "gotcha",
+    "ok", "okay", "okey", "kk", "sure", "alright", "done", "noted", "roger", "certainly", "understood", "gotcha",
     "wow", "whoa", "congrats", "congratulations", "sorry", "nice", "great", "awesome", "cool", "amazing", "wonderful",
     "lovely", "beautiful", "interesting", "sweet", "perfect", "brilliant", "fantastic", "excellent", "delightful",
     "yum", "yummy", "haha", "hahaha", "lol", "aww", "oh", "ouch", "yay", "hooray", "bravo", "welcome", "thanks", "hi",
@@ -86,28 +97,63 @@ class _Message:
     small_talk: bool
 
 
-def non_answer(reply: str, message: str) -> str | None:
+def non_answer(reply: str, message: str, instructions: str = "") -> str | None:
     """Why ``reply`` is not language for ``message`` ("no words", "only a number", "only a date or time",
-    "a bare yes or no", "a bare reaction", "one bare word"), or None when it is."""
-    han = _HAN.findall(reply)
-    words = [word.lower() for word in _WORD.findall(_HAN.sub(" ", reply))]
+    "a bare yes or no", "a bare reaction", "one bare word", "only a link", "the message repeated", or "a copy of
+    its instructions" when it is a sentence of ``instructions``, the prompt's own), or None when it is."""
+    if instructions and _copied(reply, instructions):
+        return "a copy of its instructions"
+    asked = _read(message)
+    if not asked.small_talk and _repeats(reply, message):
+        return "the message repeated"
+    if _only_links(reply):
+        return None if _ASKS_FOR_A_LINK.search(message) else "only a link"
     if _DIGIT.search(reply):
-        figure = ("only a date or time" if _only_date_or_time(reply)
-                  else "only a number" if _NUMBER.fullmatch(reply.strip()) else None)
-        return figure if figure is not None and not _read(message).figure else None
+        if asked.figure:
+            return None
+        if _only_date_or_time(reply):
+            return "only a date or time"
+        if _NUMBER.fullmatch(reply.strip()):
+            return "only a number"
+    han = _HAN.findall(reply)
+    words = [word.lower() for word in _WORD.findall(_HAN.sub(" ", reply)) if len(word) > 1]
     bare = _bare_word(han, words)
     if bare is None and not (han or words):
-        if not any(unicodedata.category(char) == "So" for char in reply):
+        if _DIGIT.search(reply) or any(unicodedata.category(char) == "So" for char in reply):
+            bare = _EMOJI  # figures and emoji, or emoji alone: a reaction without words
+        else:
             return "no words"
-        bare = _EMOJI  # a reaction: an interjection without words
     if bare is None:
         return None
-    asked = _read(message)
     if bare in _YES_NO:
         return None if asked.yes_no else "a bare yes or no"
     if bare in _REACTIONS:
         return None if asked.yes_no or not asked.question else "a bare reaction"
     return None if asked.question or asked.small_talk else "one bare word"
+
+
+def _repeats(reply: str, message: str) -> bool:
+    """``reply`` is the message's own words, or a run of them, said back (enough of them to be more than a
+    greeting)."""
+    if len(_WORD.findall(_HAN.sub(" ", reply))) + len(_HAN.findall(reply)) < MIN_REPEATED_WORDS:
+        return False
+    return _NOT_WORD.sub("", reply.lower()) in _NOT_WORD.sub("", message.lower())
+
+
+def _copied(reply: str, instructions: str) -> bool:
+    """``reply`` is words of ``instructions`` copied whole (enough of them to be a sentence, not a greeting)."""
+    said = " ".join(reply.split()).lower()
+    if len(_WORD.findall(_HAN.sub(" ", said))) < MIN_COPIED_WORDS and len(_HAN.findall(said)) < 2 * MIN_COPIED_WORDS:
+        return False
+    return said.rstrip(".!。！") in " ".join(instructions.split()).lower()
+
+
+def _only_links(reply: str) -> bool:
+    """True when ``reply`` is links or e-mail addresses, with nothing around them but punctuation."""
+    if _LINK.search(reply) is None:
+        return False
+    rest = _LINK.sub(" ", reply)
+    return not (_HAN.search(rest) or _WORD.search(rest))
 
 
 def _only_date_or_time(reply: str) -> bool:

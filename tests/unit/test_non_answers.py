@@ -5,10 +5,31 @@ import time
 
 import pytest
 
+from shared.conversation.prompt import static_system
 from shared.speech.non_answers import non_answer
 
-# The first rows are answers a small model (Gemma 3 270M on llama.cpp) gave to ordinary messages.
+# What Gemma 3 270M (Q4_K_M on llama-cpp-python 0.3.36, Mnemo's turn prompt, json_object with the schema) answered
+# to ordinary messages on 2026-11-26 (scripts in tests/real_llm; the issue's own examples follow).
+REAL_NON_ANSWERS = [
+    ("0.0.0.0", "Hi! My name is Lin and I live in Lisbon.", "only a number"),
+    ("r", "我很喜欢喝茉莉花茶。", "no words"),
+    (":[{", "今天下雨了，我没带伞。", "no words"),
+    ("},", "Do you like cats?", "no words"),
+    (">(a)\n-", "我有几只猫？", "no words"),
+    ("1", "周末我想去爬山。", "only a number"),
+    ("251640872", "How are you today?", "only a number"),
+    ("},{", "I adopted a kitten yesterday.", "no words"),
+    ("0", "我明天要去面试，有点紧张。", "only a number"),
+    ("https://www.instagram.com/p/Bj23X16_g9M", "What's my name?", "only a link"),
+    ("http://www.reddit.com/r/MOMO////", "Can you remind me to call Mum at 5?", "only a link"),
+    ("http://www.qandc.com/cgi-bin/comments/268374", "今天天气真好！", "only a link"),
+    ("I cooked dinner for my parents tonight", "I cooked dinner for my parents tonight.", "the message repeated"),
+    ("100% true", "你觉得我应该学钢琴还是吉他？", "a bare yes or no"),
+    ("false", "thanks!", "a bare yes or no"),
+    ("0", "I lost my keys again...", "only a number"),
+]
 NON_ANSWERS = [
+    *REAL_NON_ANSWERS,
     ("1456280", "Hi! My name is Lin and I live in Lisbon.", "only a number"),
     ("703165", "我很喜欢喝茉莉花茶。", "only a number"),
     ("2026-11-26 03:47:59", "Can you tell me a bit about yourself", "only a date or time"),
@@ -86,6 +107,8 @@ ANSWERS = [
     ("It's 2026-11-26 today.", "What's the date?"),
     ("3 cats and a dog", "I have pets"),
     ("1 🙂\n\n2 🙂🙂", "tell me a long story"),
+    ("Good morning!", "good morning"),
+    ("I also cooked dinner for my parents tonight!", "I cooked dinner for my parents tonight."),
     ("Sorry to hear that. Do you want to talk about it?", "My grandmother passed away last night."),
 ]
 
@@ -98,6 +121,22 @@ def test_a_reply_that_is_not_language_for_the_message_is_a_non_answer(reply, mes
 @pytest.mark.parametrize(("reply", "message"), ANSWERS)
 def test_a_short_reply_that_answers_what_was_asked_is_language(reply, message):
     assert non_answer(reply, message) is None
+
+
+def test_a_sentence_of_the_prompts_own_instructions_copied_back_is_a_non_answer():
+    instructions = static_system("Mnemo", "a warm friend")
+    copied = "The user did not write it and cannot see it."  # Gemma 3 270M, to "你还记得我住哪吗？"
+    assert non_answer(copied, "你还记得我住哪吗？", instructions) == "a copy of its instructions"
+    assert non_answer(copied, "你还记得我住哪吗？") is None  # without the instructions it is a sentence
+    assert non_answer("You are Mnemo, a warm friend.", "Who are you?", instructions) == "a copy of its instructions"
+    assert non_answer("I remember you said that!", "What did I say?", instructions) is None
+    assert non_answer("Hello there!", "hi", "Say hello there! to greet.") is None  # too short to be a copy
+
+
+def test_a_link_answers_a_message_that_asks_for_one():
+    assert non_answer("https://example.org/recipes", "What's the website of that recipe?") is None
+    assert non_answer("lin@example.org", "What's my e-mail address?") is None
+    assert non_answer("See https://example.org for the recipe.", "How do I make bread?") is None
 
 
 def test_the_same_short_reply_is_an_answer_to_one_message_and_a_non_answer_to_another():
