@@ -45,6 +45,9 @@ class Personality:
     """How a prompt too long for the window is refused: "openai" (400, "…your messages resulted in N tokens…"),
     "requested" (vLLM, llama-cpp-python: 400, "…you requested N tokens (P in the messages, C in the completion)…")
     or "llama.cpp" (400, ``exceed_context_size_error`` with ``n_ctx`` and ``n_prompt_tokens``)."""
+    window_silent_stream: bool = False
+    """A streamed request too long for the window is answered 200 with an empty body, no error at all
+    (llama-cpp-python 0.3: the error is raised inside the stream and lost); a whole request gets the refusal."""
     window_counts_reply: bool = True
     """The reply's ``max_tokens`` must fit the window beside the prompt (OpenAI, vLLM); llama.cpp and
     llama-cpp-python refuse only a prompt that fills it, and shorten the reply to what is left."""
@@ -170,7 +173,7 @@ PERSONALITIES: dict[str, Personality] = {p.name: p for p in (
     Personality("llama.cpp", json_schema=_LLAMA_CPP_SCHEMA_500, window_report="props", window_refusal="llama.cpp",
                 window_counts_reply=False),
     Personality("llama-cpp-python", json_schema=_LLAMA_CPP_PYTHON_500, interrupts_streams=True,
-                window_refusal="requested", window_counts_reply=False),
+                window_refusal="requested", window_counts_reply=False, window_silent_stream=True),
     Personality("ollama", json_schema=Refusal(400, "invalid response_format: json_schema"),
                 json_object_with_schema=Refusal(400, "invalid response_format: unknown field \"schema\""),
                 echo_schema=True),

@@ -102,6 +102,7 @@ class _Response:
     event_delay: float = 0.0
     interrupted: threading.Event | None = None  # set: the stream ends at once, "[DONE]" without a finish
     trickle: float = 0.0  # seconds between single bytes of the whole response, status line included
+    done: bool = True  # a stream ends with "data: [DONE]" (False: the body just ends)
 
 
 def error_body(status: int, message: str | None = None, *, param: str | None = None) -> dict[str, Any]:
@@ -252,7 +253,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if self.server.fake._stopping.wait(response.event_delay):
                     return
-            self.wfile.write(b"data: [DONE]\n\n")
+            if response.done:
+                self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.server.fake._note_abandoned()
@@ -462,6 +464,8 @@ class FakeOpenAI(LoopbackFake):
         cap = body.get("max_tokens") or body.get("max_completion_tokens")
         prompt_tokens = estimate_tokens(_messages_text(body["messages"]))
         refused = self.personality.window_error(self.context_window, prompt_tokens, cap if isinstance(cap, int) else 0)
+        if refused is not None and body.get("stream") and self.personality.window_silent_stream:
+            return _Response(200, {}, events=iter(()), done=False)
         return None if refused is None else _Response(*refused)
 
     def _chat(self, body: dict[str, Any]) -> _Response:

@@ -66,10 +66,14 @@ def test_a_server_that_names_its_window_only_when_refusing_is_asked_again_with_t
         server.set_responder(lambda _request: turn("Got it, those are good notes."))
         service = service_on(server, uow_factory)  # LLM_CONTEXT_TOKENS' default, 8192: the server is smaller
         replies = [say(service, text, number) for number, text in enumerate(PASTES)]
-        answered = server.chat_statuses
+        answered, requests = server.chat_statuses, server.chat_requests()
     assert all(not reply.offline and reply.text == "Got it, those are good notes." for reply in replies)
     assert answered.count(400) == 1  # one refusal teaches the window; every turn after fits at once
     assert service.chat_model.window.tokens == WINDOW
+    refused = answered.index(400)
+    if personality == "llama-cpp-python":  # a streamed prompt too long is an empty 200; sent whole, it is refused
+        assert requests[refused - 1].get("stream") and not requests[refused].get("stream")
+        assert requests[refused - 1]["messages"] == requests[refused]["messages"]
 
 
 def test_with_the_window_set_no_prompt_is_ever_refused(uow_factory):
