@@ -28,6 +28,8 @@ MIN_WEBHOOK_SECRET_CHARS = 16
 MIN_LOG_HASH_KEY_CHARS = 16
 WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 """What Telegram accepts as a webhook's secret_token (setWebhook)."""
+MIN_PROMPT_TOKENS = 512
+"""``LLM_CONTEXT_TOKENS`` leaves at least this much room for a prompt beside ``LLM_MAX_OUTPUT_TOKENS``."""
 DEFAULT_API_MAX_BODY_BYTES = 6 * 1024 * 1024
 """Above the largest import file (5 MiB) with room for its multipart wrapping."""
 
@@ -46,6 +48,9 @@ class Settings(AccessSettings, BaseSettings):
     llm_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30.0
     llm_output_mode: Literal["auto", "json_schema", "json_object", "text"] = "auto"
     llm_max_output_tokens: Annotated[int, Field(ge=64, le=32768)] = 1024
+    llm_context_tokens: Annotated[int, Field(ge=512, le=10_000_000)] = 8192
+    """The most a turn's prompt and its reply may take together; the server's own context window when it reports
+    a smaller one (llama.cpp's /props, vLLM's model list, or a refusal of a prompt that was too long)."""
     llm_extra_body: Annotated[dict[str, Any], NoDecode] = Field(
         default_factory=dict, description="JSON object added to every LLM request, e.g. {\"enable_thinking\": false}")
     llm_daily_tokens_per_user: Annotated[int | None, Field(ge=1)] = Field(
@@ -119,6 +124,15 @@ class Settings(AccessSettings, BaseSettings):
     log_format: Literal["text", "json"] = Field("text", description="text: lines for people; json: one object a line")
     log_hash_key: SecretStr | None = Field(None, description="key of the user hash in logs; unset = derived from "
                                                              "the other secrets")
+
+    @field_validator("llm_context_tokens")
+    @classmethod
+    def _room_for_a_prompt(cls, value: int, info: ValidationInfo) -> int:
+        reply = info.data.get("llm_max_output_tokens")
+        if isinstance(reply, int) and value < reply + MIN_PROMPT_TOKENS:
+            raise ValueError(f"must leave room for a prompt beside LLM_MAX_OUTPUT_TOKENS ({reply}): at least "
+                             f"{reply + MIN_PROMPT_TOKENS}")
+        return value
 
     @field_validator("memory_eviction_threshold", "conversation_retention_days", "llm_daily_tokens_per_user",
                      "llm_daily_tokens_per_chat", "message_rate_per_user", "command_write_rate_per_user",

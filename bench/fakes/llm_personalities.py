@@ -38,6 +38,19 @@ class Personality:
     empty_object: bool = False  # answers "{}"
     ramble: bool = False  # never closes the reply string; only max_tokens stops it
     interrupts_streams: bool = False  # a new request cuts a running stream short (no finish reason)
+    window_report: str | None = None
+    """Where the server says how big its context window is (when the fake has one): "props" (llama.cpp's
+    ``GET /props``), "models" (vLLM's ``max_model_len`` in ``GET /v1/models``) or None (only in a refusal)."""
+    window_refusal: str = "openai"
+    """How a prompt too long for the window is refused: "openai" (400, "…your messages resulted in N tokens…"),
+    "requested" (vLLM, llama-cpp-python: 400, "…you requested N tokens (P in the messages, C in the completion)…")
+    or "llama.cpp" (400, ``exceed_context_size_error`` with ``n_ctx`` and ``n_prompt_tokens``)."""
+    window_silent_stream: bool = False
+    """A streamed request too long for the window is answered 200 with an empty body, no error at all
+    (llama-cpp-python 0.3: the error is raised inside the stream and lost); a whole request gets the refusal."""
+    window_counts_reply: bool = True
+    """The reply's ``max_tokens`` must fit the window beside the prompt (OpenAI, vLLM); llama.cpp and
+    llama-cpp-python refuse only a prompt that fills it, and shorten the reply to what is left."""
     usage: str = "plain"
     """How the server reports usage: "openai" (``prompt_tokens_details.cached_tokens`` from its prompt cache),
     "deepseek" (``prompt_cache_hit_tokens`` / ``prompt_cache_miss_tokens``), "plain" (the three counts) or
@@ -57,6 +70,26 @@ class Personality:
             counts["prompt_cache_hit_tokens"] = cached_tokens
             counts["prompt_cache_miss_tokens"] = prompt_tokens - cached_tokens
         return counts
+
+    def window_error(self, window: int, prompt_tokens: int, max_tokens: int) -> tuple[int, dict[str, Any]] | None:
+        """The status and body with which this server refuses a prompt of ``prompt_tokens`` (asking for up to
+        ``max_tokens`` more) in a ``window``-token context (None: it fits)."""
+        if (prompt_tokens + max_tokens <= window) if self.window_counts_reply else (prompt_tokens < window):
+            return None
+        if self.window_refusal == "llama.cpp":
+            return 400, {"error": {"code": 400, "message": f"request ({prompt_tokens} tokens) exceeds the available "
+                                   f"context size ({window} tokens), try increasing it",
+                                   "type": "exceed_context_size_error", "n_prompt_tokens": prompt_tokens,
+                                   "n_ctx": window}}
+        if self.window_refusal == "requested":
+            message = (f"This model's maximum context length is {window} tokens. However, you requested "
+                       f"{prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, {max_tokens} in the "
+                       "completion). Please reduce the length of the messages or completion.")
+        else:
+            message = (f"This model's maximum context length is {window} tokens. However, your messages resulted in "
+                       f"{prompt_tokens + max_tokens} tokens. Please reduce the length of the messages.")
+        return 400, {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                               "code": "context_length_exceeded"}}
 
     def refusal(self, body: dict[str, Any], prompt: str) -> Refusal | None:
         """Why this server refuses ``body`` (None: it accepts it)."""
@@ -137,12 +170,14 @@ PERSONALITIES: dict[str, Personality] = {p.name: p for p in (
     Personality("qwen", needs_json_word=True,
                 json_schema=Refusal(400, "<400> InternalError.Algo.InvalidParameter: 'response_format.type' "
                                          "json_schema is not supported")),
-    Personality("llama.cpp", json_schema=_LLAMA_CPP_SCHEMA_500),
-    Personality("llama-cpp-python", json_schema=_LLAMA_CPP_PYTHON_500, interrupts_streams=True),
+    Personality("llama.cpp", json_schema=_LLAMA_CPP_SCHEMA_500, window_report="props", window_refusal="llama.cpp",
+                window_counts_reply=False),
+    Personality("llama-cpp-python", json_schema=_LLAMA_CPP_PYTHON_500, interrupts_streams=True,
+                window_refusal="requested", window_counts_reply=False, window_silent_stream=True),
     Personality("ollama", json_schema=Refusal(400, "invalid response_format: json_schema"),
                 json_object_with_schema=Refusal(400, "invalid response_format: unknown field \"schema\""),
                 echo_schema=True),
-    Personality("vllm", thinking="reasoning"),
+    Personality("vllm", thinking="reasoning", window_report="models", window_refusal="requested"),
     Personality("reasoning-tags", thinking="tags"),
     Personality("rambler", ramble=True),
     Personality("prose", wrap="prose"),

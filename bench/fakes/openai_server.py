@@ -1,8 +1,9 @@
 """A fake OpenAI-compatible HTTP server for the benchmarks and the tests.
 
 It speaks the real HTTP API (``GET /v1/models``, ``POST /v1/chat/completions``,
-``POST /v1/embeddings``), so the real ``openai`` SDK pointed at ``base_url`` is
-exercised end to end. Standard library only; it binds 127.0.0.1 on an
+``POST /v1/embeddings``, and llama.cpp's ``GET /props`` where the personality has it), so the real ``openai``
+SDK pointed at ``base_url`` is exercised end to end. With a ``context_window``, a prompt too long for it is
+refused the way the personality's server refuses it. Standard library only; it binds 127.0.0.1 on an
 ephemeral port and serves from a daemon thread::
 
     with FakeOpenAI() as llm:
@@ -101,6 +102,7 @@ class _Response:
     event_delay: float = 0.0
     interrupted: threading.Event | None = None  # set: the stream ends at once, "[DONE]" without a finish
     trickle: float = 0.0  # seconds between single bytes of the whole response, status line included
+    done: bool = True  # a stream ends with "data: [DONE]" (False: the body just ends)
 
 
 def error_body(status: int, message: str | None = None, *, param: str | None = None) -> dict[str, Any]:
@@ -251,7 +253,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if self.server.fake._stopping.wait(response.event_delay):
                     return
-            self.wfile.write(b"data: [DONE]\n\n")
+            if response.done:
+                self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.server.fake._note_abandoned()
@@ -316,8 +319,12 @@ class FakeOpenAI(LoopbackFake):
         personality: str | Personality = "openai",
         stream_chunk_delay: float = 0.0,
         embedding_trickle: float = 0.0,
+        context_window: int | None = None,
     ) -> None:
         super().__init__()
+        self.context_window = context_window
+        """Tokens a prompt (and, where the personality counts it, the reply's room) may take; None: no limit.
+        Prompts are counted as the fake counts usage (about four characters a token)."""
         self.personality = PERSONALITIES[personality] if isinstance(personality, str) else personality
         self.stream_chunk_delay = stream_chunk_delay  # seconds between streamed chunks
         self.embedding_trickle = embedding_trickle  # seconds between the bytes of every embeddings response
@@ -334,6 +341,7 @@ class FakeOpenAI(LoopbackFake):
         self.latency = latency  # seconds added to every response
         self._lock = threading.Lock()
         self._records: list[RecordedRequest] = []
+        self._chat_statuses: list[int] = []
         self._chat_script: deque[_Reply | _Failure] = deque()
         self._embedding_failures: deque[_Failure] = deque()
         self._responder: Responder = default_responder
@@ -372,6 +380,7 @@ class FakeOpenAI(LoopbackFake):
         """Clear queued replies/errors and recorded requests, and restore the default responder."""
         with self._lock:
             self._records.clear()
+            self._chat_statuses.clear()
             self._chat_script.clear()
             self._embedding_failures.clear()
             self._responder = default_responder
@@ -381,6 +390,12 @@ class FakeOpenAI(LoopbackFake):
         """A snapshot of every request received, in arrival order."""
         with self._lock:
             return list(self._records)
+
+    @property
+    def chat_statuses(self) -> list[int]:
+        """The HTTP status each chat completion call was answered with, in arrival order."""
+        with self._lock:
+            return list(self._chat_statuses)
 
     def chat_requests(self) -> list[dict[str, Any]]:
         """The JSON bodies of chat completion calls."""
@@ -413,6 +428,9 @@ class FakeOpenAI(LoopbackFake):
         with self._lock:
             self._records.append(RecordedRequest(method, path, headers, body))
         response = self._route(method, path.split("?", 1)[0], headers, body, bool(raw))
+        if path.startswith("/v1/chat/"):
+            with self._lock:
+                self._chat_statuses.append(response.status)
         self._stopping.wait(self.latency + response.delay)
         return response
 
@@ -421,6 +439,8 @@ class FakeOpenAI(LoopbackFake):
             return _fail(401, "Incorrect API key provided.")
         if method == "GET" and path == "/v1/models":
             return _Response(200, self._model_list())
+        if method == "GET" and path == "/props" and self._reports_window("props"):
+            return _Response(200, {"default_generation_settings": {"n_ctx": self.context_window}, "total_slots": 1})
         if method == "POST" and path in ("/v1/chat/completions", "/v1/embeddings"):
             if not isinstance(body, dict):
                 problem = "could not parse the JSON body" if has_body else "a JSON object body is required"
@@ -430,7 +450,23 @@ class FakeOpenAI(LoopbackFake):
 
     def _model_list(self) -> dict[str, Any]:
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake-openai"} for m in self.models]
+        if self._reports_window("models"):
+            data = [{**entry, "max_model_len": self.context_window} for entry in data]
         return {"object": "list", "data": data}
+
+    def _reports_window(self, place: str) -> bool:
+        return self.context_window is not None and self.personality.window_report == place
+
+    def _window_refusal(self, body: dict[str, Any]) -> _Response | None:
+        """The personality's refusal of a prompt too long for :attr:`context_window` (None: it fits)."""
+        if self.context_window is None:
+            return None
+        cap = body.get("max_tokens") or body.get("max_completion_tokens")
+        prompt_tokens = estimate_tokens(_messages_text(body["messages"]))
+        refused = self.personality.window_error(self.context_window, prompt_tokens, cap if isinstance(cap, int) else 0)
+        if refused is not None and body.get("stream") and self.personality.window_silent_stream:
+            return _Response(200, {}, events=iter(()), done=False)
+        return None if refused is None else _Response(*refused)
 
     def _chat(self, body: dict[str, Any]) -> _Response:
         problem = self._validate_chat(body)
@@ -443,6 +479,8 @@ class FakeOpenAI(LoopbackFake):
         refusal = self.personality.refusal(body, prompt)
         if refusal is not None:
             return _fail(refusal.status, refusal.message, param=refusal.param)
+        if (too_long := self._window_refusal(body)) is not None:
+            return too_long
         with self._lock:
             step = self._chat_script.popleft() if self._chat_script else None
             responder = self._responder

@@ -20,6 +20,7 @@ from shared.text import estimate_tokens
 if TYPE_CHECKING:
     from shared.conversation.config import ConversationConfig
     from shared.conversation.prepare import PreparedTurn
+    from shared.conversation.prompt import BuiltPrompt
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,8 @@ class TurnResult:
     """Answered offline because no model slot came free in time (back-pressure)."""
     limited: bool = False
     """Answered offline because the user is over ``MESSAGE_RATE_PER_USER``."""
+    prompt: BuiltPrompt | None = None
+    """The prompt the model answered, when it was built again to fit a context window smaller than thought."""
 
 
 @dataclass(frozen=True)

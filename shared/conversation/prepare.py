@@ -77,12 +77,16 @@ class PreparedTurn:
     """When the message was sent (never after it was taken up): "in 10 minutes" counts from it."""
     own_zone: bool = False
     """The user set their time zone (else ``timezone`` is the operator's default)."""
+    prompt_inputs: PromptInputs | None = None
+    """What the prompt was built from: it is built again when the model's window turns out smaller."""
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
-                 query_vector: Sequence[float] | None, vectors, resume: bool = False) -> PreparedTurn:
+                 query_vector: Sequence[float] | None, vectors, resume: bool = False,
+                 prompt_budget: int | None = None) -> PreparedTurn:
     """Step 1. With ``resume``, a message recorded before but never answered (the process stopped, or
-    the database went away, in between) is answered now instead of being treated as a duplicate."""
+    the database went away, in between) is answered now instead of being treated as a duplicate. The prompt is
+    fitted to ``prompt_budget`` estimated tokens when it is given (the model's context window)."""
     identity = uow.users.identify(message.platform, message.user_id, display_name=message.display_name,
                                   locale=message.locale)
     chat = uow.chats.get_or_create(message.platform, message.chat_id,
@@ -122,7 +126,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     recall_seconds = time.perf_counter() - recall_started
     pending = uow.todos.soonest_pending(user_id, MAX_IN_NOTE, due_before=due_limit(text, now))
     reminders = reminders_for_note(text, [PendingReminder(content, due) for content, due in pending], now)
-    prompt = build_turn_prompt(PromptInputs(
+    inputs = PromptInputs(
         bot_name=config.bot_name, personality=config.personality,
         strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,
         user_message=text, local_now=local_now, timezone=timezone, is_group=not message.is_private,
@@ -132,7 +136,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         memory_base_count=config.retrieval_limit, episodes_matched=recall.episodes_matched,
         rounds=_round_lines(recall, zone, skip={turn_id, *(turn.turn_id for turn in history)}),
         episode_ids=[episode.id for episode in recall.episodes],
-        reminders=[reminder_line(reminder, timezone) for reminder in reminders]))
+        reminders=[reminder_line(reminder, timezone) for reminder in reminders], prompt_budget_tokens=prompt_budget)
+    prompt = build_turn_prompt(inputs)
     if prompt.dropped_memories:
         warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
     quota = quota_state(uow, config.quota, user_id, now, chat_id=chat.id, group=not message.is_private)
@@ -146,7 +151,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
                         recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings,
                         recall_seconds=recall_seconds, quota=quota, sent_at=sent_at,
-                        own_zone=user is not None and user.timezone == timezone)
+                        own_zone=user is not None and user.timezone == timezone, prompt_inputs=inputs)
 
 
 def _history(uow: UnitOfWork, user_id: int, session_id: int, limit: int, seen: ConversationTurn | None,

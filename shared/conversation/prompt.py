@@ -11,9 +11,10 @@ the time, who is speaking, the strategy, and what is remembered, packed within a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
+from shared.conversation.fitting import PastCost, fit_conversation
 from shared.conversation.packing import (
     MEMORIES_FENCE,
     MemoryLine,
@@ -24,6 +25,7 @@ from shared.conversation.packing import (
     pack_memories,
 )
 from shared.emotion import ALL_EMOTIONS, EMOTION_CATEGORIES, TONE_GUIDANCE, ResponseStrategy
+from shared.llm.context_window import estimate_chat
 from shared.llm.turn_schema import NOTE_CLOSE, NOTE_OPEN, TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
 from shared.memory.policy import TIER_POLICY
 from shared.text import estimate_tokens
@@ -33,6 +35,10 @@ HISTORY_BLOCKS = 2
 """Past ``HISTORY_TURNS``, the history's oldest turns leave in blocks of half of it, not one by one."""
 MEMORY_HEADER = "What you know about the user:"
 REMINDERS_FENCE = ("<pending_reminders>", "</pending_reminders>")
+FIT_ROUNDS = 4
+"""How many times the prompt is fitted to its budget and measured again, at most."""
+MIN_CONVERSATION_TOKENS = 256
+"""The conversation's room in a prompt budget; the memory context gives up its own to leave this much."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,10 @@ class PromptInputs:
     """The ids of ``episodes``, in the same order (where known)."""
     reminders: Sequence[str] = ()
     """The user's pending reminders the note shows ("2026-05-03 09:00: call Mum")."""
+    prompt_budget_tokens: int | None = None
+    """The estimated tokens (:func:`~shared.llm.context_window.estimate_chat`) the whole prompt may take, as the
+    model's context window leaves them (None: no limit). The conversation is fitted to it
+    (:mod:`shared.conversation.fitting`)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,12 @@ class BuiltPrompt:
     """The rounds (the user's turn ids) this turn's note shows."""
     episode_ids: tuple[int, ...] = ()
     """The episodes this turn's note shows."""
+    shortened_turns: int = 0
+    """Past turns shortened to fit the prompt budget."""
+    left_out_turns: int = 0
+    """Past turns left out to fit the prompt budget."""
+    message_read_chars: int | None = None
+    """How many characters of the newest message the model reads, when it alone did not fit (None: all)."""
 
 
 _TIERS = "; ".join(f"{tier}: {TIER_POLICY[tier].meaning}" for tier in TURN_MEMORY_TIERS)
@@ -112,7 +128,41 @@ kind "deadline" when the time is one something is due by, else "reminder".
 
 
 def build_turn_prompt(inputs: PromptInputs) -> BuiltPrompt:
-    """The chat messages for this turn, and which memories made it into the budget."""
+    """The chat messages for this turn, and which memories made it into the budget; the conversation fitted to
+    ``prompt_budget_tokens`` when it is given."""
+    built, message, budget = _compose(inputs), inputs.user_message, inputs.prompt_budget_tokens
+    for _ in range(FIT_ROUNDS):  # leaving turns out may bring their memories into the note: measure again
+        if budget is None or estimate_chat(built.messages) <= budget:
+            break
+        room = budget - _fixed_cost(inputs.user_message, built.messages)
+        if room < MIN_CONVERSATION_TOKENS and built.memory_tokens > 0:  # a window too small for the note as well
+            shrunk = max(built.memory_tokens - (MIN_CONVERSATION_TOKENS - room), 0)
+            inputs = replace(inputs, memory_budget_tokens=min(shrunk, inputs.memory_budget_tokens))
+            built = replace(_compose(inputs), shortened_turns=built.shortened_turns,
+                            left_out_turns=built.left_out_turns, message_read_chars=built.message_read_chars)
+            continue
+        fitted = fit_conversation(_past_costs(inputs.history, built.messages), message, room)
+        history = [replace(turn, text=text) for turn, text in zip(inputs.history, fitted.past, strict=True)
+                   if text is not None]
+        inputs = replace(inputs, history=history, user_message=fitted.message)
+        built = replace(_compose(inputs), shortened_turns=built.shortened_turns + fitted.shortened,
+                        left_out_turns=built.left_out_turns + fitted.left_out,
+                        message_read_chars=fitted.message_read_chars)
+    return built
+
+
+def _past_costs(history: Sequence[PastTurn], messages: list[dict[str, str]]) -> list[PastCost]:
+    """Each past turn's words, and what its message costs besides them (its note, the template's marks)."""
+    return [PastCost(turn.text, max(estimate_chat([message]) - estimate_tokens(turn.text), 0))
+            for turn, message in zip(history, messages[1:-1], strict=True)]
+
+
+def _fixed_cost(user_message: str, messages: list[dict[str, str]]) -> int:
+    """What the prompt costs besides the conversation's words: the system message, the newest message's note."""
+    return estimate_chat([messages[0], messages[-1]]) - estimate_tokens(user_message)
+
+
+def _compose(inputs: PromptInputs) -> BuiltPrompt:
     messages = [{"role": "system", "content": static_system(inputs.bot_name, inputs.personality)}]
     shown: dict[int, None] = {}
     for turn in inputs.history:

@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from shared import log_context
 from shared.conversation.apply import AppliedTurn, TurnResult, apply_turn_result
 from shared.conversation.config import ConversationConfig
+from shared.conversation.fitting import message_cut_notice
 from shared.conversation.messages import IncomingMessage, Reply, UsedMemory, UsedRound
 from shared.conversation.offline import OfflineResponder
 from shared.conversation.offline_compose import known_count_notice
@@ -43,11 +44,11 @@ from shared.conversation.offline_view import replies_in_chinese
 from shared.conversation.patience import OnDelay, patiently
 from shared.conversation.prepare import PreparedTurn, prepare_turn
 from shared.conversation.pressure import OnBusy, TurnGate, busy_notice, flood_notice
-from shared.conversation.prompt import BuiltPrompt
+from shared.conversation.prompt import BuiltPrompt, build_turn_prompt
 from shared.emotion import UNKNOWN, Emotion
 from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
-from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.client import ChatModel, ContextOverflow, LLMUnavailable
 from shared.llm.metering import CallUsage, metered
 from shared.llm.turn_answer import PROBLEM_TEXTS
 from shared.llm.turn_schema import TurnOutput
@@ -55,6 +56,7 @@ from shared.metrics import record
 from shared.recall.embeddings import Embedder
 from shared.recall.retrieval import Recall
 from shared.repositories.uow import UnitOfWork
+from shared.speech.non_answers import non_answer
 from shared.usage.quota import QuotaHold, QuotaState, call_ceiling, reserve, settle
 from shared.usage.texts import quota_notice
 
@@ -113,7 +115,8 @@ class ConversationService:
         on_delay = _once(on_delay)
         with metered("turn_embedding") as searching:
             vector, warnings = await self._embed_query(message.text)
-        prepared = await patiently(lambda retrying: self._prepare(message, vector, resume or retrying),
+        budget = await self.chat_model.aprompt_budget() if self.chat_model is not None else None
+        prepared = await patiently(lambda retrying: self._prepare(message, vector, resume or retrying, budget),
                                    self.config.database_patience, on_delay, what="a message")
         if prepared.duplicate is not None:
             return prepared.duplicate
@@ -121,6 +124,8 @@ class ConversationService:
         prepared_at = time.perf_counter()
         with metered("turn") as answering:
             result = await self._complete(prepared, on_busy)
+        if result.prompt is not None:  # built again to fit a window smaller than thought
+            prepared = replace(prepared, prompt=result.prompt)
         answered_at = time.perf_counter()
         spent = (*searching.calls, *answering.calls)
         try:
@@ -161,10 +166,11 @@ class ConversationService:
                                 message_id=row.turn.platform_message_id, locale=row.identity.locale,
                                 chat_title=row.chat.title) for row in rows]
 
-    def _prepare(self, message: IncomingMessage, vector: list[float] | None, resume: bool) -> PreparedTurn:
+    def _prepare(self, message: IncomingMessage, vector: list[float] | None, resume: bool,
+                 budget: int | None) -> PreparedTurn:
         with self.uow_factory() as uow:
             prepared = prepare_turn(uow, message, self.config, now=self.clock(), query_vector=vector,
-                                    vectors=self.vectors, resume=resume)
+                                    vectors=self.vectors, resume=resume, prompt_budget=budget)
             uow.commit()
         return prepared
 
@@ -233,24 +239,46 @@ class ConversationService:
         return replace(self._offline(prepared, warning=BUSY_WARNING, busy=True),
                        notice=busy_notice(replies_in_chinese(prepared.text)))
 
-    async def _ask_model(self, prepared: PreparedTurn) -> TurnResult:
+    async def _ask_model(self, prepared: PreparedTurn, *, refit: bool = True) -> TurnResult:
         try:
             completion = await self.chat_model.acomplete_turn(prepared.prompt.messages)
+        except ContextOverflow as exc:
+            refitted = await self._refit(prepared) if refit else None
+            if refitted is None:
+                log.warning("the prompt does not fit the model's context window, answering offline: %s", exc)
+                return self._offline(prepared, warning="The conversation did not fit the language model's context "
+                                                       "window; this is an offline reply.")
+            log.info("%s: asking again with the conversation fitted to it", exc)
+            return replace(await self._ask_model(refitted, refit=False), prompt=refitted.prompt)
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, answering offline: %s", exc)
             return self._offline(prepared, warning="The language model is unavailable; this is an offline reply.")
-        if completion.output is not None:
-            return TurnResult(output=completion.output, emotion=Emotion.from_json(completion.output.emotion),
-                              offline=False)
         if not completion.reply:
             return self._offline(prepared, warning="The language model gave no usable answer; this is an "
                                                    "offline reply.")
+        if (reason := non_answer(completion.reply, prepared.text, prepared.prompt.messages[0]["content"])) is not None:
+            log.info("the model's reply was %s, not language for the message: answered offline", reason)
+            return self._offline(prepared, warning=f"The model's answer was unusable ({reason}); this is an "
+                                                   "offline reply.")
+        if completion.output is not None:
+            return TurnResult(output=completion.output, emotion=Emotion.from_json(completion.output.emotion),
+                              offline=False)
         reply = TurnOutput(response=completion.reply, emotion=None, memory_update=(), todos=(), topic=None,
                            context_variables={})
         problem = PROBLEM_TEXTS.get(completion.problem or "", "unusable")
         return TurnResult(output=reply, emotion=UNKNOWN, offline=False, trusted=False,
                           warnings=(f"The model's answer was {problem}: its reply was kept, "
                                     "nothing was remembered from it (the worker still reads the message).",))
+
+    async def _refit(self, prepared: PreparedTurn) -> PreparedTurn | None:
+        """``prepared`` with its prompt built again for the window the model just named, when that is smaller than
+        the one it was built for (None: it is not, and asking again cannot help)."""
+        inputs = prepared.prompt_inputs
+        budget = await self.chat_model.aprompt_budget()
+        if inputs is None or (inputs.prompt_budget_tokens is not None and budget >= inputs.prompt_budget_tokens):
+            return None
+        inputs = replace(inputs, prompt_budget_tokens=budget)
+        return replace(prepared, prompt=build_turn_prompt(inputs), prompt_inputs=inputs)
 
     def _offline(self, prepared: PreparedTurn, warning: str | None, *, busy: bool = False,
                  limited: bool = False) -> TurnResult:
@@ -288,8 +316,17 @@ class ConversationService:
             rounds_used=_rounds_used(prepared.recall, prepared.prompt),
             stored_memory_ids=applied.memory_ids,
             todo_ids=applied.todo_ids,
-            notice=" ".join(part for part in (result.notice, applied.notice, known) if part) or None,
+            notice=" ".join(part for part in (result.notice, applied.notice, _cut_notice(prepared, result), known)
+                            if part) or None,
         )
+
+
+def _cut_notice(prepared: PreparedTurn, result: TurnResult) -> str | None:
+    """The user is told when the model read only the start of their message (it alone did not fit)."""
+    read = prepared.prompt.message_read_chars if prepared.prompt is not None else None
+    if read is None or result.offline:
+        return None
+    return message_cut_notice(read, replies_in_chinese(prepared.text))
 
 
 def _charge(uow: UnitOfWork, prepared: PreparedTurn, spent: tuple[CallUsage, ...], hold: QuotaHold | None,

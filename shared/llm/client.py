@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from shared.llm import metering
 from shared.llm.answers import strip_reasoning
+from shared.llm.context_window import DEFAULT_WINDOW, ContextWindow, context_refusal, estimate_chat
 from shared.llm.modes import (
     JSON_LADDER,
     OutputFormat,
@@ -49,8 +50,10 @@ from shared.llm.turn_schema import (
     TurnOutput,
     first_json_object,
 )
+from shared.llm.window_probe import ProbeFailed, probe_window
 from shared.metrics import record
 from shared.settings import Settings
+from shared.text import estimate_tokens
 
 MAX_TRANSIENT_RETRIES = 2
 MAX_PARAMETER_FIXES = 2
@@ -98,6 +101,11 @@ class _Sleep:
 _Plan = Generator[_Call | _Sleep, Any, T]
 
 
+class ContextOverflow(LLMUnavailable):
+    """The server refused the prompt as too long for its context window (what it said of the window is kept:
+    :meth:`ChatModel.aprompt_budget` is smaller now)."""
+
+
 class _FormatRefused(Exception):
     """The server does not produce the requested output format."""
 
@@ -142,10 +150,13 @@ class ChatModel:
 
     def __init__(self, base_url: str, api_key: str | None, model: str, timeout_seconds: float = 30.0, *,
                  output_mode: str = "auto", max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
-                 extra_body: Mapping[str, Any] | None = None) -> None:
+                 extra_body: Mapping[str, Any] | None = None, context_tokens: int = DEFAULT_WINDOW) -> None:
         self.model = model
         self.timeout_seconds = timeout_seconds
         self.max_output_tokens = max_output_tokens
+        self.window = ContextWindow(configured=context_tokens)
+        """The context window a turn's prompt and reply must fit in (``LLM_CONTEXT_TOKENS``, or the server's)."""
+        self._window_asked = False
         self.extra_body = dict(extra_body or {})
         json_ladder = JSON_LADDER[1:] if output_mode == "text" else JSON_LADDER
         self.endpoint = EndpointState(ladder_for(output_mode), json_ladder)
@@ -161,13 +172,35 @@ class ChatModel:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         return cls(settings.llm_base_url, key, settings.llm_model, settings.llm_timeout_seconds,
                    output_mode=settings.llm_output_mode, max_output_tokens=settings.llm_max_output_tokens,
-                   extra_body=settings.llm_extra_body)
+                   extra_body=settings.llm_extra_body, context_tokens=settings.llm_context_tokens)
 
     @property
     def mode(self) -> str:
         """The output format turns are asked in now."""
         rung = self.endpoint.rung(self.endpoint.turn_ladder)
         return rung.label if rung else "none"
+
+    async def aprompt_budget(self) -> int:
+        """The estimated tokens (:func:`~shared.llm.context_window.estimate_chat`) a turn's prompt may take: the
+        context window less the reply's room (``LLM_MAX_OUTPUT_TOKENS``) and the instruction this client may add.
+        The first call asks the server how big its window is (again later while it cannot be reached)."""
+        if not self._window_asked:
+            try:
+                reported = await probe_window(str(self._options["base_url"]), self._options["api_key"], self.model)
+            except ProbeFailed as exc:
+                log.info("could not ask the LLM server for its context window (%s); asking again next turn", exc)
+            else:
+                self._window_asked = True
+                if reported is not None and self.window.reported is None:
+                    self.window.reported = reported
+        return self.window.prompt_budget(self.max_output_tokens, self._instruction_tokens())
+
+    def _instruction_tokens(self) -> int:
+        """The most a turn request adds to the prompt in the output format turns are asked in now (an example
+        when the first answer is blank, the schema in plain JSON mode)."""
+        rung = self.endpoint.rung(self.endpoint.turn_ladder)
+        schema = rung is not None and rung.mode == "json_object" and not rung.with_schema
+        return max(estimate_tokens(EXAMPLE_INSTRUCTION), estimate_tokens(SCHEMA_INSTRUCTION) if schema else 0)
 
     def complete_turn(self, messages: list[dict[str, Any]], seconds: float | None = None) -> TurnCompletion:
         """The structured answer to one user message, within ``seconds`` (default ``LLM_TIMEOUT_SECONDS``);
@@ -298,6 +331,10 @@ class ChatModel:
                 answer = yield _Call(request, remaining, tally.kind, rung.label)
             except openai.OpenAIError as exc:
                 status, body = status_and_body(exc)
+                if status is not None and (refusal := context_refusal(_error_object(exc), body)) is not None:
+                    self.window.refused(refusal, estimate_chat(request["messages"]))
+                    raise ContextOverflow(f"the prompt did not fit the model's context window ({describe(exc)}); "
+                                          f"now fitting prompts to {self.window.tokens} tokens") from exc
                 if status is not None and refuses_format(status, body, rung):
                     raise _FormatRefused(describe(exc)) from exc
                 parameter = refused_parameter(status, body, request) if status is not None else None
@@ -315,6 +352,7 @@ class ChatModel:
                 yield _Sleep(delay)
             else:
                 tally.usage.update(answer.usage)
+                self.window.observe(answer.usage.get("prompt_tokens", 0), estimate_chat(request["messages"]))
                 if answer.finish_reason is not None or not request.get("stream"):
                     return answer
                 log.info("the LLM server cut a streamed answer short (another request arrived?); "
@@ -357,6 +395,13 @@ class ChatModel:
                 failure = exc
             record.llm_request(step.kind, step.mode, request_status(failure), time.perf_counter() - started,
                                answer.usage if failure is None else None)
+
+
+def _error_object(exc: openai.OpenAIError) -> Mapping[str, Any]:
+    """The ``error`` object of a refusal's JSON body (empty when there is none)."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    return error if isinstance(error, Mapping) else {}
 
 
 def _without_stream(request: dict[str, Any]) -> dict[str, Any]:

