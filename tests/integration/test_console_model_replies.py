@@ -42,9 +42,10 @@ def test_a_number_or_a_timestamp_for_a_reply_is_answered_offline_and_a_real_answ
         number, stamp, yes, walk = console_with_model(uow_factory, server, [
             "我周末去西湖散步了", "Can you tell me about yourself", "Do you remember where I walked?",
             "I walked by the river today"])
-    for printed, reason in ((number, "only a number"), (stamp, "only a date or time")):
-        assert printed.startswith("Mnemo (offline)> ") and "4182735" not in printed and "21:05:44" not in printed
-        assert f"The model's answer was unusable ({reason})" in printed
+    assert number.startswith("Mnemo（离线）> ") and "4182735" not in number  # in the language it was asked in
+    assert "模型的回答无法使用" in number
+    assert stamp.startswith("Mnemo (offline)> ") and "21:05:44" not in stamp
+    assert "The model's answer was unusable (only a date or time)" in stamp
     assert yes.startswith("Mnemo> Yes")  # a yes/no question: "Yes" answers it
     assert walk.startswith("Mnemo> Sounds like a lovely walk!")
 
