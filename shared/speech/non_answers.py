@@ -38,7 +38,7 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _DIGIT = re.compile(r"\d")
 _NOT_WORD = re.compile(r"[\W_]+")
-_IDENTIFIER = re.compile(r"[\"'`]?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+[\"'`]?[.:,;]?")
+_IDENTIFIER = re.compile(r"(?<![\w\"'`])[\"'`]?[A-Za-z][A-Za-z0-9]{0,63}(?:_[A-Za-z0-9]{1,64}){1,8}[\"'`]?[.:,;]?")
 """A name from code or a schema ("user_reply", "memory_update"), never a reply."""
 _LINK = re.compile(r"(?:https?://|www\.)[^\s<>\"]+|(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[\w.-]+", re.IGNORECASE)
 _ASKS_FOR_A_LINK = re.compile(r"\b(?:links?|url|website|site|web ?page|e-?mail|address)\b|网址|链接|网站|邮箱",
