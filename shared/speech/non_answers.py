@@ -3,7 +3,8 @@ shown as the reply ("1456280", "2026-11-26 03:47:59", a bare "No" to "I got the 
 
 What a reply may be depends on what it answers:
 
-- a reply with no words, figures or emoji (empty, punctuation, stray letters: "},", ">(a)") answers nothing;
+- a reply with no words, figures or emoji (empty, punctuation, stray letters: "},", ">(a)"), or a name from code
+  ("user_reply"), answers nothing;
 - only a number, or only a date or time, answers a question or request that asks for one ("how many…",
   "多少", "what time…", "几点", "pick a number", "what's 2+2") and nothing else; only a link (or an e-mail
   address), a message that asks for one;
@@ -37,6 +38,8 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _DIGIT = re.compile(r"\d")
 _NOT_WORD = re.compile(r"[\W_]+")
+_IDENTIFIER = re.compile(r"(?<![\w\"'`])[\"'`]?[A-Za-z][A-Za-z0-9]{0,63}(?:_[A-Za-z0-9]{1,64}){1,8}[\"'`]?[.:,;]?")
+"""A name from code or a schema ("user_reply", "memory_update"), never a reply."""
 _LINK = re.compile(r"(?:https?://|www\.)[^\s<>\"]+|(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[\w.-]+", re.IGNORECASE)
 _ASKS_FOR_A_LINK = re.compile(r"\b(?:links?|url|website|site|web ?page|e-?mail|address)\b|网址|链接|网站|邮箱",
                               re.IGNORECASE)
@@ -99,8 +102,9 @@ class _Message:
 
 def non_answer(reply: str, message: str, instructions: str = "") -> str | None:
     """Why ``reply`` is not language for ``message`` ("no words", "only a number", "only a date or time",
-    "a bare yes or no", "a bare reaction", "one bare word", "only a link", "the message repeated", or "a copy of
-    its instructions" when it is a sentence of ``instructions``, the prompt's own), or None when it is."""
+    "a bare yes or no", "a bare reaction", "one bare word", "only a link", "a field name", "the message repeated",
+    or "a copy of its instructions" when it is a sentence of ``instructions``, the prompt's own), or None when it
+    is."""
     if instructions and _copied(reply, instructions):
         return "a copy of its instructions"
     asked = _read(message)
@@ -108,6 +112,8 @@ def non_answer(reply: str, message: str, instructions: str = "") -> str | None:
         return "the message repeated"
     if _only_links(reply):
         return None if _ASKS_FOR_A_LINK.search(message) else "only a link"
+    if _IDENTIFIER.fullmatch(reply.strip()):
+        return "a field name"
     if _DIGIT.search(reply):
         if asked.figure:
             return None

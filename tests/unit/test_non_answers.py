@@ -27,6 +27,8 @@ REAL_NON_ANSWERS = [
     ("100% true", "你觉得我应该学钢琴还是吉他？", "a bare yes or no"),
     ("false", "thanks!", "a bare yes or no"),
     ("0", "I lost my keys again...", "only a number"),
+    ("user_reply", "周末我想去爬山。", "a field name"),
+    ("0", "How are you today?", "only a number"),
 ]
 NON_ANSWERS = [
     *REAL_NON_ANSWERS,
