@@ -4,7 +4,8 @@ shown as the reply ("1456280", "2026-11-26 03:47:59", a bare "No" to "I got the 
 What a reply may be depends on what it answers:
 
 - a reply with no words, figures or emoji (empty, punctuation, stray letters: "},", ">(a)"), or a name from code
-  ("user_reply"), answers nothing;
+  ("user_reply"), answers nothing; a code of letters and figures mixed ("50913a2b4c1e…"), only a message that
+  asks for a number or a code;
 - only a number, or only a date or time, answers a question or request that asks for one ("how many…",
   "多少", "what time…", "几点", "pick a number", "what's 2+2") and nothing else; only a link (or an e-mail
   address), a message that asks for one;
@@ -38,6 +39,9 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _DIGIT = re.compile(r"\d")
 _NOT_WORD = re.compile(r"[\W_]+")
+_CODE = re.compile(r"(?<![A-Za-z0-9/_+=.-])[A-Za-z0-9/_+=.-]{8,256}")
+"""A run that may be a code (a hash, an id: "50913a2b4c1e0b70…"); it is one when it mixes letters and figures."""
+_LETTER = re.compile(r"[A-Za-z]")
 _IDENTIFIER = re.compile(r"(?<![\w\"'`])[\"'`]?[A-Za-z][A-Za-z0-9]{0,63}(?:_[A-Za-z0-9]{1,64}){1,8}[\"'`]?[.:,;]?")
 """A name from code or a schema ("user_reply", "memory_update"), never a reply."""
 _LINK = re.compile(r"(?:https?://|www\.)[^\s<>\"]+|(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[\w.-]+", re.IGNORECASE)
@@ -85,6 +89,7 @@ _ASKS_FOR_A_FIGURE = re.compile(
     r"\bhow\s+(?:many|much|old|long|far|often|tall|big|heavy|late|early|soon|fast)\b|"
     r"\bwhat\s+(?:number|percent|percentage|size|age|score|year|time|date|day|month|hour)\b|"
     r"\bwhich\s+(?:number|year|day|date|month)\b|\bwhen\b|\b(?:number|count|calculate|score|rate|rating|digits?|date|time)\b|"
+    r"\b(?:code|id|password|pin)\b|编号|密码|验证码|"
     r"多少|几|多大|多久|多远|多高|多重|多长|第几|等于|算|号码|数字|分数|打分|评分|什么时候|哪天|哪一天|哪年|何时|日期|时间|星期|周几|礼拜",
     re.IGNORECASE)
 
@@ -102,7 +107,8 @@ class _Message:
 
 def non_answer(reply: str, message: str, instructions: str = "") -> str | None:
     """Why ``reply`` is not language for ``message`` ("no words", "only a number", "only a date or time",
-    "a bare yes or no", "a bare reaction", "one bare word", "only a link", "a field name", "the message repeated",
+    "a bare yes or no", "a bare reaction", "one bare word", "only a link", "a field name", "only a code",
+    "the message repeated",
     or "a copy of its instructions" when it is a sentence of ``instructions``, the prompt's own), or None when it
     is."""
     if instructions and _copied(reply, instructions):
@@ -114,6 +120,8 @@ def non_answer(reply: str, message: str, instructions: str = "") -> str | None:
         return None if _ASKS_FOR_A_LINK.search(message) else "only a link"
     if _IDENTIFIER.fullmatch(reply.strip()):
         return "a field name"
+    if _only_codes(reply):
+        return None if asked.figure else "only a code"
     if _DIGIT.search(reply):
         if asked.figure:
             return None
@@ -152,6 +160,22 @@ def _copied(reply: str, instructions: str) -> bool:
     if len(_WORD.findall(_HAN.sub(" ", said))) < MIN_COPIED_WORDS and len(_HAN.findall(said)) < 2 * MIN_COPIED_WORDS:
         return False
     return said.rstrip(".!。！") in " ".join(instructions.split()).lower()
+
+
+def _only_codes(reply: str) -> bool:
+    """True when ``reply`` is codes of letters and figures mixed (a hash, an id), with nothing around them but
+    punctuation."""
+    found = False
+
+    def blank(run: re.Match[str]) -> str:
+        nonlocal found
+        if _DIGIT.search(run.group()) and _LETTER.search(run.group()):
+            found = True
+            return " "
+        return run.group()
+
+    rest = _CODE.sub(blank, reply)
+    return found and not (_HAN.search(rest) or _WORD.search(rest) or _DIGIT.search(rest))
 
 
 def _only_links(reply: str) -> bool:

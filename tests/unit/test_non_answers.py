@@ -29,6 +29,10 @@ REAL_NON_ANSWERS = [
     ("0", "I lost my keys again...", "only a number"),
     ("user_reply", "周末我想去爬山。", "a field name"),
     ("0", "How are you today?", "only a number"),
+    ("50913a2b4c1e0b70f68d6df892ef7ab3", "周末我想去爬山。", "only a code"),
+    ("a/c2571649e38bf30f38a3d80b48ef837", "我很喜欢喝茉莉花茶。", "only a code"),
+    ("ࡤࡱ;", "Hi! My name is Lin and I live in Lisbon.", "one bare word"),
+    ("100", "How are you today?", "only a number"),
 ]
 NON_ANSWERS = [
     *REAL_NON_ANSWERS,
@@ -109,6 +113,8 @@ ANSWERS = [
     ("It's 2026-11-26 today.", "What's the date?"),
     ("3 cats and a dog", "I have pets"),
     ("1 🙂\n\n2 🙂🙂", "tell me a long story"),
+    ("A12B34C56", "What's my order number?"),
+    ("Sure, it's 3pm on the 2nd floor.", "Where is the meeting?"),
     ("Good morning!", "good morning"),
     ("I also cooked dinner for my parents tonight!", "I cooked dinner for my parents tonight."),
     ("Sorry to hear that. Do you want to talk about it?", "My grandmother passed away last night."),
