@@ -47,6 +47,8 @@ class Settings(AccessSettings, BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30.0
     llm_output_mode: Literal["auto", "json_schema", "json_object", "text"] = "auto"
+    llm_vision: Literal["auto", "on", "off"] = Field(
+        "auto", description="send photos to the model as image parts: auto (until the server refuses one), on, off")
     llm_max_output_tokens: Annotated[int, Field(ge=64, le=32768)] = 1024
     llm_context_tokens: Annotated[int, Field(ge=512, le=10_000_000)] = 8192
     """The most a turn's prompt and its reply may take together; the server's own context window when it reports

@@ -123,6 +123,8 @@ predicate replaces the old one (people change; that is not a contradiction).
 offset of the user's time zone, resolving words like "tomorrow at 9" against the current time in the app note; \
 kind "deadline" when the time is one something is due by, else "reminder".
 - "timezone": the IANA time zone when the user says where they live or are, or which zone they use; else null.
+- "image_description": when the user's message carries an image, one line in the user's language saying what it \
+shows (who or what, doing what, where); else null.
 - "topic": a few words naming what the conversation is about now, or null.
 - "context_variables": short key/value facts that matter only for this conversation."""
 
