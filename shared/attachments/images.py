@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
@@ -30,7 +31,10 @@ def for_model(data: bytes) -> bytes:
     """``data`` (any image Pillow reads) as a JPEG of at most :data:`IMAGE_MAX_SIDE` pixels a side, upright and
     without metadata; raises :class:`UnreadableImage`."""
     try:
-        with Image.open(io.BytesIO(data)) as source:
+        with warnings.catch_warnings():  # Pillow only warns of a picture past its own limit: refuse it here
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            source = Image.open(io.BytesIO(data))
+        with source:
             width, height = source.size
             if width * height > MAX_SOURCE_PIXELS:
                 raise UnreadableImage(f"the image is too large to decode ({width}x{height})")
@@ -38,7 +42,8 @@ def for_model(data: bytes) -> bytes:
             upright = ImageOps.exif_transpose(source)
             upright.thumbnail((IMAGE_MAX_SIDE, IMAGE_MAX_SIDE), Image.Resampling.LANCZOS)
             pixels = _on_white(upright)
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError,
+            Image.DecompressionBombWarning) as exc:
         raise UnreadableImage(f"not a readable image: {exc}") from exc
     out = io.BytesIO()
     pixels.save(out, format="JPEG", quality=JPEG_QUALITY, optimize=True)  # no exif= given: none is written

@@ -47,7 +47,8 @@ def turn_line(caption: str, attachments: Sequence[Attachment]) -> str:
 
 def described(line: str, description: str | None) -> str:
     """The round's line with the photo's mark replaced by what the model said it shows."""
-    text = clean_text(description or "", MAX_DESCRIPTION_CHARS).replace("\n", " ").replace("]", ")").strip()
+    text = clean_text(description or "", MAX_DESCRIPTION_CHARS).replace("\n", " ")
+    text = text.replace("[", "(").replace("]", ")").strip()
     if not text or PHOTO_MARK not in line:
         return line
     return line.replace(PHOTO_MARK, f"[photo: {text}]", 1)
