@@ -15,6 +15,8 @@ from shared.text import clean_text
 MAX_DESCRIPTION_CHARS = 300
 """A photo's one-line description, as kept in the round."""
 PHOTO_MARK = "[photo]"
+PHOTO_SEARCH_WORDS = "photo picture image 照片 图片 相片"
+"""Keys a round with a photo is also found by ("the photo I sent", "我发的照片"), in both languages."""
 _REASONS_EN = {"too_large": "too large to read", "unread_type": "not read: not a kind of file I read",
                "failed": "could not be fetched", "unheard": "not heard: no transcriber"}
 _NOTICE_EN = {
@@ -52,6 +54,11 @@ def described(line: str, description: str | None) -> str:
     if not text or PHOTO_MARK not in line:
         return line
     return line.replace(PHOTO_MARK, f"[photo: {text}]", 1)
+
+
+def search_words(line: str) -> tuple[str, ...]:
+    """The words a round's line is keyed by besides its own: a photo's in both languages."""
+    return (PHOTO_SEARCH_WORDS,) if "[photo" in line else ()
 
 
 def prompt_text(line: str, attachments: Sequence[Attachment]) -> str:
