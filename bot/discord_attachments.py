@@ -33,21 +33,23 @@ def carries_attachment(message: discord.Message) -> bool:
     return bool(message.attachments or message.stickers)
 
 
-async def with_attachments(incoming: IncomingMessage, message: discord.Message) -> IncomingMessage:
-    """``incoming`` with the message's attachments fetched, and its text the round's line."""
+async def with_attachments(incoming: IncomingMessage, message: discord.Message, *,
+                           hearing: bool = False) -> IncomingMessage:
+    """``incoming`` with the message's attachments fetched, and its text the round's line; voice is fetched only
+    when there is a transcriber (``hearing``)."""
     attached = [Attachment(kind="sticker", name=sticker.name, emoji=f"[sticker {sticker.name}]")
                 for sticker in message.stickers]
     voice = message.flags.voice
     for item in message.attachments[:MAX_ATTACHMENTS]:
-        attached.append(await _attachment(item, voice=voice))
+        attached.append(await _attachment(item, voice=voice, hearing=hearing))
     found = tuple(attached)
     return replace(incoming, text=turn_line(incoming.text, found), attachments=found)
 
 
-async def _attachment(item: discord.Attachment, *, voice: bool) -> Attachment:
+async def _attachment(item: discord.Attachment, *, voice: bool, hearing: bool) -> Attachment:
     name, mime = item.filename, (item.content_type or "").split(";")[0].strip()
     kind = "voice" if voice else file_kind(name, mime)
-    if kind == "voice":
+    if kind == "voice" and not hearing:
         return Attachment(kind="voice", name=name, mime_type=mime, size=item.size, outcome="unheard")
     refused = admit(kind or "file", item.size, readable=kind is not None)
     if refused is not None:
@@ -55,6 +57,9 @@ async def _attachment(item: discord.Attachment, *, voice: bool) -> Attachment:
     data = await _download(item)
     if data is None:
         return Attachment(kind=kind, name=name, mime_type=mime, size=item.size, outcome="failed")
+    if kind == "voice":
+        return Attachment(kind="voice", name=name, mime_type=mime, size=len(data), audio=data,
+                          duration=float(item.duration or 0))
     try:
         if kind == "photo":
             return Attachment(kind="photo", name=name, mime_type=mime, size=len(data),

@@ -26,8 +26,9 @@ def carries_attachment(message: Message) -> bool:
     return bool(message.photo or message.sticker or message.voice or message.audio or message.document)
 
 
-async def attachments_of(bot: Bot, message: Message) -> tuple[Attachment, ...]:
-    """The message's attachments, fetched and made fit for the turn (a failure is an attachment too, not an error)."""
+async def attachments_of(bot: Bot, message: Message, *, hearing: bool = False) -> tuple[Attachment, ...]:
+    """The message's attachments, fetched and made fit for the turn (a failure is an attachment too, not an error);
+    voice notes are fetched only when there is a transcriber (``hearing``)."""
     if message.sticker is not None:
         return (Attachment(kind="sticker", emoji=message.sticker.emoji or ""),)
     if message.photo:
@@ -35,10 +36,10 @@ async def attachments_of(bot: Bot, message: Message) -> tuple[Attachment, ...]:
     if message.voice is not None or message.audio is not None:
         sound = message.voice or message.audio
         name = getattr(sound, "file_name", None) or "voice.ogg"
-        return (Attachment(kind="voice", name=name, mime_type=sound.mime_type or "", size=sound.file_size,
-                           outcome="unheard"),)
+        return (await _voice(bot, sound.file_id, name, sound.mime_type or "audio/ogg", sound.file_size,
+                             float(sound.duration or 0), hearing=hearing),)
     if message.document is not None:
-        return (await _document(bot, message.document),)
+        return (await _document(bot, message.document, hearing=hearing),)
     return ()
 
 
@@ -63,13 +64,24 @@ async def _photo(bot: Bot, size: PhotoSize, name: str = "photo.jpg", mime: str =
     return Attachment(kind="photo", name=name, mime_type=mime, size=len(data), image=image)
 
 
-async def _document(bot: Bot, document: Document) -> Attachment:
+async def _voice(bot: Bot, file_id: str, name: str, mime: str, size: int | None, duration: float, *,
+                 hearing: bool) -> Attachment:
+    refused = admit("voice", size) if hearing else "unheard"
+    if refused is not None:
+        return Attachment(kind="voice", name=name, mime_type=mime, size=size, outcome=refused)
+    data = await _download(bot, file_id)
+    if data is None:
+        return Attachment(kind="voice", name=name, mime_type=mime, size=size, outcome="failed")
+    return Attachment(kind="voice", name=name, mime_type=mime, size=len(data), audio=data, duration=duration)
+
+
+async def _document(bot: Bot, document: Document, *, hearing: bool = False) -> Attachment:
     name, mime = document.file_name or "", document.mime_type or ""
     kind: Kind | None = file_kind(name, mime)
     if kind == "photo":
         return await _photo(bot, document, name, mime)
     if kind == "voice":
-        return Attachment(kind="voice", name=name, mime_type=mime, size=document.file_size, outcome="unheard")
+        return await _voice(bot, document.file_id, name, mime, document.file_size, 0.0, hearing=hearing)
     refused = admit("file", document.file_size, readable=kind is not None)
     if refused is not None:
         return Attachment(kind="file", name=name, mime_type=mime, size=document.file_size, outcome=refused)

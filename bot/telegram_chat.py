@@ -88,8 +88,9 @@ class ChatHandler:
         if message is None or user is None or user.is_bot:
             return
         said = addressed_text(message, context.bot.bot)
-        attached = await attachments_of(context.bot, message) if said is not None and carries_attachment(message) \
-            else ()
+        hearing = self.service.transcriber is not None
+        attached = (await attachments_of(context.bot, message, hearing=hearing)
+                    if said is not None and carries_attachment(message) else ())
         if not said and not attached:
             return
         private = message.chat.type == ChatType.PRIVATE

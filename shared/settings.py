@@ -21,8 +21,8 @@ from shared.errors import ConfigError
 from shared.redaction import mask_secret, mask_url, url_secrets
 
 PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xxx", "todo"})
-SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
-                 "redis_url", "admin_token", "log_hash_key")
+SECRET_FIELDS = ("llm_api_key", "transcription_api_key", "discord_token", "telegram_token", "telegram_webhook_secret",
+                 "database_url", "redis_url", "admin_token", "log_hash_key")
 MIN_ADMIN_TOKEN_CHARS = 24
 MIN_WEBHOOK_SECRET_CHARS = 16
 MIN_LOG_HASH_KEY_CHARS = 16
@@ -63,6 +63,10 @@ class Settings(AccessSettings, BaseSettings):
     llm_price_cached_input_per_mtok: Annotated[float | None, Field(ge=0)] = None
     llm_price_output_per_mtok: Annotated[float | None, Field(ge=0)] = None
     llm_price_currency: Annotated[str, Field(min_length=1, max_length=8)] = "USD"
+    transcription_base_url: str | None = Field(
+        None, description="OpenAI-compatible /audio/transcriptions endpoint for voice notes; unset = not heard")
+    transcription_model: str = "whisper-1"
+    transcription_api_key: SecretStr | None = None
     embedding_base_url: str | None = None
     embedding_model: str | None = None
     embedding_dimensions: Annotated[int, Field(ge=1, le=16000)] = 384
@@ -147,6 +151,7 @@ class Settings(AccessSettings, BaseSettings):
 
     @field_validator(
         "database_url", "redis_url", "llm_base_url", "embedding_base_url", "embedding_model", "metrics_port",
+        "transcription_base_url",
         "llm_price_input_per_mtok", "llm_price_cached_input_per_mtok", "llm_price_output_per_mtok",
         mode="before",
     )
@@ -195,6 +200,7 @@ class Settings(AccessSettings, BaseSettings):
         return value
 
     @field_validator("llm_base_url", "embedding_base_url", "discord_api_base_url", "telegram_api_base_url",
+                     "transcription_base_url",
                      "panel_public_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
@@ -202,7 +208,8 @@ class Settings(AccessSettings, BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/") if value else value
 
-    @field_validator("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "admin_token",
+    @field_validator("llm_api_key", "transcription_api_key", "discord_token", "telegram_token",
+                     "telegram_webhook_secret", "admin_token",
                      "log_hash_key")
     @classmethod
     def _no_placeholder(cls, value: SecretStr | None) -> SecretStr | None:

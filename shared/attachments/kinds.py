@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["photo", "sticker", "voice", "file"]
-Outcome = Literal["fetched", "too_large", "unread_type", "failed", "unheard"]
+Outcome = Literal["fetched", "too_large", "unread_type", "failed", "unheard", "not_transcribed"]
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 """The largest photo fetched (Telegram compresses photos well below; Discord allows bigger uploads)."""
@@ -47,6 +47,10 @@ class Attachment:
     """A text file's text as read (already cut to the cap), or a voice note's transcript."""
     cut: bool = False
     """Only the start of the text file was read."""
+    audio: bytes | None = None
+    """A voice note fetched and not transcribed yet (the conversation service hears it, then drops the bytes)."""
+    duration: float = 0.0
+    """A voice note's length in seconds, as the platform states it."""
 
 
 def file_kind(name: str, mime_type: str) -> Kind | None:

@@ -7,6 +7,7 @@ the same line and, for a text file, its text inside ``<file>`` markup with a not
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from shared.attachments.kinds import MAX_AUDIO_BYTES, MAX_IMAGE_BYTES, MAX_TEXT_FILE_BYTES, Attachment
@@ -15,10 +16,14 @@ from shared.text import clean_text
 MAX_DESCRIPTION_CHARS = 300
 """A photo's one-line description, as kept in the round."""
 PHOTO_MARK = "[photo]"
+VOICE_MARK = "[voice message]"
+"""A voice note not heard yet; heard, the mark is followed by what was said (the transcript is the message)."""
+_WAITING_VOICE = re.compile(re.escape(VOICE_MARK) + r"(?=\n|$)")
 PHOTO_SEARCH_WORDS = "photo picture image 照片 图片 相片"
 """Keys a round with a photo is also found by ("the photo I sent", "我发的照片"), in both languages."""
 _REASONS_EN = {"too_large": "too large to read", "unread_type": "not read: not a kind of file I read",
-               "failed": "could not be fetched", "unheard": "not heard: no transcriber"}
+               "failed": "could not be fetched", "unheard": "not heard: no transcriber",
+               "not_transcribed": "could not be transcribed"}
 _NOTICE_EN = {
     "unseen": "I can't see images with this setup, so I only read your words.",
     "too_large": "{name} is too large for me to open (limit {limit}).",
@@ -26,6 +31,7 @@ _NOTICE_EN = {
     "failed": "I couldn't fetch {name}; please try sending it again.",
     "unheard": "I can't hear voice messages with this setup; please type it instead.",
     "cut": "{name} was long: I read only its beginning.",
+    "not_transcribed": "I couldn't make out your voice message; please try again or type it.",
 }
 _NOTICE_ZH = {
     "unseen": "现在的配置下我看不到图片，只读了你写的文字。",
@@ -34,6 +40,7 @@ _NOTICE_ZH = {
     "failed": "{name} 没能取到，请再发一次。",
     "unheard": "现在的配置下我听不了语音，请打字告诉我。",
     "cut": "{name} 太长了，我只读了开头部分。",
+    "not_transcribed": "我没能听清你的语音，请再试一次或打字。",
 }
 
 
@@ -56,6 +63,17 @@ def described(line: str, description: str | None) -> str:
     return line.replace(PHOTO_MARK, f"[photo: {text}]", 1)
 
 
+def heard_line(line: str, attachments: Sequence[Attachment]) -> str:
+    """The round's line once its voice notes were heard: each waiting mark followed by what was said, or saying
+    why it was not."""
+    for item in attachments:
+        if item.kind != "voice" or item.audio is not None:
+            continue
+        mark = _mark(item) if item.outcome == "fetched" else f"[voice message, {_REASONS_EN[item.outcome]}]"
+        line = _WAITING_VOICE.sub(lambda _match, mark=mark: mark, line, count=1)
+    return line
+
+
 def search_words(line: str) -> tuple[str, ...]:
     """The words a round's line is keyed by besides its own: a photo's in both languages."""
     return (PHOTO_SEARCH_WORDS,) if "[photo" in line else ()
@@ -68,8 +86,7 @@ def prompt_text(line: str, attachments: Sequence[Attachment]) -> str:
         if item.outcome != "fetched" or item.text is None:
             continue
         if item.kind == "voice":
-            blocks.append(f"(voice message, transcribed) {item.text}")
-            continue
+            continue  # the transcript is in the line already
         name = _safe_name(item.name)
         cut = "\n(the file was cut: only its beginning is shown)" if item.cut else ""
         blocks.append(f'<file name="{name}">\n{item.text}\n</file>{cut}')
@@ -104,7 +121,7 @@ def _mark(item: Attachment) -> str:
     if item.kind == "photo" and item.outcome == "fetched":
         return PHOTO_MARK
     if item.kind == "voice" and item.outcome == "fetched":
-        return ""  # the transcript is the message
+        return f"{VOICE_MARK} {item.text}" if item.text else VOICE_MARK  # the transcript is the message
     name = _safe_name(item.name) or item.kind
     noun = {"photo": "photo", "voice": "voice message", "file": "file"}[item.kind]
     if item.outcome == "fetched":

@@ -8,12 +8,18 @@ model said what the photo shows (kept with the round, recallable, and the source
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from shared.attachments import texts
 from shared.attachments.images import data_url
 from shared.attachments.kinds import Attachment
+from shared.conversation.messages import IncomingMessage
 from shared.conversation.offline_view import replies_in_chinese
 from shared.text import is_chinese
+
+if TYPE_CHECKING:
+    from shared.llm.transcription import Transcriber
 
 
 def image_for_model(attachments: Sequence[Attachment]) -> str | None:
@@ -39,3 +45,20 @@ def attachment_notice(attachments: Sequence[Attachment], line: str, locale: str 
 def round_line(line: str, description: str | None, *, image_seen: bool) -> str:
     """The round's line: the photo's mark with what it shows, when the model saw it and said so."""
     return texts.described(line, description) if image_seen else line
+
+
+async def hear(message: IncomingMessage, transcriber: Transcriber | None) -> IncomingMessage:
+    """``message`` with its fetched voice notes transcribed (the transcript is the message; the audio is dropped)."""
+    waiting = [item for item in message.attachments if item.kind == "voice" and item.audio is not None]
+    if not waiting:
+        return message
+    heard: list[Attachment] = []
+    for item in message.attachments:
+        if item in waiting:
+            said = (await transcriber.transcribe(item.audio, item.name, item.mime_type, duration=item.duration)
+                    if transcriber is not None else None)
+            outcome = "fetched" if said else ("not_transcribed" if transcriber is not None else "unheard")
+            item = replace(item, audio=None, text=said, outcome=outcome)
+        heard.append(item)
+    changed = [item for item in heard if item.kind == "voice" and item not in message.attachments]
+    return replace(message, text=texts.heard_line(message.text, changed), attachments=tuple(heard))

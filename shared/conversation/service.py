@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from shared import log_context
 from shared.attachments.vision import IMAGE_TOKENS
 from shared.conversation.apply import AppliedTurn, TurnResult, apply_turn_result
-from shared.conversation.attached import attachment_notice, image_for_model
+from shared.conversation.attached import attachment_notice, hear, image_for_model
 from shared.conversation.config import ConversationConfig
 from shared.conversation.fitting import message_cut_notice
 from shared.conversation.messages import IncomingMessage, Reply, UsedMemory, UsedRound
@@ -52,6 +52,7 @@ from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
 from shared.llm.client import ChatModel, ContextOverflow, LLMUnavailable, TurnCompletion
 from shared.llm.metering import CallUsage, metered
+from shared.llm.transcription import Transcriber
 from shared.llm.turn_answer import PROBLEM_TEXTS
 from shared.llm.turn_schema import TurnOutput
 from shared.metrics import record
@@ -78,7 +79,7 @@ class ConversationService:
                  chat_model: ChatModel | None, embedder: Embedder | None = None, vectors=None,
                  offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None,
                  dispatch: Callable[[tuple[int, ...]], None] | None = None,
-                 message_limit: SharedLimit | None = None) -> None:
+                 message_limit: SharedLimit | None = None, transcriber: Transcriber | None = None) -> None:
         self.uow_factory = uow_factory
         self.config = config
         self.chat_model = chat_model
@@ -91,6 +92,8 @@ class ConversationService:
         self.gate = TurnGate(config.pressure)
         self.message_limit = message_limit
         """Messages one user may have answered by the model (``MESSAGE_RATE_PER_USER``), shared by replicas."""
+        self.transcriber = transcriber
+        """Hears voice notes (``TRANSCRIPTION_BASE_URL``); None: front-ends do not fetch them, the user is told."""
 
     async def handle_message(self, message: IncomingMessage, *, resume: bool = False,
                              on_delay: OnDelay | None = None, on_busy: OnBusy | None = None) -> Reply:
@@ -115,6 +118,8 @@ class ConversationService:
                       on_busy: OnBusy | None) -> Reply:
         started = time.perf_counter()
         on_delay = _once(on_delay)
+        with metered("turn") as hearing:
+            message = await hear(message, self.transcriber)
         with metered("turn_embedding") as searching:
             vector, warnings = await self._embed_query(message.text)
         budget = await self.chat_model.aprompt_budget() if self.chat_model is not None else None
@@ -129,7 +134,7 @@ class ConversationService:
         if result.prompt is not None:  # built again to fit a window smaller than thought
             prepared = replace(prepared, prompt=result.prompt)
         answered_at = time.perf_counter()
-        spent = (*searching.calls, *answering.calls)
+        spent = (*hearing.calls, *searching.calls, *answering.calls)
         try:
             applied = await patiently(lambda retrying: self._apply(prepared, result, spent, hold, retrying),
                                       self.config.database_patience, on_delay, what="a reply")

@@ -122,3 +122,24 @@ def _field(source: Any, name: str) -> Any:
         extra = getattr(source, "model_extra", None) or {}
         value = extra.get(name)
     return value
+
+
+AUDIO_TOKENS_PER_SECOND = 10
+"""What a second of audio is counted as where the transcriber reports no tokens (OpenAI's audio models take about one
+token per 100 ms of input; whisper-1 reports only the duration)."""
+
+
+def note_transcription(model: str, usage: Any, transcript: str, audio_seconds: float, seconds: float) -> None:
+    """A transcription answered, on the open meter if any: its tokens as the server reports them (``input_tokens``,
+    ``output_tokens``), else the audio counted by its duration."""
+    meter = _open.get()
+    if meter is None:
+        return
+    latency = max(0, round(seconds * 1000))
+    heard, written = _field(usage, "input_tokens"), _field(usage, "output_tokens")
+    if heard:
+        meter.calls.append(CallUsage(meter.kind, model, int(heard), int(written or 0), latency_ms=latency))
+        return
+    duration = _field(usage, "seconds") or audio_seconds
+    meter.calls.append(CallUsage(meter.kind, model, max(1, round(float(duration) * AUDIO_TOKENS_PER_SECOND)),
+                                 estimate_tokens(transcript), estimated=True, latency_ms=latency))

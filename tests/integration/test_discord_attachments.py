@@ -16,12 +16,14 @@ from sqlalchemy import select
 from bench.fakes.discord_api import CDN_PREFIX, FakeDiscord
 from bench.fakes.llm_personalities import has_images
 from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.transcriber import FakeTranscriber
 from bot.discord_attachments import from_discord
 from shared.attachments.kinds import MAX_TEXT_FILE_BYTES
 from shared.commands.service import MemoryCommands
 from shared.conversation.service import ConversationService
 from shared.db.models import ConversationTurn
 from shared.llm.client import ChatModel
+from shared.llm.transcription import Transcriber
 from tests.integration.test_discord_bot import CONFIG, Bot
 from tests.integration.test_telegram_attachments import CAPTION, CAT, UNSEEN, photo_bytes, seeing
 
@@ -38,9 +40,11 @@ def fake_discord() -> Iterator[FakeDiscord]:
         yield server
 
 
-def run(fake: FakeDiscord, uow_factory, llm: FakeOpenAI | None, *messages: dict) -> None:
+def run(fake: FakeDiscord, uow_factory, llm: FakeOpenAI | None, *messages: dict,
+        ears: FakeTranscriber | None = None) -> None:
     model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10) if llm else None
-    service = ConversationService(uow_factory, CONFIG, chat_model=model)
+    transcriber = Transcriber(ears.base_url, None, "whisper-1") if ears else None
+    service = ConversationService(uow_factory, CONFIG, chat_model=model, transcriber=transcriber)
 
     async def main() -> None:
         async with Bot(fake, service, MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")) as bot:
@@ -124,6 +128,24 @@ def test_a_voice_message_and_a_sticker(fake_discord, uow_factory, language):
     assert HEAR[language] in first
     assert not fake_discord.cdn_reads and sticker_reply
     assert user_turns(uow_factory)[1] == "[sticker Wave]"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_voice_message_is_fetched_from_the_cdn_and_heard_when_there_is_a_transcriber(
+        fake_discord, uow_factory, language):
+    said = {"en": "remind me to water the plants", "zh": "记得提醒我浇花"}[language]
+    voice = fake_discord.add_attachment("voice-message.ogg", b"OggS" + b"\1" * 900, "audio/ogg")
+    with FakeOpenAI(models=("fake-chat",)) as llm, FakeTranscriber(personality="faster-whisper") as ears:
+        llm.set_responder(seeing(language))
+        ears.queue_transcript(said)
+        run(fake_discord, uow_factory, llm, fake_discord.incoming_message("", user_id=ALICE, attachments=(voice,),
+                                                                          voice=True), ears=ears)
+        [heard] = ears.requests
+        [body] = llm.chat_requests()
+    assert heard.audio == b"OggS" + b"\1" * 900 and said in body["messages"][-1]["content"]
+    assert fake_discord.cdn_reads == [f"{CDN_PREFIX}/{voice['id']}/voice-message.ogg"]
+    assert user_turns(uow_factory) == [f"[voice message] {said}"]
+    assert HEAR[language] not in replies(fake_discord)[0]
 
 
 def test_only_discords_own_hosts_are_ever_fetched(fake_discord):

@@ -20,6 +20,7 @@ from telegram.ext import Application
 from bench.fakes.llm_personalities import has_images
 from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, sticker_object, user_object
+from bench.fakes.transcriber import FakeTranscriber
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from shared.attachments.files import TEXT_FILE_TOKEN_CAP
 from shared.attachments.images import IMAGE_MAX_SIDE
@@ -29,7 +30,9 @@ from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationTurn
+from shared.db.usage_models import UsageCall
 from shared.llm.client import ChatModel
+from shared.llm.transcription import Transcriber
 from shared.settings import Settings
 from tests.waiting import until
 
@@ -88,9 +91,12 @@ def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Setting
                     default_timezone="Asia/Shanghai")
 
 
-def run_bot(settings: Settings, uow_factory, llm: FakeOpenAI | None, scenario) -> None:
+def run_bot(settings: Settings, uow_factory, llm: FakeOpenAI | None, scenario, *,
+            ears: FakeTranscriber | None = None) -> None:
     model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10) if llm else None
-    service = ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model)
+    transcriber = Transcriber(ears.base_url, "test", "whisper-1") if ears else None
+    service = ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model,
+                                  transcriber=transcriber)
     commands = MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
 
     async def main() -> None:
@@ -322,3 +328,56 @@ def test_a_voice_note_without_a_transcriber_gets_a_clear_answer(telegram, settin
     [reply] = telegram.messages_to(chat)
     assert ("I can't hear voice messages" if language == "en" else "我听不了语音") in reply["text"]
     assert user_turns(uow_factory) == ["[voice message voice.ogg, not heard: no transcriber]"]
+
+
+SAID = {"en": "I'm on my way home, the train is late again", "zh": "我在回家路上，火车又晚点了"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("personality", ["whisper.cpp", "openai-whisper-1", "openai-gpt-4o-transcribe"])
+def test_a_voice_note_is_transcribed_and_the_transcript_is_the_message_counted_in_usage(
+        telegram, settings, uow_factory, language, personality):
+    user, chat = USERS[language]
+    audio = b"OggS" + bytes(range(256)) * 20
+    with FakeOpenAI(models=("fake-chat",)) as llm, FakeTranscriber(personality=personality) as ears:
+        llm.set_responder(seeing(language))
+        ears.queue_transcript(SAID[language])
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, None, media={"voice": telegram.add_voice(audio, duration=4)})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario, ears=ears)
+        [heard] = ears.requests
+        [body] = llm.chat_requests()
+    assert heard.audio == audio and heard.model == "whisper-1" and heard.filename == "voice.ogg"
+    assert SAID[language] in body["messages"][-1]["content"]
+    assert user_turns(uow_factory) == [f"[voice message] {SAID[language]}"]
+    [reply] = telegram.messages_to(chat)
+    assert HEAR_NOTHING[language] not in reply["text"]
+    with uow_factory() as uow:
+        [hearing] = uow.session.scalars(select(UsageCall).where(UsageCall.model == "whisper-1")).all()
+    assert hearing.kind == "turn" and hearing.prompt_tokens >= 40  # the audio's tokens, counted in the turn's usage
+    assert hearing.estimated is (personality != "openai-gpt-4o-transcribe")  # by the duration, unless tokens come
+
+
+HEAR_NOTHING = {"en": "I couldn't make out your voice message", "zh": "我没能听清你的语音"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_voice_note_the_transcriber_fails_on_is_kept_and_the_user_asked_to_try_again(
+        telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",)) as llm, FakeTranscriber() as ears:
+        llm.set_responder(seeing(language))
+        ears.queue_error(500)
+        ears.queue_error(500)
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, None, media={"voice": telegram.add_voice(b"OggS" + b"1" * 300)})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario, ears=ears)
+    [reply] = telegram.messages_to(chat)
+    assert HEAR_NOTHING[language] in reply["text"]
+    assert user_turns(uow_factory) == ["[voice message, could not be transcribed]"]
