@@ -53,7 +53,9 @@ class Personality:
     llama-cpp-python refuse only a prompt that fills it, and shorten the reply to what is left."""
     images: str = "seen"
     """What the server does with an image part: "seen" (a vision model), "dropped" (Ollama with a text-only model:
-    taken, left out of the prompt, answered without it) or "refused" (:meth:`image_refusal`, the server's words)."""
+    taken, left out of the prompt, answered without it), "message dropped" (llama-cpp-python 0.3 without a
+    multimodal chat handler: ``_map_roles`` turns a content list into no content at all, so the caption goes too)
+    or "refused" (:meth:`image_refusal`, the server's words)."""
     image_error: str = "openai"
     """How an image part is refused: "openai" (400, "Invalid content type…"), "llama.cpp" (500, "image input is not
     supported - hint: … mmproj") or "vllm" (400, "<model> is not a multimodal model")."""
@@ -159,10 +161,11 @@ def has_images(body: dict[str, Any]) -> bool:
                and isinstance(message.get("content"), list) for part in message["content"])
 
 
-def without_images(body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` as a server that drops image parts passes it on: each content list down to its text."""
-    messages = [{**m, "content": "\n".join(str(p.get("text") or "") for p in m["content"] if isinstance(p, dict)
-                                           and p.get("type") == "text")}
+def without_images(body: dict[str, Any], *, whole_message: bool = False) -> dict[str, Any]:
+    """``body`` as a server that drops image parts passes it on: each content list down to its text (with
+    ``whole_message``, to nothing, as llama-cpp-python's fallback chat formats do)."""
+    messages = [{**m, "content": "" if whole_message else "\n".join(
+                    str(p.get("text") or "") for p in m["content"] if isinstance(p, dict) and p.get("type") == "text")}
                 if isinstance(m, dict) and isinstance(m.get("content"), list) else m
                 for m in body.get("messages") or ()]
     return {**body, "messages": messages}
@@ -223,7 +226,7 @@ PERSONALITIES: dict[str, Personality] = {p.name: p for p in (
     Personality("empty-object", empty_object=True),
 )}
 _TEXT_ONLY = {"openai": ("openai", "refused"), "llama.cpp": ("llama.cpp", "refused"), "vllm": ("vllm", "refused"),
-              "ollama": ("openai", "dropped")}
+              "ollama": ("openai", "dropped"), "llama-cpp-python": ("openai", "message dropped")}
 PERSONALITIES.update({f"{name}-text-only": replace(PERSONALITIES[name], name=f"{name}-text-only", images=images,
                                                     image_error=error)
                       for name, (error, images) in _TEXT_ONLY.items()})

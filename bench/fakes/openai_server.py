@@ -488,8 +488,8 @@ class FakeOpenAI(LoopbackFake):
         if (refused_image := self.personality.image_refusal(body)) is not None:
             return _Response(*refused_image)
         images = image_parts(body)
-        if self.personality.images == "dropped":
-            body, images = without_images(body), 0
+        if self.personality.images in ("dropped", "message dropped"):
+            body, images = without_images(body, whole_message=self.personality.images == "message dropped"), 0
         refusal = self.personality.refusal(body, prompt)
         if refusal is not None:
             return _fail(refusal.status, refusal.message, param=refusal.param)

@@ -5,8 +5,10 @@ and remembers that (per endpoint and process, like the output-mode ladder). The 
 servers' (README "Attachments"): OpenAI's text-only models answer 400 "Invalid content type. image_url is
 only supported by certain models."; llama.cpp without a projector 500 "image input is not supported - hint:
 ... mmproj"; vLLM with a text-only model 400 "<model> is not a multimodal model". Ollama with a text-only
-model takes the image and drops it (the model answers without it): that is told by the missing description,
-not by a refusal. Pure: no HTTP here.
+model takes the image and drops it (the model answers without it), and llama-cpp-python (0.3) without a multimodal
+chat handler drops the whole message, caption and all (its ``_map_roles`` keeps only string content): those are told
+by the missing description, not by a refusal, and ``auto`` stops after two such answers in a row
+(:mod:`shared.llm.client`). Pure: no HTTP here.
 """
 
 from __future__ import annotations

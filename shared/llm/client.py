@@ -58,6 +58,9 @@ from shared.text import estimate_tokens
 
 MAX_TRANSIENT_RETRIES = 2
 MAX_PARAMETER_FIXES = 2
+UNDESCRIBED_LIMIT = 2
+"""Answers in a row to an image part that do not describe it, after which ``LLM_VISION=auto`` sends no more images:
+the server takes image parts but the model never sees them."""
 TEXT_MAX_TOKENS = 800
 DEFAULT_MAX_OUTPUT_TOKENS = 1024
 NO_API_KEY = "no-key"  # local servers need none, but the SDK insists on one
@@ -136,6 +139,16 @@ class EndpointState:
     example_instruction: bool = False  # the model wrote the schema back: show it an example instead
     vision: str = "auto"  # LLM_VISION: auto, on or off
     images_refused: bool = False  # auto: the server refused an image part once; none is sent again
+    undescribed: int = 0  # answers in a row to an image that did not describe it
+
+    def note_description(self, described: bool) -> None:
+        """An answer to an image part: ``auto`` stops sending images once :data:`UNDESCRIBED_LIMIT` answers in a
+        row did not describe one (a server that takes the part and drops it: Ollama, llama-cpp-python)."""
+        self.undescribed = 0 if described else self.undescribed + 1
+        if self.vision == "auto" and self.undescribed >= UNDESCRIBED_LIMIT and not self.images_refused:
+            self.images_refused = True
+            log.info("the model answered %d images without describing them; sending no image from now on",
+                     self.undescribed)
 
     @property
     def sends_images(self) -> bool:
@@ -273,6 +286,8 @@ class ChatModel:
             log.info("the model's answer was %s; asking once more with an example", reading.problem)
             rung, answer = yield from self._turn_answer(messages, deadline, tally, example=True, image=image)
             reading = read_turn_answer(answer.text, answer.finish_reason)
+        if image is not None and reading.output is not None:
+            self.endpoint.note_description(bool(reading.output.image_description))
         if reading.problem:
             log.info("the model's turn answer was %s (finish_reason %s, %s)", reading.problem,
                      answer.finish_reason, rung.label)

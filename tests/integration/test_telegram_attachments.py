@@ -92,8 +92,9 @@ def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Setting
 
 
 def run_bot(settings: Settings, uow_factory, llm: FakeOpenAI | None, scenario, *,
-            ears: FakeTranscriber | None = None) -> None:
-    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10) if llm else None
+            ears: FakeTranscriber | None = None, vision: str = "auto") -> None:
+    model = (ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10, vision=vision)
+             if llm else None)
     transcriber = Transcriber(ears.base_url, "test", "whisper-1") if ears else None
     service = ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model,
                                   transcriber=transcriber)
@@ -209,6 +210,53 @@ def test_ollama_with_a_text_only_model_drops_the_image_and_the_user_is_told_it_w
     [reply] = telegram.messages_to(chat)
     assert UNSEEN[language] in reply["text"]
     assert user_turns(uow_factory) == [f"{CAPTION[language]}\n[photo]"]
+
+
+@pytest.mark.parametrize("personality", ["ollama-text-only", "llama-cpp-python-text-only"])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_server_that_takes_image_parts_and_drops_them_gets_none_after_two_undescribed_answers(
+        telegram, settings, uow_factory, personality, language):
+    user, chat = USERS[language]
+    heard: list[str] = []
+    with FakeOpenAI(models=("fake-chat",), personality=personality) as llm:
+        def answer(body: dict) -> dict:  # what the model was given of the user's message
+            heard.append(body["messages"][-1]["content"])
+            return seeing(language)(body)
+        llm.set_responder(answer)
+
+        async def scenario(_app: Application) -> None:
+            for number in range(3):
+                telegram.push_message(chat, user, CAPTION[language], media={"photo": telegram.add_photo(
+                    photo_bytes(640, 480), 640, 480)})
+                await until(lambda n=number: len(telegram.messages_to(chat)) > n, what="a reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        sent = [has_images(body) for body in llm.chat_requests()]
+    stopped = sent.index(False)  # two answers without a description, then never an image again
+    assert sent[0] and not any(sent[stopped:])
+    caption_reached = [CAPTION[language] in text for text in heard]
+    assert caption_reached[-1]  # the third photo's caption reaches the model
+    if personality == "llama-cpp-python-text-only":  # the whole message went with the image: caption and all
+        assert not any(caption_reached[:-1])
+    assert all(UNSEEN[language] in reply["text"] for reply in telegram.messages_to(chat))
+    assert user_turns(uow_factory) == [f"{CAPTION[language]}\n[photo]"] * 3
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_with_llm_vision_off_no_image_is_ever_sent(telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, CAPTION[language], media={"photo": telegram.add_photo(
+                photo_bytes(640, 480), 640, 480)})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario, vision="off")
+        assert [has_images(body) for body in llm.chat_requests()] == [False]
+    [reply] = telegram.messages_to(chat)
+    assert UNSEEN[language] in reply["text"] and "offline" not in reply["text"] and "离线" not in reply["text"]
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
