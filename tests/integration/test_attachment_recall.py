@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 from datetime import timedelta
 
 import pytest
@@ -15,6 +16,7 @@ from sqlalchemy import select
 from shared.attachments.images import for_model
 from shared.attachments.kinds import Attachment
 from shared.attachments.texts import turn_line
+from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.messages import IncomingMessage
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationTurn
@@ -64,3 +66,20 @@ def test_a_photos_description_is_recalled_a_week_later_and_its_fact_remembered_f
         [memory] = uow.session.scalars(select(Memory)).all()
     assert photo_turn.text == f"{caption}\n[photo: {description}]"
     assert memory.source_turn_id == photo_turn.id and memory.content == fact[3]
+
+
+def test_export_lists_attachments_by_their_description_never_their_content(service, llm, clock, uow_factory):
+    llm.queue_reply({**turn("What a cute cat you have!"), "image_description": "a grey cat on a blue sofa"})
+    send_photo(service, "my cat", clock())
+    notes = Attachment(kind="file", name="diary.txt", text="SECRET DIARY LINE: I hid the key under the mat")
+    llm.queue_reply(turn("Thanks for sharing."))
+    message = IncomingMessage(platform="telegram", chat_id="c1", user_id="u1", text=turn_line("read this", (notes,)),
+                              sent_at=clock(), display_name="Alice", attachments=(notes,))
+    asyncio.run(service.handle_message(message))
+    assert "SECRET DIARY LINE" in llm.chat_requests()[-1]["messages"][-1]["content"]  # the model read it
+    exported = MemoryCommands(uow_factory, default_timezone="UTC").export_data(
+        Caller(platform="telegram", platform_user_id="u1"))
+    document = json.loads(exported.data)
+    lines = [row["text"] for row in document["turns"] if row["role"] == "user"]
+    assert lines == ["my cat\n[photo: a grey cat on a blue sofa]", "read this\n[file diary.txt]"]
+    assert b"SECRET DIARY LINE" not in exported.data and b"base64" not in exported.data
