@@ -19,7 +19,7 @@ from telegram.ext import Application
 
 from bench.fakes.llm_personalities import has_images
 from bench.fakes.openai_server import FakeOpenAI
-from bench.fakes.telegram_api import FakeTelegram, sticker_object, user_object
+from bench.fakes.telegram_api import FakeTelegram, chat_object, sticker_object, user_object
 from bench.fakes.transcriber import FakeTranscriber
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from shared.attachments.files import TEXT_FILE_TOKEN_CAP
@@ -429,3 +429,22 @@ def test_a_voice_note_the_transcriber_fails_on_is_kept_and_the_user_asked_to_try
     [reply] = telegram.messages_to(chat)
     assert HEAR_NOTHING[language] in reply["text"]
     assert user_turns(uow_factory) == ["[voice message, could not be transcribed]"]
+
+
+def test_in_a_group_only_a_photo_whose_caption_mentions_the_bot_is_fetched_and_answered(
+        telegram, settings, uow_factory):
+    group = chat_object(-1001234567890, "Friends")
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing("en"))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(group, ALICE, "our trip", media={"photo": telegram.add_photo(photo_bytes(640, 480),
+                                                                                              640, 480)})
+            telegram.push_message(group, ALICE, "@mnemo_test_bot look at my cat", media={
+                "photo": telegram.add_photo(photo_bytes(640, 480), 640, 480)},
+                entities=[{"type": "mention", "offset": 0, "length": 15}])
+            await until(lambda: telegram.messages_to(group["id"]), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+    assert len(telegram.calls_to("getFile")) == 1  # the photo not addressed to the bot is never downloaded
+    assert user_turns(uow_factory) == [f"look at my cat\n[photo: {CAT['en']}]"]
