@@ -13,7 +13,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING
 
 from shared.attachments.kinds import Attachment
-from shared.attachments.texts import prompt_text
+from shared.attachments.texts import has_photo, prompt_text
 from shared.conversation.messages import OPERATOR_CONSOLE, IncomingMessage, Reply
 from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
 from shared.conversation.offline_replies import MODEL_HINT_MARKER
@@ -136,7 +136,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         bot_name=config.bot_name, personality=config.personality,
         strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,
         user_message=prompt_text(text, message.attachments), local_now=local_now, timezone=timezone,
-        is_group=not message.is_private,
+        is_group=not message.is_private, with_image=has_photo(message.attachments),
         profile=_profile_text(recall), memories=[_line(item, recall, zone) for item in recall.memories],
         episodes=[episode.summary for episode in recall.episodes], history=history,
         memory_budget_tokens=config.memory_budget_tokens, topic=session.current_topic,

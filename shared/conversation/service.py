@@ -252,8 +252,9 @@ class ConversationService:
 
     async def _ask_model(self, prepared: PreparedTurn, *, refit: bool = True) -> TurnResult:
         try:
-            completion = await self.chat_model.acomplete_turn(prepared.prompt.messages,
-                                                              image=image_for_model(prepared.attachments))
+            image = image_for_model(prepared.attachments)
+            completion = await (self.chat_model.acomplete_turn(prepared.prompt.messages, image=image) if image
+                                else self.chat_model.acomplete_turn(prepared.prompt.messages))
         except ContextOverflow as exc:
             refitted = await self._refit(prepared) if refit else None
             if refitted is None:
