@@ -27,6 +27,7 @@ import yarl
 from discord import app_commands
 
 from bot.discord_access import AccessTree, admit_message, blocked_since
+from bot.discord_attachments import carries_attachment, with_attachments
 from bot.discord_commands import ForgetAnswer, install_commands
 from bot.discord_render import CommandTranslator, plain_text, reply_messages
 from shared.access.rule import Policy
@@ -181,8 +182,11 @@ class MnemoBot(discord.AutoShardedClient):
         if self.user is None or message.author.bot or not self.is_addressed(message):
             return
         incoming = self.incoming(message)
-        if not incoming.text or not await admit_message(self.access, message, _locale(incoming)):
+        if not (incoming.text or carries_attachment(message)) or \
+                not await admit_message(self.access, message, _locale(incoming)):
             return
+        if carries_attachment(message):  # fetched once the sender is let in
+            incoming = await with_attachments(incoming, message, hearing=self.conversation.transcriber is not None)
         async def tell_waiting() -> None:
             await message.reply(texts.waiting_for_database_text(_locale(incoming)))
 

@@ -206,6 +206,10 @@ async def set_command_menus(application: Application) -> None:
             await application.bot.set_my_commands(menu, language_code=language)
 
 
+ATTACHMENTS = filters.PHOTO | filters.Sticker.ALL | filters.VOICE | filters.AUDIO | filters.Document.ALL
+"""Messages with something besides text (:mod:`bot.telegram_attachments`); an export sent to be imported is not one."""
+
+
 def file_base_url(api_base_url: str) -> str:
     """Where files are downloaded: ``…/bot`` → ``…/file/bot`` (api.telegram.org and local Bot API servers)."""
     return api_base_url.rstrip("/").removesuffix("/bot") + "/file/bot"
@@ -256,6 +260,8 @@ def build_application(settings: Settings, service: ConversationService, commands
         CallbackQueryHandler(on_command.confirmation_button, pattern=r"^c[fx]:"),
         CallbackQueryHandler(on_command.reminder_button, pattern=r"^r[dsc]:"),
         MessageHandler(filters.UpdateType.MESSAGE & filters.TEXT & ~filters.COMMAND, ChatHandler(service)),
+        MessageHandler(filters.UpdateType.MESSAGE & ATTACHMENTS & ~filters.CaptionRegex(IMPORT_CAPTION),
+                       ChatHandler(service)),
     ])
     application.add_error_handler(on_error)
     return application

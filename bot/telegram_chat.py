@@ -17,7 +17,9 @@ from telegram.constants import ChatAction, ChatType
 from telegram.error import TelegramError
 
 from bot import telegram_render as render
+from bot.telegram_attachments import attachments_of, carries_attachment
 from bot.telegram_handlers import Context, language_of
+from shared.attachments.texts import turn_line
 from shared.commands import texts
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
@@ -55,12 +57,14 @@ async def typing(bot: Bot, message: Message) -> AsyncIterator[None]:
 def addressed_text(message: Message, me: User) -> str | None:
     """What was said to the bot: a private message whole; in a group only when the bot is mentioned
     or replied to (its mentions removed), else None."""
-    value = message.text or ""
+    value = message.text or message.caption or ""
     if message.chat.type == ChatType.PRIVATE:
         return value
     handle = f"@{me.username}".lower()
-    mentions = [entity for entity in message.entities
-                if (entity.type == MessageEntity.MENTION and message.parse_entity(entity).lower() == handle)
+    entities, parse = ((message.entities, message.parse_entity) if message.text is not None
+                       else (message.caption_entities, message.parse_caption_entity))
+    mentions = [entity for entity in entities
+                if (entity.type == MessageEntity.MENTION and parse(entity).lower() == handle)
                 or (entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == me.id)]
     replied = message.reply_to_message
     if not mentions and not (replied and replied.from_user and replied.from_user.id == me.id):
@@ -84,13 +88,16 @@ class ChatHandler:
         if message is None or user is None or user.is_bot:
             return
         said = addressed_text(message, context.bot.bot)
-        if not said:
+        hearing = self.service.transcriber is not None
+        attached = (await attachments_of(context.bot, message, hearing=hearing)
+                    if said is not None and carries_attachment(message) else ())
+        if not said and not attached:
             return
         private = message.chat.type == ChatType.PRIVATE
         incoming = IncomingMessage(platform="telegram", chat_id=str(message.chat_id), user_id=str(user.id),
-                                   text=said, sent_at=message.date, is_private=private,
+                                   text=turn_line(said or "", attached), sent_at=message.date, is_private=private,
                                    display_name=user.full_name, message_id=str(message.message_id),
-                                   locale=language_of(user), chat_title=message.chat.title)
+                                   locale=language_of(user), chat_title=message.chat.title, attachments=attached)
         async def tell_waiting() -> None:
             await message.reply_text(texts.waiting_for_database_text(incoming.locale), do_quote=not private)
 

@@ -21,8 +21,8 @@ from shared.errors import ConfigError
 from shared.redaction import mask_secret, mask_url, url_secrets
 
 PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "your-token-here", "xxx", "todo"})
-SECRET_FIELDS = ("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "database_url",
-                 "redis_url", "admin_token", "log_hash_key")
+SECRET_FIELDS = ("llm_api_key", "transcription_api_key", "discord_token", "telegram_token", "telegram_webhook_secret",
+                 "database_url", "redis_url", "admin_token", "log_hash_key")
 MIN_ADMIN_TOKEN_CHARS = 24
 MIN_WEBHOOK_SECRET_CHARS = 16
 MIN_LOG_HASH_KEY_CHARS = 16
@@ -47,6 +47,8 @@ class Settings(AccessSettings, BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30.0
     llm_output_mode: Literal["auto", "json_schema", "json_object", "text"] = "auto"
+    llm_vision: Literal["auto", "on", "off"] = Field(
+        "auto", description="send photos to the model as image parts: auto (until the server refuses one), on, off")
     llm_max_output_tokens: Annotated[int, Field(ge=64, le=32768)] = 1024
     llm_context_tokens: Annotated[int, Field(ge=512, le=10_000_000)] = 8192
     """The most a turn's prompt and its reply may take together; the server's own context window when it reports
@@ -61,6 +63,10 @@ class Settings(AccessSettings, BaseSettings):
     llm_price_cached_input_per_mtok: Annotated[float | None, Field(ge=0)] = None
     llm_price_output_per_mtok: Annotated[float | None, Field(ge=0)] = None
     llm_price_currency: Annotated[str, Field(min_length=1, max_length=8)] = "USD"
+    transcription_base_url: str | None = Field(
+        None, description="OpenAI-compatible /audio/transcriptions endpoint for voice notes; unset = not heard")
+    transcription_model: str = "whisper-1"
+    transcription_api_key: SecretStr | None = None
     embedding_base_url: str | None = None
     embedding_model: str | None = None
     embedding_dimensions: Annotated[int, Field(ge=1, le=16000)] = 384
@@ -145,6 +151,7 @@ class Settings(AccessSettings, BaseSettings):
 
     @field_validator(
         "database_url", "redis_url", "llm_base_url", "embedding_base_url", "embedding_model", "metrics_port",
+        "transcription_base_url",
         "llm_price_input_per_mtok", "llm_price_cached_input_per_mtok", "llm_price_output_per_mtok",
         mode="before",
     )
@@ -193,6 +200,7 @@ class Settings(AccessSettings, BaseSettings):
         return value
 
     @field_validator("llm_base_url", "embedding_base_url", "discord_api_base_url", "telegram_api_base_url",
+                     "transcription_base_url",
                      "panel_public_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
@@ -200,7 +208,8 @@ class Settings(AccessSettings, BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/") if value else value
 
-    @field_validator("llm_api_key", "discord_token", "telegram_token", "telegram_webhook_secret", "admin_token",
+    @field_validator("llm_api_key", "transcription_api_key", "discord_token", "telegram_token",
+                     "telegram_webhook_secret", "admin_token",
                      "log_hash_key")
     @classmethod
     def _no_placeholder(cls, value: SecretStr | None) -> SecretStr | None:

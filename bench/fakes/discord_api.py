@@ -52,6 +52,8 @@ from bench.fakes.loopback import LoopbackFake, LoopbackServer
 _log = logging.getLogger(__name__)
 API_PREFIX = "/api/v10"
 CDN_PREFIX = "/cdn/attachments"
+VOICE_MESSAGE = 1 << 13
+"""A message's flag for a voice message (its one attachment is OGG audio with a waveform)."""
 CONTENT_LIMIT = 2000
 NONCE_LIMIT = 25
 CUSTOM_ID_LIMIT = 100
@@ -213,6 +215,7 @@ class FakeDiscord(LoopbackFake):
         self._syncs: list[dict[str, Any]] = []
         self._typing: list[str] = []
         self._cdn: dict[str, bytes] = {}
+        self._cdn_reads: list[str] = []
         self.application = {"id": bot_id, "name": "Mnemo", "description": "", "icon": None, "bot_public": True,
                             "bot_require_code_grant": False, "verify_key": "0" * 64, "flags": 0,
                             "owner": {"id": "1000000000000000002", "username": "owner", "discriminator": "0",
@@ -310,6 +313,12 @@ class FakeDiscord(LoopbackFake):
         return {"id": user_id, "username": name, "discriminator": "0", "global_name": name.title(),
                 "avatar": None, "bot": bot, "public_flags": 0}
 
+    @property
+    def cdn_reads(self) -> list[str]:
+        """The paths of the CDN's files that were downloaded, in order."""
+        with self._lock:
+            return list(self._cdn_reads)
+
     def add_attachment(self, filename: str, data: bytes, content_type: str = "application/json") -> dict[str, Any]:
         """An uploaded attachment (as in ``resolved.attachments``) whose URL this fake serves."""
         attachment_id = self.new_id()
@@ -350,15 +359,20 @@ class FakeDiscord(LoopbackFake):
     def incoming_message(self, content: str, *, user_id: str, channel_id: str | None = None,
                          guild_id: str | None = None, mentions: tuple[dict[str, Any], ...] = (),
                          reply_to: dict[str, Any] | None = None, bot: bool = False,
-                         roles: tuple[str, ...] = ()) -> dict[str, Any]:
+                         roles: tuple[str, ...] = (), attachments: tuple[dict[str, Any], ...] = (),
+                         stickers: tuple[str, ...] = (), voice: bool = False) -> dict[str, Any]:
         """A MESSAGE_CREATE: a DM when ``guild_id`` is None (in the user's DM channel by default); in a server
-        the sender has ``roles``."""
+        the sender has ``roles``. ``attachments`` come from :meth:`add_attachment` (served by the fake CDN),
+        ``stickers`` are sticker names (``sticker_items``), ``voice`` marks a voice message (flag 8192)."""
         channel_id = channel_id or (self.dm_channel(user_id) if guild_id is None else self.new_id())
         message: dict[str, Any] = {
             "id": self.new_id(), "channel_id": channel_id, "type": 19 if reply_to else 0, "content": content,
             "author": self.user(user_id, bot=bot), "timestamp": datetime.now(UTC).isoformat(),
             "edited_timestamp": None, "tts": False, "mention_everyone": False, "mentions": list(mentions),
-            "mention_roles": [], "attachments": [], "embeds": [], "pinned": False, "flags": 0, "components": []}
+            "mention_roles": [], "attachments": [{k: v for k, v in item.items() if k != "ephemeral"}
+                                                 for item in attachments],
+            "embeds": [], "pinned": False, "flags": VOICE_MESSAGE if voice else 0, "components": [],
+            "sticker_items": [{"id": self.new_id(), "name": name, "format_type": 1} for name in stickers]}
         if guild_id is not None:
             message["guild_id"] = guild_id
             message["member"] = {"roles": list(roles), "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False,
@@ -397,6 +411,7 @@ class FakeDiscord(LoopbackFake):
         if method == "GET" and path.startswith(CDN_PREFIX + "/"):
             with self._lock:
                 content = self._cdn.get(path)
+                self._cdn_reads.append(path)
             return _error(404, "404: Not Found") if content is None else _Answer(200, content)
         if not path.startswith(API_PREFIX + "/"):
             return _error(404, "404: Not Found")

@@ -9,7 +9,7 @@ first computes the ideal answer (queue or responder), then lets the personality 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 REASONING = "The user wrote to me. I should think about it and then answer with the JSON object."
@@ -51,6 +51,14 @@ class Personality:
     window_counts_reply: bool = True
     """The reply's ``max_tokens`` must fit the window beside the prompt (OpenAI, vLLM); llama.cpp and
     llama-cpp-python refuse only a prompt that fills it, and shorten the reply to what is left."""
+    images: str = "seen"
+    """What the server does with an image part: "seen" (a vision model), "dropped" (Ollama with a text-only model:
+    taken, left out of the prompt, answered without it), "message dropped" (llama-cpp-python 0.3 without a
+    multimodal chat handler: ``_map_roles`` turns a content list into no content at all, so the caption goes too)
+    or "refused" (:meth:`image_refusal`, the server's words)."""
+    image_error: str = "openai"
+    """How an image part is refused: "openai" (400, "Invalid content type…"), "llama.cpp" (500, "image input is not
+    supported - hint: … mmproj") or "vllm" (400, "<model> is not a multimodal model")."""
     usage: str = "plain"
     """How the server reports usage: "openai" (``prompt_tokens_details.cached_tokens`` from its prompt cache),
     "deepseek" (``prompt_cache_hit_tokens`` / ``prompt_cache_miss_tokens``), "plain" (the three counts) or
@@ -91,6 +99,22 @@ class Personality:
         return 400, {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
                                "code": "context_length_exceeded"}}
 
+    def image_refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        """The status and body with which this server refuses ``body``'s image part (None: it takes it)."""
+        if self.images != "refused" or not has_images(body):
+            return None
+        if self.image_error == "llama.cpp":  # tools/server/utils.hpp, no multimodal projector loaded (--mmproj)
+            return 500, {"error": {"code": 500, "message": "image input is not supported - hint: if this is "
+                                   "unexpected, you may need to provide the mmproj", "type": "server_error"}}
+        if self.image_error == "vllm":  # vLLM's ErrorResponse for a text-only model, at the top level
+            return 400, {"object": "error", "message": f"{body.get('model')} is not a multimodal model None",
+                         "type": "BadRequestError", "param": None, "code": 400}
+        messages = body.get("messages") or ()
+        message_index = next((i for i, m in enumerate(messages) if isinstance(m.get("content"), list)), 0)
+        return 400, {"error": {"message": "Invalid content type. image_url is only supported by certain models.",
+                               "type": "invalid_request_error",
+                               "param": f"messages.[{message_index}].content.[1].type", "code": None}}
+
     def refusal(self, body: dict[str, Any], prompt: str) -> Refusal | None:
         """Why this server refuses ``body`` (None: it accepts it)."""
         fmt = body.get("response_format") if isinstance(body.get("response_format"), dict) else {}
@@ -128,6 +152,23 @@ class Personality:
         if self.thinking == "tags":
             return f"<think>{REASONING}</think>\n{content}", None
         return content, REASONING if self.thinking else None
+
+
+def has_images(body: dict[str, Any]) -> bool:
+    """Whether a chat request carries an image part."""
+    return any(isinstance(part, dict) and part.get("type") == "image_url"
+               for message in body.get("messages") or () if isinstance(message, dict)
+               and isinstance(message.get("content"), list) for part in message["content"])
+
+
+def without_images(body: dict[str, Any], *, whole_message: bool = False) -> dict[str, Any]:
+    """``body`` as a server that drops image parts passes it on: each content list down to its text (with
+    ``whole_message``, to nothing, as llama-cpp-python's fallback chat formats do)."""
+    messages = [{**m, "content": "" if whole_message else "\n".join(
+                    str(p.get("text") or "") for p in m["content"] if isinstance(p, dict) and p.get("type") == "text")}
+                if isinstance(m, dict) and isinstance(m.get("content"), list) else m
+                for m in body.get("messages") or ()]
+    return {**body, "messages": messages}
 
 
 def _first_schema(prompt: str) -> str | None:
@@ -184,3 +225,9 @@ PERSONALITIES: dict[str, Personality] = {p.name: p for p in (
     Personality("fenced", wrap="fence"),
     Personality("empty-object", empty_object=True),
 )}
+_TEXT_ONLY = {"openai": ("openai", "refused"), "llama.cpp": ("llama.cpp", "refused"), "vllm": ("vllm", "refused"),
+              "ollama": ("openai", "dropped"), "llama-cpp-python": ("openai", "message dropped")}
+PERSONALITIES.update({f"{name}-text-only": replace(PERSONALITIES[name], name=f"{name}-text-only", images=images,
+                                                    image_error=error)
+                      for name, (error, images) in _TEXT_ONLY.items()})
+"""The same servers with a text-only model (no projector for llama.cpp): what each answers to an image part."""

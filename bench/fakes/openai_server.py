@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from bench.fakes.llm_personalities import PERSONALITIES, Personality
+from bench.fakes.llm_personalities import PERSONALITIES, Personality, has_images, without_images
 from bench.fakes.loopback import LoopbackFake, LoopbackServer
 
 Content = str | dict[str, Any]
@@ -58,6 +58,8 @@ PROMPT_CACHE_ENTRIES = 64
 PROMPT_CACHE_BLOCK_TOKENS = 16
 """The fake's prompt cache serves prefixes in blocks of this many tokens (OpenAI's: 128, from 1,024 on)."""
 _WORD = re.compile(r"\w+")
+IMAGE_TOKENS = 765
+"""What a seeing server counts an image part as in ``prompt_tokens`` (OpenAI: a 1024-pixel image in high detail)."""
 _ERROR_KINDS: dict[int, tuple[str, str | None, str]] = {
     400: ("invalid_request_error", None, "Bad request."),
     401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
@@ -118,6 +120,13 @@ def _fail(status: int, message: str, *, param: str | None = None) -> _Response:
 def default_responder(_request: dict[str, Any]) -> Content:
     """The reply used when nothing is queued: a fixed, valid JSON string."""
     return '{"response": "ok"}'
+
+
+def image_parts(body: dict[str, Any]) -> int:
+    """How many image parts a chat request carries."""
+    return sum(1 for message in body.get("messages") or () if isinstance(message, dict)
+               and isinstance(message.get("content"), list) for part in message["content"]
+               if isinstance(part, dict) and part.get("type") == "image_url") if has_images(body) else 0
 
 
 def estimate_tokens(text: str) -> int:
@@ -476,6 +485,11 @@ class FakeOpenAI(LoopbackFake):
         if self.personality.interrupts_streams:
             for running in list(self._streams):
                 running.set()
+        if (refused_image := self.personality.image_refusal(body)) is not None:
+            return _Response(*refused_image)
+        images = image_parts(body)
+        if self.personality.images in ("dropped", "message dropped"):
+            body, images = without_images(body, whole_message=self.personality.images == "message dropped"), 0
         refusal = self.personality.refusal(body, prompt)
         if refusal is not None:
             return _fail(refusal.status, refusal.message, param=refusal.param)
@@ -497,7 +511,8 @@ class FakeOpenAI(LoopbackFake):
                 return _fail(500, f"Fake responder raised {exc!r}")
         ideal = step.content if isinstance(step.content, str) else json.dumps(step.content, ensure_ascii=False)
         content, reasoning = self.personality.shape(body, prompt, ideal, number)
-        return replace(self._answer(body, content, reasoning, step.delay, cached), trickle=step.trickle)
+        return replace(self._answer(body, content, reasoning, step.delay, cached, IMAGE_TOKENS * images),
+                       trickle=step.trickle)
 
     def _cached_tokens(self, prompt: str) -> int:
         """The tokens of ``prompt``'s longest prefix an earlier request began with, in whole cache blocks (a
@@ -508,14 +523,14 @@ class FakeOpenAI(LoopbackFake):
         return blocks * PROMPT_CACHE_BLOCK_TOKENS
 
     def _answer(self, body: dict[str, Any], content: str, reasoning: str | None, delay: float,
-                cached: int = 0) -> _Response:
+                cached: int = 0, image_tokens: int = 0) -> _Response:
         """The answer within ``max_tokens`` (cut with ``finish_reason: "length"``), streamed when asked."""
         cap = body.get("max_tokens") or body.get("max_completion_tokens")
         finish = "stop"
         if isinstance(cap, int) and cap > 0 and len(content) > cap * CHARS_PER_TOKEN:
             content, finish = content[: cap * CHARS_PER_TOKEN], "length"
         endless = self.personality.ramble and cap is None
-        prompt_tokens = max(1, estimate_tokens(_messages_text(body["messages"])))
+        prompt_tokens = max(1, estimate_tokens(_messages_text(body["messages"]))) + image_tokens
         usage = self.personality.usage_body(prompt_tokens, estimate_tokens(content), min(cached, prompt_tokens))
         if not body.get("stream"):
             return _Response(200, _completion(body, content, finish, reasoning, usage), delay=delay)

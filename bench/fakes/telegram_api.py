@@ -224,13 +224,15 @@ class FakeTelegram(LoopbackFake):
     def push_message(self, chat: dict[str, Any] | int, from_user: dict[str, Any], text: str | None = None, *,
                      reply_to: dict[str, Any] | None = None, entities: list[dict[str, Any]] | None = None,
                      document: dict[str, Any] | None = None, service: dict[str, Any] | None = None,
-                     date: int | None = None) -> dict[str, Any]:
+                     date: int | None = None, media: dict[str, Any] | None = None) -> dict[str, Any]:
         """A user's message, served by the next ``getUpdates``; returns the Message. ``date`` (Unix seconds, now
         when not given) is when the user sent it: an update can reach the bot long after (a slow bot, a backlog).
 
         A text starting with ``/`` gets its ``bot_command`` entity, as Telegram adds it. With a
         ``document`` (from :meth:`add_file`, or a document the bot sent), ``text`` is its caption.
-        ``service`` fields make it a service message (``{"migrate_to_chat_id": …}``).
+        ``service`` fields make it a service message (``{"migrate_to_chat_id": …}``). ``media`` fields (``{"photo":
+        add_photo(…)}``, ``{"sticker": sticker_object(…)}``, ``{"voice": add_voice(…)}``) are the message's media, and
+        ``text`` then is its caption, as with a document.
         """
         chat = chat if isinstance(chat, dict) else chat_object(chat)
         with self._lock:
@@ -238,7 +240,8 @@ class FakeTelegram(LoopbackFake):
             message: dict[str, Any] = {"message_id": self._next_message_id(chat["id"]),
                                        "date": int(time.time()) if date is None else date,
                                        "chat": dict(chat), "from": dict(from_user)}
-        key, entities_key = ("caption", "caption_entities") if document is not None else ("text", "entities")
+        captioned = document is not None or media is not None
+        key, entities_key = ("caption", "caption_entities") if captioned else ("text", "entities")
         if text is not None:
             message[key] = text
         found = entities if entities is not None else _command_entity(text)
@@ -249,6 +252,7 @@ class FakeTelegram(LoopbackFake):
         if reply_to is not None:
             message["reply_to_message"] = {k: v for k, v in reply_to.items() if k != "reply_to_message"}
         message.update(service or {})
+        message.update(json.loads(json.dumps(media or {})))
         with self._lock:
             self._messages[(chat["id"], message["message_id"])] = message  # the bot may reply to it
         self._push_update({"message": message})
@@ -288,6 +292,21 @@ class FakeTelegram(LoopbackFake):
         """What the last ``setWebhook`` set (url, secret_token, allowed_updates), or None."""
         with self._lock:
             return dict(self._webhook) if self._webhook is not None else None
+
+    def add_photo(self, data: bytes, width: int, height: int) -> list[dict[str, Any]]:
+        """A photo a user sends: its sizes as Telegram lists them (a thumbnail, then the photo), for ``media``."""
+        with self._lock:
+            thumbnail = self._store_file(data[: max(1, len(data) // 8)], "thumb.jpg", "image/jpeg").document
+            full = self._store_file(data, "photo.jpg", "image/jpeg").document
+        scale = min(1.0, 90 / max(width, height))  # Telegram's thumbnail: at most 90 pixels a side
+        return [_photo_size(thumbnail, round(width * scale), round(height * scale)), _photo_size(full, width, height)]
+
+    def add_voice(self, data: bytes, duration: int = 3) -> dict[str, Any]:
+        """A voice note a user records (OGG/Opus), for ``media={"voice": …}``."""
+        with self._lock:
+            stored = self._store_file(data, "voice.ogg", "audio/ogg").document
+        return {key: stored[key] for key in ("file_id", "file_unique_id", "mime_type", "file_size")} | {
+            "duration": duration}
 
     def add_file(self, data: bytes, file_name: str, mime_type: str = "application/json") -> dict[str, Any]:
         """A file a user uploads: the Document object to pass to :meth:`push_message`."""
@@ -628,6 +647,18 @@ class _Upload:
 CONFLICT = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
 WEBHOOK_ACTIVE = ("Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the "
                   "webhook first")
+
+
+def _photo_size(document: dict[str, Any], width: int, height: int) -> dict[str, Any]:
+    return {"file_id": document["file_id"], "file_unique_id": document["file_unique_id"],
+            "file_size": document["file_size"], "width": width, "height": height}
+
+
+def sticker_object(emoji: str | None, *, number: int = 1) -> dict[str, Any]:
+    """A sticker as the Bot API sends it (a regular static one; its file is never needed)."""
+    sticker = {"file_id": f"CAACAgIAAx{number:06d}", "file_unique_id": f"AgADst{number:04d}", "type": "regular",
+               "width": 512, "height": 512, "is_animated": False, "is_video": False, "file_size": 20480}
+    return sticker | ({"emoji": emoji} if emoji else {})
 
 
 def user_object(user_id: int, first_name: str = "User", *, username: str | None = None,

@@ -85,6 +85,7 @@ def conversation_service(rt: Runtime) -> ConversationService:
     from shared.conversation.service import ConversationService
     from shared.limits import SharedLimit, shared_storage
     from shared.llm.client import ChatModel
+    from shared.llm.transcription import Transcriber
     from shared.recall.embeddings import make_embedder
     from shared.repositories.vectors import VectorIndex
 
@@ -94,7 +95,8 @@ def conversation_service(rt: Runtime) -> ConversationService:
     return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
                                chat_model=ChatModel.from_settings(rt.settings),
                                embedder=make_embedder(rt.settings), vectors=VectorIndex(),
-                               dispatch=job_dispatcher(rt), message_limit=message_limit)
+                               dispatch=job_dispatcher(rt), message_limit=message_limit,
+                               transcriber=Transcriber.from_settings(rt.settings))
 
 
 def memory_commands(rt: Runtime, *, embeddings_wanted: bool) -> MemoryCommands:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from shared.conversation.attached import round_line
 from shared.conversation.turn_reminders import store_turn_reminders
 from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
@@ -47,6 +48,8 @@ class TurnResult:
     """Answered offline because the user is over ``MESSAGE_RATE_PER_USER``."""
     prompt: BuiltPrompt | None = None
     """The prompt the model answered, when it was built again to fit a context window smaller than thought."""
+    image_seen: bool = False
+    """The message's photo went to the model and the model said what it shows."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
                       now: datetime, embeddings_wanted: bool) -> AppliedTurn:
     """Everything that follows from the reply, in the caller's transaction."""
     output = result.output
+    line = _round_line(uow, prepared, result)
     uow.turns.add(ConversationTurn(user_id=prepared.user_id, chat_id=prepared.chat_id,
                                    session_id=prepared.session_id, role="assistant", text=output.response,
                                    reply_to_turn_id=prepared.user_turn_id,
@@ -78,8 +82,8 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
         if prepared.paused:
             warnings += ("Remembering is paused; nothing new was stored.",)
         else:
-            memory_ids, facts = _store_memories(uow, prepared, output, now)
-    key_round(uow, prepared.user_id, prepared.user_turn_id, prepared.text, output.response, facts,
+            memory_ids, facts = _store_memories(uow, prepared, output, now, line)
+    key_round(uow, prepared.user_id, prepared.user_turn_id, line, output.response, facts,
               kept=not prepared.paused, shown_memory_ids=prepared.prompt.memory_ids)
     trusted = result.output if result.trusted else None
     reminders = store_turn_reminders(uow, prepared, trusted.todos if trusted else (), trusted and trusted.timezone,
@@ -106,14 +110,24 @@ def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: Turn
     return session.turn_count
 
 
+def _round_line(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult) -> str:
+    """The user's line as the round keeps it: a photo the model saw, with what it shows (the turn is updated)."""
+    line = round_line(prepared.text, result.output.image_description, image_seen=result.image_seen)
+    if line != prepared.text:
+        turn = uow.turns.get(prepared.user_id, prepared.user_turn_id)
+        if turn is not None:
+            turn.text, turn.token_estimate = line, estimate_tokens(line)
+    return line
+
+
 def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
-                    now: datetime) -> tuple[tuple[int, ...], tuple[str, ...]]:
+                    now: datetime, line: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """What the user stated in this message (the memories' ids and words); the write path refuses questions
     and the bot's own words."""
     bot_lines = prepared.offline_view.bot_lines if prepared.offline_view is not None else ()
     writes = store_stated_memories(uow, prepared.user_id, output.memory_update, now=now,
                                    source_turn_id=prepared.user_turn_id, session_id=prepared.session_id,
-                                   source_text=prepared.text, bot_lines=bot_lines)
+                                   source_text=line, bot_lines=bot_lines)
     return tuple(write.memory.id for write in writes), tuple(write.memory.content for write in writes)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from shared.attachments.kinds import Attachment
 from shared.emotion import Emotion, ResponseStrategy
 
 PLATFORMS = ("discord", "telegram", "console")
@@ -26,6 +27,8 @@ class IncomingMessage:
     message_id: str | None = None
     locale: str | None = None
     chat_title: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    """What came with the message (``text`` is then its round line: :func:`shared.attachments.texts.turn_line`)."""
 
 
 @dataclass(frozen=True)

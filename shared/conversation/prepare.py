@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING
 
+from shared.attachments.kinds import Attachment
+from shared.attachments.texts import has_photo, prompt_text
 from shared.conversation.messages import OPERATOR_CONSOLE, IncomingMessage, Reply
 from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
 from shared.conversation.offline_replies import MODEL_HINT_MARKER
@@ -79,6 +81,10 @@ class PreparedTurn:
     """The user set their time zone (else ``timezone`` is the operator's default)."""
     prompt_inputs: PromptInputs | None = None
     """What the prompt was built from: it is built again when the model's window turns out smaller."""
+    attachments: tuple[Attachment, ...] = ()
+    """What came with the message: the photo for the model, the files read into the prompt."""
+    locale: str | None = None
+    """The user's platform locale (the language of a notice on a message with no words of its own)."""
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
@@ -129,7 +135,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     inputs = PromptInputs(
         bot_name=config.bot_name, personality=config.personality,
         strategy=strategy if config.emotion_enabled else None, user_name=identity.display_name,
-        user_message=text, local_now=local_now, timezone=timezone, is_group=not message.is_private,
+        user_message=prompt_text(text, message.attachments), local_now=local_now, timezone=timezone,
+        is_group=not message.is_private, with_image=has_photo(message.attachments),
         profile=_profile_text(recall), memories=[_line(item, recall, zone) for item in recall.memories],
         episodes=[episode.summary for episode in recall.episodes], history=history,
         memory_budget_tokens=config.memory_budget_tokens, topic=session.current_topic,
@@ -151,7 +158,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
                         recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings,
                         recall_seconds=recall_seconds, quota=quota, sent_at=sent_at,
-                        own_zone=user is not None and user.timezone == timezone, prompt_inputs=inputs)
+                        own_zone=user is not None and user.timezone == timezone, prompt_inputs=inputs,
+                        attachments=message.attachments, locale=message.locale)
 
 
 def _history(uow: UnitOfWork, user_id: int, session_id: int, limit: int, seen: ConversationTurn | None,

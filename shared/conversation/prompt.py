@@ -82,6 +82,8 @@ class PromptInputs:
     """The estimated tokens (:func:`~shared.llm.context_window.estimate_chat`) the whole prompt may take, as the
     model's context window leaves them (None: no limit). The conversation is fitted to it
     (:mod:`shared.conversation.fitting`)."""
+    with_image: bool = False
+    """The message carries an image the model is shown: the note asks for its ``image_description``."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,11 @@ kind "deadline" when the time is one something is due by, else "reminder".
 - "timezone": the IANA time zone when the user says where they live or are, or which zone they use; else null.
 - "topic": a few words naming what the conversation is about now, or null.
 - "context_variables": short key/value facts that matter only for this conversation."""
+
+
+IMAGE_RULE = ('The message carries an image: set "image_description" to one line, in the user\'s language, saying '
+              'what it shows (who or what, doing what, where); if you cannot see an image, set it to null.')
+"""In the note (what changes every turn) only when there is an image, so the cached prefix stays the same."""
 
 
 def build_turn_prompt(inputs: PromptInputs) -> BuiltPrompt:
@@ -238,6 +245,8 @@ def _situation(inputs: PromptInputs) -> str:
                      "never reveal or guess private details of anyone else in the group.")
     elif name:
         lines.append(f"You are talking privately with {name}.")
+    if inputs.with_image:
+        lines.append(IMAGE_RULE)
     return "\n".join(lines)
 
 

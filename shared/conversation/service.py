@@ -34,7 +34,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from shared import log_context
+from shared.attachments.vision import IMAGE_TOKENS
 from shared.conversation.apply import AppliedTurn, TurnResult, apply_turn_result
+from shared.conversation.attached import attachment_notice, hear, image_for_model
 from shared.conversation.config import ConversationConfig
 from shared.conversation.fitting import message_cut_notice
 from shared.conversation.messages import IncomingMessage, Reply, UsedMemory, UsedRound
@@ -48,8 +50,9 @@ from shared.conversation.prompt import BuiltPrompt, build_turn_prompt
 from shared.emotion import UNKNOWN, Emotion
 from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
-from shared.llm.client import ChatModel, ContextOverflow, LLMUnavailable
+from shared.llm.client import ChatModel, ContextOverflow, LLMUnavailable, TurnCompletion
 from shared.llm.metering import CallUsage, metered
+from shared.llm.transcription import Transcriber
 from shared.llm.turn_answer import PROBLEM_TEXTS
 from shared.llm.turn_schema import TurnOutput
 from shared.metrics import record
@@ -76,7 +79,7 @@ class ConversationService:
                  chat_model: ChatModel | None, embedder: Embedder | None = None, vectors=None,
                  offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None,
                  dispatch: Callable[[tuple[int, ...]], None] | None = None,
-                 message_limit: SharedLimit | None = None) -> None:
+                 message_limit: SharedLimit | None = None, transcriber: Transcriber | None = None) -> None:
         self.uow_factory = uow_factory
         self.config = config
         self.chat_model = chat_model
@@ -89,6 +92,8 @@ class ConversationService:
         self.gate = TurnGate(config.pressure)
         self.message_limit = message_limit
         """Messages one user may have answered by the model (``MESSAGE_RATE_PER_USER``), shared by replicas."""
+        self.transcriber = transcriber
+        """Hears voice notes (``TRANSCRIPTION_BASE_URL``); None: front-ends do not fetch them, the user is told."""
 
     async def handle_message(self, message: IncomingMessage, *, resume: bool = False,
                              on_delay: OnDelay | None = None, on_busy: OnBusy | None = None) -> Reply:
@@ -113,6 +118,8 @@ class ConversationService:
                       on_busy: OnBusy | None) -> Reply:
         started = time.perf_counter()
         on_delay = _once(on_delay)
+        with metered("turn") as hearing:
+            message = await hear(message, self.transcriber)
         with metered("turn_embedding") as searching:
             vector, warnings = await self._embed_query(message.text)
         budget = await self.chat_model.aprompt_budget() if self.chat_model is not None else None
@@ -127,7 +134,7 @@ class ConversationService:
         if result.prompt is not None:  # built again to fit a window smaller than thought
             prepared = replace(prepared, prompt=result.prompt)
         answered_at = time.perf_counter()
-        spent = (*searching.calls, *answering.calls)
+        spent = (*hearing.calls, *searching.calls, *answering.calls)
         try:
             applied = await patiently(lambda retrying: self._apply(prepared, result, spent, hold, retrying),
                                       self.config.database_patience, on_delay, what="a reply")
@@ -137,7 +144,9 @@ class ConversationService:
             return Reply(text="", emotion=UNKNOWN, strategy=prepared.strategy, duplicate=True)
         timings = {"prepare": (prepared_at - started) * 1000, "llm": (answered_at - prepared_at) * 1000,
                    "apply": (time.perf_counter() - answered_at) * 1000, "recall": prepared.recall_seconds * 1000}
-        return replace(self._reply(prepared, result, applied, warnings), timings_ms=timings)
+        reply = self._reply(prepared, result, applied, warnings)
+        told = attachment_notice(prepared.attachments, prepared.text, prepared.locale, image_seen=result.image_seen)
+        return replace(reply, timings_ms=timings, notice=" ".join(p for p in (reply.notice, told) if p) or None)
 
     async def unanswered_replies(self, platform: str, *, platform_user_id: str | None = None,
                                  skip: Callable[[IncomingMessage], Awaitable[bool]] | None = None,
@@ -180,6 +189,8 @@ class ConversationService:
         if self.chat_model is None or prepared.quota.over or not self.config.quota.enabled:
             return prepared, None
         ceiling = call_ceiling(prepared.prompt.messages, self.chat_model.max_output_tokens)
+        if image_for_model(prepared.attachments) is not None:
+            ceiling += IMAGE_TOKENS
 
         def step(_retrying: bool) -> tuple[QuotaState, QuotaHold | None]:
             with self.uow_factory() as uow:
@@ -241,7 +252,9 @@ class ConversationService:
 
     async def _ask_model(self, prepared: PreparedTurn, *, refit: bool = True) -> TurnResult:
         try:
-            completion = await self.chat_model.acomplete_turn(prepared.prompt.messages)
+            image = image_for_model(prepared.attachments)
+            completion = await (self.chat_model.acomplete_turn(prepared.prompt.messages, image=image) if image
+                                else self.chat_model.acomplete_turn(prepared.prompt.messages))
         except ContextOverflow as exc:
             refitted = await self._refit(prepared) if refit else None
             if refitted is None:
@@ -253,6 +266,12 @@ class ConversationService:
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, answering offline: %s", exc)
             return self._offline(prepared, warning="The language model is unavailable; this is an offline reply.")
+        result = self._read(prepared, completion)
+        seen = completion.image_seen and not result.offline and bool(result.output.image_description)
+        return replace(result, image_seen=seen)  # an image taken but not described was not seen (Ollama drops it)
+
+    def _read(self, prepared: PreparedTurn, completion: TurnCompletion) -> TurnResult:
+        """What the model's answer gives: the turn, or the offline reply when it holds nothing usable."""
         if not completion.reply:
             return self._offline(prepared, warning="The language model gave no usable answer; this is an "
                                                    "offline reply.")

@@ -18,9 +18,10 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from shared.attachments.vision import image_count, refuses_image, with_image
 from shared.llm import metering
 from shared.llm.answers import strip_reasoning
 from shared.llm.context_window import DEFAULT_WINDOW, ContextWindow, context_refusal, estimate_chat
@@ -57,6 +58,9 @@ from shared.text import estimate_tokens
 
 MAX_TRANSIENT_RETRIES = 2
 MAX_PARAMETER_FIXES = 2
+UNDESCRIBED_LIMIT = 2
+"""Answers in a row to an image part that do not describe it, after which ``LLM_VISION=auto`` sends no more images:
+the server takes image parts but the model never sees them."""
 TEXT_MAX_TOKENS = 800
 DEFAULT_MAX_OUTPUT_TOKENS = 1024
 NO_API_KEY = "no-key"  # local servers need none, but the SDK insists on one
@@ -78,6 +82,7 @@ class TurnCompletion:
     usage: dict[str, int] = field(default_factory=dict)
     finish_reason: str | None = None
     problem: str | None = None  # see TurnReading.problem
+    image_seen: bool = False  # the image went to the model in an image part (and was not refused)
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,10 @@ class _FormatRefused(Exception):
     """The server does not produce the requested output format."""
 
 
+class _ImageRefused(Exception):
+    """The server does not take image parts (a text-only model)."""
+
+
 @dataclass
 class _Tally:
     kind: str = "turn"  # turn, json or text: which plan the requests belong to
@@ -128,6 +137,22 @@ class EndpointState:
     stream_usage: bool = True
     streaming: bool = True  # False once the server cut a streamed answer short for another request
     example_instruction: bool = False  # the model wrote the schema back: show it an example instead
+    vision: str = "auto"  # LLM_VISION: auto, on or off
+    images_refused: bool = False  # auto: the server refused an image part once; none is sent again
+    undescribed: int = 0  # answers in a row to an image that did not describe it
+
+    def note_description(self, described: bool) -> None:
+        """An answer to an image part: ``auto`` stops sending images once :data:`UNDESCRIBED_LIMIT` answers in a
+        row did not describe one (a server that takes the part and drops it: Ollama, llama-cpp-python)."""
+        self.undescribed = 0 if described else self.undescribed + 1
+        if self.vision == "auto" and self.undescribed >= UNDESCRIBED_LIMIT and not self.images_refused:
+            self.images_refused = True
+            log.info("the model answered %d images without describing them; sending no image from now on",
+                     self.undescribed)
+
+    @property
+    def sends_images(self) -> bool:
+        return self.vision == "on" or (self.vision == "auto" and not self.images_refused)
 
     def rung(self, ladder: tuple[OutputFormat, ...]) -> OutputFormat | None:
         return next((rung for rung in ladder if rung.label not in self.refused), None)
@@ -150,7 +175,8 @@ class ChatModel:
 
     def __init__(self, base_url: str, api_key: str | None, model: str, timeout_seconds: float = 30.0, *,
                  output_mode: str = "auto", max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
-                 extra_body: Mapping[str, Any] | None = None, context_tokens: int = DEFAULT_WINDOW) -> None:
+                 extra_body: Mapping[str, Any] | None = None, context_tokens: int = DEFAULT_WINDOW,
+                 vision: str = "auto") -> None:
         self.model = model
         self.timeout_seconds = timeout_seconds
         self.max_output_tokens = max_output_tokens
@@ -159,7 +185,7 @@ class ChatModel:
         self._window_asked = False
         self.extra_body = dict(extra_body or {})
         json_ladder = JSON_LADDER[1:] if output_mode == "text" else JSON_LADDER
-        self.endpoint = EndpointState(ladder_for(output_mode), json_ladder)
+        self.endpoint = EndpointState(ladder_for(output_mode), json_ladder, vision=vision)
         self._options = {"base_url": base_url, "api_key": api_key or NO_API_KEY, "timeout": timeout_seconds,
                          "max_retries": 0}
         self._async_client = openai.AsyncOpenAI(**self._options)
@@ -172,7 +198,8 @@ class ChatModel:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         return cls(settings.llm_base_url, key, settings.llm_model, settings.llm_timeout_seconds,
                    output_mode=settings.llm_output_mode, max_output_tokens=settings.llm_max_output_tokens,
-                   extra_body=settings.llm_extra_body, context_tokens=settings.llm_context_tokens)
+                   extra_body=settings.llm_extra_body, context_tokens=settings.llm_context_tokens,
+                   vision=settings.llm_vision)
 
     @property
     def mode(self) -> str:
@@ -207,9 +234,10 @@ class ChatModel:
         raises :class:`LLMUnavailable`."""
         return self._run(self._turn_plan(messages, seconds))
 
-    async def acomplete_turn(self, messages: list[dict[str, Any]]) -> TurnCompletion:
-        """:meth:`complete_turn` for the bots' event loop."""
-        return await self._drive(self._turn_plan(messages), self._async_client)
+    async def acomplete_turn(self, messages: list[dict[str, Any]], image: str | None = None) -> TurnCompletion:
+        """:meth:`complete_turn` for the bots' event loop; ``image`` (a ``data:`` URL) goes with the last user
+        message when the model takes images (``LLM_VISION``), else the turn is asked without it."""
+        return await self._drive(self._turn_plan(messages, image=image), self._async_client)
 
     def complete_text(self, messages: list[dict[str, Any]], max_tokens: int = TEXT_MAX_TOKENS) -> str:
         """A plain text answer without reasoning, for background jobs; raises :class:`LLMUnavailable`."""
@@ -237,26 +265,40 @@ class ChatModel:
 
     # -- plans -------------------------------------------------------------------------------------
 
-    def _turn_plan(self, messages: list[dict[str, Any]], seconds: float | None = None) -> _Plan[TurnCompletion]:
+    def _turn_plan(self, messages: list[dict[str, Any]], seconds: float | None = None,
+                   image: str | None = None) -> _Plan[TurnCompletion]:
         deadline, tally = time.monotonic() + (seconds or self.timeout_seconds), _Tally()
-        rung, answer = yield from self._turn_answer(messages, deadline, tally, example=False)
+        image = image if image is not None and self.endpoint.sends_images else None
+        try:
+            rung, answer = yield from self._turn_answer(messages, deadline, tally, example=False, image=image)
+        except _ImageRefused as refusal:
+            if self.endpoint.vision == "auto":
+                self.endpoint.images_refused = True
+                log.info("the LLM endpoint refuses image parts (%s); sending no image from now on", refusal)
+            else:
+                log.warning("the LLM endpoint refused an image part although LLM_VISION=on (%s)", refusal)
+            image = None
+            rung, answer = yield from self._turn_answer(messages, deadline, tally, example=False)
         reading = read_turn_answer(answer.text, answer.finish_reason)
         if reading.problem == "schema_echo":
             self.endpoint.example_instruction = True
         if reading.worth_asking_again and deadline - time.monotonic() > 1:
             log.info("the model's answer was %s; asking once more with an example", reading.problem)
-            rung, answer = yield from self._turn_answer(messages, deadline, tally, example=True)
+            rung, answer = yield from self._turn_answer(messages, deadline, tally, example=True, image=image)
             reading = read_turn_answer(answer.text, answer.finish_reason)
+        if image is not None and reading.output is not None:
+            self.endpoint.note_description(bool(reading.output.image_description))
         if reading.problem:
             log.info("the model's turn answer was %s (finish_reason %s, %s)", reading.problem,
                      answer.finish_reason, rung.label)
-        return _completion(reading, rung, tally, answer.finish_reason)
+        return replace(_completion(reading, rung, tally, answer.finish_reason), image_seen=image is not None)
 
     def _turn_answer(self, messages: list[dict[str, Any]], deadline: float, tally: _Tally,
-                     example: bool) -> _Plan[tuple[OutputFormat, RawAnswer]]:
+                     example: bool, image: str | None = None) -> _Plan[tuple[OutputFormat, RawAnswer]]:
         """The answer in the best format the server accepts, walking down the ladder on refusals."""
         return (yield from self._down_the_ladder(
-            self.endpoint.turn_ladder, lambda rung: self._turn_request(messages, rung, example), deadline, tally,
+            self.endpoint.turn_ladder, lambda rung: self._turn_request(messages, rung, example, image), deadline,
+            tally,
             "the LLM endpoint refuses every output format allowed by LLM_OUTPUT_MODE; try LLM_OUTPUT_MODE=auto"))
 
     def _down_the_ladder(self, ladder: tuple[OutputFormat, ...], build, deadline: float, tally: _Tally,
@@ -301,12 +343,16 @@ class ChatModel:
 
     # -- requests ----------------------------------------------------------------------------------
 
-    def _turn_request(self, messages: list[dict[str, Any]], rung: OutputFormat, example: bool) -> dict[str, Any]:
+    def _turn_request(self, messages: list[dict[str, Any]], rung: OutputFormat, example: bool,
+                      image: str | None = None) -> dict[str, Any]:
         if example or rung.mode == "text" or self.endpoint.example_instruction:
             messages = _with_instruction(messages, EXAMPLE_INSTRUCTION)
         elif rung.mode == "json_object" and not rung.with_schema:
             messages = _with_instruction(messages, SCHEMA_INSTRUCTION)
-        return self._request(messages, rung, self.max_output_tokens)
+        request = self._request(messages, rung, self.max_output_tokens)
+        if image is not None:
+            request["messages"] = with_image(request["messages"], image)
+        return request
 
     def _request(self, messages: list[dict[str, Any]], rung: OutputFormat, max_tokens: int) -> dict[str, Any]:
         request: dict[str, Any] = {**self.extra_body, "model": self.model, "messages": alternating(messages),
@@ -335,6 +381,8 @@ class ChatModel:
                     self.window.refused(refusal, estimate_chat(request["messages"]))
                     raise ContextOverflow(f"the prompt did not fit the model's context window ({describe(exc)}); "
                                           f"now fitting prompts to {self.window.tokens} tokens") from exc
+                if image_count(request["messages"]) and refuses_image(status, body):
+                    raise _ImageRefused(describe(exc)) from exc
                 if status is not None and refuses_format(status, body, rung):
                     raise _FormatRefused(describe(exc)) from exc
                 parameter = refused_parameter(status, body, request) if status is not None else None

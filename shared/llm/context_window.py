@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shared.attachments.vision import IMAGE_TOKENS, content_text, image_count
 from shared.text import estimate_tokens
 
 DEFAULT_WINDOW = 8192
@@ -127,8 +128,8 @@ def context_refusal(body: Any, message: str) -> ContextRefusal | None:
 def estimate_chat(messages: list[dict[str, Any]]) -> int:
     """The estimated tokens of chat ``messages`` as a template lays them out (:func:`shared.text.estimate_tokens`
     of each, and the template's marks)."""
-    return sum(estimate_tokens(str(message.get("content") or "")) + TEMPLATE_TOKENS_PER_MESSAGE
-               for message in messages)
+    return sum(estimate_tokens(content_text(message.get("content"))) + TEMPLATE_TOKENS_PER_MESSAGE
+               for message in messages) + IMAGE_TOKENS * image_count(messages)
 
 
 def _figure(value: Any) -> int | None:

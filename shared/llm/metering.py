@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.attachments.vision import IMAGE_TOKENS, content_text, image_count
 from shared.text import estimate_tokens
 
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
@@ -82,8 +83,10 @@ def note_chat(request: Mapping[str, Any], usage: Mapping[str, int], answer_text:
     meter = _open.get()
     if meter is None:
         return
-    prompt = " ".join(str(message.get("content") or "") for message in request.get("messages") or ())
-    meter.calls.append(_call(meter.kind, str(request.get("model") or ""), usage, prompt, answer_text, seconds))
+    messages = request.get("messages") or ()
+    prompt = " ".join(content_text(message.get("content")) for message in messages)
+    meter.calls.append(_call(meter.kind, str(request.get("model") or ""), usage, prompt, answer_text, seconds,
+                             image_tokens=IMAGE_TOKENS * image_count(messages)))
 
 
 def note_embedding(model: str, usage: Any, texts: Sequence[str], seconds: float) -> None:
@@ -93,10 +96,14 @@ def note_embedding(model: str, usage: Any, texts: Sequence[str], seconds: float)
         meter.calls.append(_call(meter.kind, model, reported_usage(usage), " ".join(texts), "", seconds))
 
 
-def _call(kind: str, model: str, usage: Mapping[str, int], prompt: str, answer: str, seconds: float) -> CallUsage:
+def _call(kind: str, model: str, usage: Mapping[str, int], prompt: str, answer: str, seconds: float, *,
+          image_tokens: int = 0) -> CallUsage:
+    """One call's usage: the server's counts (an image is in its prompt tokens), else estimated (an image counted as
+    ``image_tokens``)."""
     latency = max(0, round(seconds * 1000))
     if not usage or not any(usage.get(name) for name in USAGE_FIELDS):
-        return CallUsage(kind, model, max(1, estimate_tokens(prompt)), estimate_tokens(answer) if answer else 0,
+        return CallUsage(kind, model, max(1, estimate_tokens(prompt)) + image_tokens,
+                         estimate_tokens(answer) if answer else 0,
                          estimated=True, latency_ms=latency)
     prompt_tokens = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
@@ -115,3 +122,24 @@ def _field(source: Any, name: str) -> Any:
         extra = getattr(source, "model_extra", None) or {}
         value = extra.get(name)
     return value
+
+
+AUDIO_TOKENS_PER_SECOND = 10
+"""What a second of audio is counted as where the transcriber reports no tokens (OpenAI's audio models take about one
+token per 100 ms of input; whisper-1 reports only the duration)."""
+
+
+def note_transcription(model: str, usage: Any, transcript: str, audio_seconds: float, seconds: float) -> None:
+    """A transcription answered, on the open meter if any: its tokens as the server reports them (``input_tokens``,
+    ``output_tokens``), else the audio counted by its duration."""
+    meter = _open.get()
+    if meter is None:
+        return
+    latency = max(0, round(seconds * 1000))
+    heard, written = _field(usage, "input_tokens"), _field(usage, "output_tokens")
+    if heard:
+        meter.calls.append(CallUsage(meter.kind, model, int(heard), int(written or 0), latency_ms=latency))
+        return
+    duration = _field(usage, "seconds") or audio_seconds
+    meter.calls.append(CallUsage(meter.kind, model, max(1, round(float(duration) * AUDIO_TOKENS_PER_SECOND)),
+                                 estimate_tokens(transcript), estimated=True, latency_ms=latency))

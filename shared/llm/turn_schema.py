@@ -88,6 +88,9 @@ TURN_JSON_SCHEMA: dict[str, Any] = _strict_object(
     timezone={"type": ["string", "null"],
               "description": "Only when the user says where they live or are, or their time zone: its IANA name "
                              "(e.g. America/Los_Angeles); else null"},
+    image_description={"type": ["string", "null"],
+                       "description": "Only when the user's message carries an image: one line saying what it shows; "
+                                      "else null"},
 )
 
 
@@ -113,6 +116,8 @@ class TurnOutput:
     context_variables: dict[str, str] = field(default_factory=dict)
     timezone: str | None = None
     """The time zone the user said they are in, as the model named it (checked before it is kept)."""
+    image_description: str | None = None
+    """What the image the user sent shows, in one line (kept with the round: :mod:`shared.attachments`)."""
 
 
 def parse_turn_output(text: str) -> TurnOutput:
@@ -134,6 +139,7 @@ def parse_turn_data(data: Mapping[str, Any]) -> TurnOutput:
         topic=_text(data.get("topic"), MAX_LABEL_CHARS) or None,
         context_variables=_context_variables(data.get("context_variables")),
         timezone=_text(data.get("timezone"), MAX_LABEL_CHARS) or None,
+        image_description=_text(data.get("image_description"), MAX_MEMORY_CHARS) or None,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from shared.attachments.texts import search_words
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import TOKENIZER_VERSION, search_text
 from shared.text import clean_text
@@ -24,7 +25,7 @@ def key_round(uow: UnitOfWork, user_id: int, turn_id: int, line: str, reply: str
               facts: Sequence[str] = (), *, kept: bool = True, shown_memory_ids: Sequence[int] = ()) -> None:
     """Key the user's round ``turn_id`` (a round not ``kept``, a paused user's, gets no keys); the memories
     the prompt answering it showed are recorded in the same statement."""
-    tokens = round_search_text(line, reply, facts) if kept else ""
+    tokens = round_search_text(line, reply, (*facts, *search_words(line))) if kept else ""
     uow.rounds.key(user_id, turn_id, tokens, TOKENIZER_VERSION, shown_memory_ids)
 
 

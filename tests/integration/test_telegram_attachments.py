@@ -1,0 +1,450 @@
+"""Photos, stickers, files and voice notes on Telegram, end to end: the real python-telegram-bot polling the fake
+Bot API (``getFile`` and the file download), the real conversation service on PostgreSQL, and the fake OpenAI
+server as a seeing model, as each text-only server refuses an image part, or no model at all (offline)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from PIL import Image
+from pydantic import SecretStr
+from sqlalchemy import select
+from telegram.ext import Application
+
+from bench.fakes.llm_personalities import has_images
+from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.telegram_api import FakeTelegram, chat_object, sticker_object, user_object
+from bench.fakes.transcriber import FakeTranscriber
+from bot.telegram_bot import ALLOWED_UPDATES, build_application
+from shared.attachments.files import TEXT_FILE_TOKEN_CAP
+from shared.attachments.images import IMAGE_MAX_SIDE
+from shared.attachments.kinds import MAX_TEXT_FILE_BYTES
+from shared.commands.service import MemoryCommands
+from shared.conversation.config import ConversationConfig
+from shared.conversation.service import ConversationService
+from shared.db.memory_models import Memory
+from shared.db.models import ConversationTurn
+from shared.db.usage_models import UsageCall
+from shared.llm.client import ChatModel
+from shared.llm.transcription import Transcriber
+from shared.settings import Settings
+from tests.waiting import until
+
+ALICE = user_object(1001, "Alice", username="alice", language_code="en")
+BOB = user_object(1002, "Bob", language_code="zh-hans")
+USERS = {"en": (ALICE, 1001), "zh": (BOB, 1002)}
+CAT = {"en": "a grey British shorthair asleep on a blue sofa", "zh": "一只灰色英短猫睡在蓝色沙发上"}
+CAPTION = {"en": "look at my cat", "zh": "看我的猫"}
+UNSEEN = {"en": "I can't see images with this setup", "zh": "现在的配置下我看不到图片"}
+
+pytestmark = pytest.mark.committed
+
+
+def photo_bytes(width: int = 2400, height: int = 1600) -> bytes:
+    """A JPEG as a phone sends it: big, with EXIF naming the camera."""
+    image = Image.new("RGB", (width, height), (120, 120, 130))
+    exif = Image.Exif()
+    exif[0x010F] = "SecretPhoneMaker"  # Make
+    exif[0x0110] = "Model X"  # Model
+    out = io.BytesIO()
+    image.save(out, format="JPEG", exif=exif.tobytes())
+    return out.getvalue()
+
+
+def turn(response: str, description: str | None = None, *entries: tuple[str, str, str]) -> dict:
+    return {"emotion": {"primary": "joy", "category": "positive", "confidence": 0.9, "indicators": []},
+            "response": response, "image_description": description,
+            "memory_update": {"should_store": bool(entries), "entries": [
+                {"type": "fact", "subject": "user", "predicate": p, "content": c, "tier": "long"}
+                for _t, p, c in entries]},
+            "todos": [], "topic": None, "context_variables": [], "timezone": None}
+
+
+def seeing(language: str):
+    """A vision model: describes the image when there is one (and says what it learnt of the user's cat)."""
+    def answer(body: dict) -> dict:
+        if has_images(body):
+            fact = ("fact", "pet", "The user's cat is a grey British shorthair" if language == "en"
+                    else "用户的猫是一只灰色英短")
+            return turn("What a lovely cat!" if language == "en" else "好可爱的猫！", CAT[language], fact)
+        return turn("Tell me more." if language == "en" else "多说一点。")
+    return answer
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as server:
+        yield server
+
+
+@pytest.fixture
+def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    return Settings(_env_file=None, telegram_token=SecretStr(telegram.token), telegram_api_base_url=telegram.base_url,
+                    default_timezone="Asia/Shanghai")
+
+
+def run_bot(settings: Settings, uow_factory, llm: FakeOpenAI | None, scenario, *,
+            ears: FakeTranscriber | None = None, vision: str = "auto") -> None:
+    model = (ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10, vision=vision)
+             if llm else None)
+    transcriber = Transcriber(ears.base_url, "test", "whisper-1") if ears else None
+    service = ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model,
+                                  transcriber=transcriber)
+    commands = MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
+
+    async def main() -> None:
+        application = build_application(settings, service, commands)
+        await application.initialize()
+        await application.updater.start_polling(poll_interval=0.05, timeout=timedelta(seconds=1),
+                                                allowed_updates=ALLOWED_UPDATES)
+        await application.start()
+        try:
+            await scenario(application)
+        finally:
+            await application.updater.stop()
+            await application.stop()
+            await application.shutdown()
+
+    asyncio.run(main())
+
+
+def user_turns(uow_factory) -> list[str]:
+    with uow_factory() as uow:
+        rows = uow.session.scalars(select(ConversationTurn).where(ConversationTurn.role == "user")
+                                   .order_by(ConversationTurn.id))
+        return [row.text for row in rows]
+
+
+def sent_image(llm: FakeOpenAI) -> Image.Image:
+    [url] = [part["image_url"]["url"] for body in llm.chat_requests() for message in body["messages"]
+             if isinstance(message["content"], list) for part in message["content"] if part["type"] == "image_url"]
+    assert url.startswith("data:image/jpeg;base64,")
+    return Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_photo_with_a_caption_is_seen_described_kept_with_the_round_and_remembered_from(
+        telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, CAPTION[language], media={"photo": telegram.add_photo(photo_bytes(),
+                                                                                                    2400, 1600)})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        image = sent_image(llm)
+    assert max(image.size) == IMAGE_MAX_SIDE and image.size == (1024, 683)
+    assert not image.getexif() and b"SecretPhoneMaker" not in image.fp.getvalue()  # re-encoded: no metadata
+    [reply] = telegram.messages_to(chat)
+    assert reply["text"].startswith("What a lovely cat!" if language == "en" else "好可爱的猫！")
+    assert UNSEEN[language] not in reply["text"]
+    assert user_turns(uow_factory) == [f"{CAPTION[language]}\n[photo: {CAT[language]}]"]
+    with uow_factory() as uow:
+        [memory] = uow.session.scalars(select(Memory)).all()
+        [photo_turn] = uow.session.scalars(select(ConversationTurn).where(ConversationTurn.role == "user")).all()
+    assert (memory.source_turn_id == photo_turn.id and "British" in memory.content) or "英短" in memory.content
+
+
+def test_a_photo_without_a_caption_is_answered_and_its_description_is_the_round(telegram, settings, uow_factory):
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing("en"))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(1001, ALICE, None, media={"photo": telegram.add_photo(photo_bytes(800, 600),
+                                                                                       800, 600)})
+            await until(lambda: telegram.messages_to(1001), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        assert sent_image(llm).size == (800, 600)  # smaller than the cap: never enlarged
+    assert user_turns(uow_factory) == [f"[photo: {CAT['en']}]"]
+
+
+@pytest.mark.parametrize("personality", ["openai-text-only", "llama.cpp-text-only", "vllm-text-only"])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_text_only_model_that_refuses_the_image_part_answers_the_caption_once_refused_never_sent_again(
+        telegram, settings, uow_factory, personality, language):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",), personality=personality) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            for number in range(2):
+                telegram.push_message(chat, user, CAPTION[language], media={"photo": telegram.add_photo(
+                    photo_bytes(640, 480), 640, 480)})
+                await until(lambda n=number: len(telegram.messages_to(chat)) > n, what="a reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        statuses, images = llm.chat_statuses, [has_images(body) for body in llm.chat_requests()]
+    assert statuses[0] in (400, 500) and statuses[-2:] == [200, 200]  # (llama.cpp also refuses json_schema: 500)
+    assert images[0] and not any(images[1:])  # refused once, remembered for the endpoint
+    replies = telegram.messages_to(chat)
+    assert all(UNSEEN[language] in reply["text"] for reply in replies)
+    assert user_turns(uow_factory) == [f"{CAPTION[language]}\n[photo]"] * 2  # the round records that a photo came
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_ollama_with_a_text_only_model_drops_the_image_and_the_user_is_told_it_was_not_seen(
+        telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",), personality="ollama-text-only") as llm:
+        llm.set_responder(seeing(language))  # never sees an image: Ollama took it out
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, CAPTION[language], media={"photo": telegram.add_photo(
+                photo_bytes(640, 480), 640, 480)})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        assert llm.chat_statuses[-1] == 200 and all(has_images(body) for body in llm.chat_requests())  # taken
+    [reply] = telegram.messages_to(chat)
+    assert UNSEEN[language] in reply["text"]
+    assert user_turns(uow_factory) == [f"{CAPTION[language]}\n[photo]"]
+
+
+@pytest.mark.parametrize("personality", ["ollama-text-only", "llama-cpp-python-text-only"])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_server_that_takes_image_parts_and_drops_them_gets_none_after_two_undescribed_answers(
+        telegram, settings, uow_factory, personality, language):
+    user, chat = USERS[language]
+    heard: list[str] = []
+    with FakeOpenAI(models=("fake-chat",), personality=personality) as llm:
+        def answer(body: dict) -> dict:  # what the model was given of the user's message
+            heard.append(body["messages"][-1]["content"])
+            return seeing(language)(body)
+        llm.set_responder(answer)
+
+        async def scenario(_app: Application) -> None:
+            for number in range(3):
+                telegram.push_message(chat, user, CAPTION[language], media={"photo": telegram.add_photo(
+                    photo_bytes(640, 480), 640, 480)})
+                await until(lambda n=number: len(telegram.messages_to(chat)) > n, what="a reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        sent = [has_images(body) for body in llm.chat_requests()]
+    stopped = sent.index(False)  # two answers without a description, then never an image again
+    assert sent[0] and not any(sent[stopped:])
+    caption_reached = [CAPTION[language] in text for text in heard]
+    assert caption_reached[-1]  # the third photo's caption reaches the model
+    if personality == "llama-cpp-python-text-only":  # the whole message went with the image: caption and all
+        assert not any(caption_reached[:-1])
+    assert all(UNSEEN[language] in reply["text"] for reply in telegram.messages_to(chat))
+    assert user_turns(uow_factory) == [f"{CAPTION[language]}\n[photo]"] * 3
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_with_llm_vision_off_no_image_is_ever_sent(telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, CAPTION[language], media={"photo": telegram.add_photo(
+                photo_bytes(640, 480), 640, 480)})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario, vision="off")
+        assert [has_images(body) for body in llm.chat_requests()] == [False]
+    [reply] = telegram.messages_to(chat)
+    assert UNSEEN[language] in reply["text"] and "offline" not in reply["text"] and "离线" not in reply["text"]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_offline_a_photo_is_answered_from_its_caption_and_the_user_told_it_cannot_be_seen(
+        telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(chat, user, CAPTION[language], media={"photo": telegram.add_photo(
+            photo_bytes(640, 480), 640, 480)})
+        telegram.push_message(chat, user, None, media={"photo": telegram.add_photo(photo_bytes(64, 48), 64, 48)})
+        await until(lambda: len(telegram.messages_to(chat)) == 2, what="both replies")
+
+    run_bot(settings, uow_factory, None, scenario)
+    assert all(UNSEEN[language] in reply["text"] for reply in telegram.messages_to(chat))
+    assert sorted(user_turns(uow_factory)) == sorted([f"{CAPTION[language]}\n[photo]", "[photo]"])
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_sticker_is_its_emoji(telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, None, media={"sticker": sticker_object("😹")})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        [body] = llm.chat_requests()
+    assert "😹" in body["messages"][-1]["content"] and not has_images(body)
+    assert user_turns(uow_factory) == ["😹"]
+    assert not any(call.method == "getFile" for call in telegram.calls)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_text_file_is_read_into_the_message_but_the_round_keeps_only_its_name(
+        telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    notes = ("Shopping: oat milk, coffee beans\nCall mum on Sunday\n" if language == "en"
+             else "购物：燕麦奶，咖啡豆\n周日给妈妈打电话\n")
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            document = telegram.add_file(notes.encode(), "notes.txt", "text/plain")
+            telegram.push_message(chat, user, CAPTION[language], document=document)
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        [body] = llm.chat_requests()
+    prompt = body["messages"][-1]["content"]
+    assert f'<file name="notes.txt">\n{notes.strip()}\n</file>' in prompt
+    assert user_turns(uow_factory) == [f"{CAPTION[language]}\n[file notes.txt]"]
+    [reply] = telegram.messages_to(chat)
+    assert "only its beginning" not in reply["text"] and "开头" not in reply["text"]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_long_text_file_is_cut_at_the_token_cap_and_the_user_told(telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    long_text = "".join(f"line {n}: the quick brown fox jumps over the lazy dog\n" for n in range(2000))
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            document = telegram.add_file(long_text.encode(), "log.md", "text/markdown")
+            telegram.push_message(chat, user, CAPTION[language], document=document)
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        [body] = llm.chat_requests()
+    prompt = body["messages"][-1]["content"]
+    assert "line 0:" in prompt and "line 1999:" not in prompt and "(the file was cut" in prompt
+    assert len(prompt) < TEXT_FILE_TOKEN_CAP * 8
+    [reply] = telegram.messages_to(chat)
+    assert ("log.md was long: I read only its beginning." if language == "en" else "log.md 太长了") in reply["text"]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize(("name", "mime", "size", "said"), [
+    ("big.txt", "text/plain", MAX_TEXT_FILE_BYTES + 1, {"en": "too large", "zh": "太大"}),
+    ("report.pdf", "application/pdf", 2000, {"en": "I only read text files", "zh": "我只读文本文件"}),
+])
+def test_an_oversized_or_unread_file_is_named_never_downloaded_and_the_user_told(
+        telegram, settings, uow_factory, language, name, mime, size, said):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            document = telegram.add_file(b"x" * size, name, mime)
+            telegram.push_message(chat, user, CAPTION[language], document=document)
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        [body] = llm.chat_requests()
+    assert not [call for call in telegram.calls if call.method == "getFile"]  # refused before any download
+    assert "xxxx" not in json.dumps(body)
+    [reply] = telegram.messages_to(chat)
+    assert said[language] in reply["text"] and name in reply["text"]
+    [line] = user_turns(uow_factory)
+    assert line.startswith(f"{CAPTION[language]}\n[file {name}, ")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_voice_note_without_a_transcriber_gets_a_clear_answer(telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, None, media={"voice": telegram.add_voice(b"OggS" + b"\0" * 500)})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+    [reply] = telegram.messages_to(chat)
+    assert ("I can't hear voice messages" if language == "en" else "我听不了语音") in reply["text"]
+    assert user_turns(uow_factory) == ["[voice message voice.ogg, not heard: no transcriber]"]
+
+
+SAID = {"en": "I'm on my way home, the train is late again", "zh": "我在回家路上，火车又晚点了"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("personality", ["whisper.cpp", "openai-whisper-1", "openai-gpt-4o-transcribe"])
+def test_a_voice_note_is_transcribed_and_the_transcript_is_the_message_counted_in_usage(
+        telegram, settings, uow_factory, language, personality):
+    user, chat = USERS[language]
+    audio = b"OggS" + bytes(range(256)) * 20
+    with FakeOpenAI(models=("fake-chat",)) as llm, FakeTranscriber(personality=personality) as ears:
+        llm.set_responder(seeing(language))
+        ears.queue_transcript(SAID[language])
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, None, media={"voice": telegram.add_voice(audio, duration=4)})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario, ears=ears)
+        [heard] = ears.requests
+        [body] = llm.chat_requests()
+    assert heard.audio == audio and heard.model == "whisper-1" and heard.filename == "voice.ogg"
+    assert SAID[language] in body["messages"][-1]["content"]
+    assert user_turns(uow_factory) == [f"[voice message] {SAID[language]}"]
+    [reply] = telegram.messages_to(chat)
+    assert HEAR_NOTHING[language] not in reply["text"]
+    with uow_factory() as uow:
+        [hearing] = uow.session.scalars(select(UsageCall).where(UsageCall.model == "whisper-1")).all()
+    assert hearing.kind == "turn" and hearing.prompt_tokens >= 40  # the audio's tokens, counted in the turn's usage
+    assert hearing.estimated is (personality != "openai-gpt-4o-transcribe")  # by the duration, unless tokens come
+
+
+HEAR_NOTHING = {"en": "I couldn't make out your voice message", "zh": "我没能听清你的语音"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_voice_note_the_transcriber_fails_on_is_kept_and_the_user_asked_to_try_again(
+        telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",)) as llm, FakeTranscriber() as ears:
+        llm.set_responder(seeing(language))
+        ears.queue_error(500)
+        ears.queue_error(500)
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(chat, user, None, media={"voice": telegram.add_voice(b"OggS" + b"1" * 300)})
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario, ears=ears)
+    [reply] = telegram.messages_to(chat)
+    assert HEAR_NOTHING[language] in reply["text"]
+    assert user_turns(uow_factory) == ["[voice message, could not be transcribed]"]
+
+
+def test_in_a_group_only_a_photo_whose_caption_mentions_the_bot_is_fetched_and_answered(
+        telegram, settings, uow_factory):
+    group = chat_object(-1001234567890, "Friends")
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing("en"))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(group, ALICE, "our trip", media={"photo": telegram.add_photo(photo_bytes(640, 480),
+                                                                                              640, 480)})
+            telegram.push_message(group, ALICE, "@mnemo_test_bot look at my cat", media={
+                "photo": telegram.add_photo(photo_bytes(640, 480), 640, 480)},
+                entities=[{"type": "mention", "offset": 0, "length": 15}])
+            await until(lambda: telegram.messages_to(group["id"]), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+    assert len(telegram.calls_to("getFile")) == 1  # the photo not addressed to the bot is never downloaded
+    assert user_turns(uow_factory) == [f"look at my cat\n[photo: {CAT['en']}]"]
