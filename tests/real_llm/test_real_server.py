@@ -96,6 +96,13 @@ class Console:
         return self.process.wait(timeout=90)
 
 
+def _story(console: Console, data_dir: Path) -> str:
+    """What a failure needs to be read: the console's transcript and the ends of the chat's and worker's logs."""
+    logs = [f"--- {name} ---\n" + "\n".join(path.read_text(errors="replace").splitlines()[-40:])
+            for name in ("chat.log", "worker.log") if (path := data_dir / "logs" / name).exists()]
+    return "\n".join(["--- console ---", *console.transcript, *logs])
+
+
 def _is_turn(request) -> bool:
     return not request.body["messages"][0]["content"].startswith("You are the memory keeper")
 
@@ -146,7 +153,10 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
         time.sleep(STARTUP_SECONDS)
         turns = []
         for text in MESSAGES:  # like a person who reads each reply: the worker has caught up meanwhile
-            turns.append(console.say(text, timeout=TURN_LIMIT_SECONDS * 2))
+            try:
+                turns.append(console.say(text, timeout=TURN_LIMIT_SECONDS * 2))
+            except queue.Empty:
+                pytest.fail(f"no reply to {text!r} within {TURN_LIMIT_SECONDS * 2} s\n{_story(console, tmp_path)}")
             extracted = _wait_extracted(fresh_system_db, len(turns))
         exit_code = console.close()
         requests = proxy.chat_requests()
