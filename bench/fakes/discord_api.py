@@ -30,7 +30,6 @@ by the first follow-up, as on Discord. Unknown or already-answered interactions 
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import math
@@ -53,6 +52,7 @@ _log = logging.getLogger(__name__)
 API_PREFIX = "/api/v10"
 CDN_PREFIX = "/cdn/attachments"
 VOICE_MESSAGE = 1 << 13
+DISCORD_EPOCH_MS = 1_420_070_400_000  # 2015-01-01: a snowflake counts milliseconds from it
 """A message's flag for a voice message (its one attachment is OGG audio with a waveform)."""
 CONTENT_LIMIT = 2000
 NONCE_LIMIT = 25
@@ -199,7 +199,7 @@ class FakeDiscord(LoopbackFake):
         self.token = token
         self.bot_user = {"id": bot_id, "username": "Mnemo", "discriminator": "0", "global_name": None,
                          "avatar": None, "bot": True}
-        self._ids = itertools.count(1200000000000000000)
+        self._last_id = 0
         self._lock = threading.Lock()
         self._routes: list[_Route] = []
         self._requests: list[DiscordRequest] = []
@@ -252,9 +252,15 @@ class FakeDiscord(LoopbackFake):
             self._stalls.append(_Stall(seconds, process))
 
     def new_id(self) -> str:
-        """A fresh snowflake-like id."""
+        """A fresh snowflake: its top bits are the time of now, as Discord's are (discord.py reads a message's
+        ``created_at`` from its id, and Mnemo counts "in 5 minutes" from it); strictly increasing."""
         with self._lock:
-            return str(next(self._ids))
+            return self._snowflake()
+
+    def _snowflake(self) -> str:
+        """:meth:`new_id` for a caller holding the lock."""
+        self._last_id = max((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22, self._last_id + 1)
+        return str(self._last_id)
 
     @property
     def requests(self) -> list[DiscordRequest]:
@@ -459,7 +465,7 @@ class FakeDiscord(LoopbackFake):
             if channel is None:
                 user = {"id": recipient, "username": f"user{recipient[-4:]}", "discriminator": "0",
                         "global_name": None, "avatar": None}
-                channel = {"id": str(next(self._ids)), "type": 1, "last_message_id": None, "flags": 0,
+                channel = {"id": self._snowflake(), "type": 1, "last_message_id": None, "flags": 0,
                            "recipients": [user]}
                 self._dm_channels[recipient] = channel
             return json.loads(json.dumps(channel))
@@ -478,7 +484,7 @@ class FakeDiscord(LoopbackFake):
             if nonce is not None and body.get("enforce_nonce") and key in self._by_nonce:
                 return dict(self._by_nonce[key])
             mentioned = (body.get("allowed_mentions") or {}).get("users") or []
-            message = {"id": str(next(self._ids)), "channel_id": channel_id, "type": 0, "content": content,
+            message = {"id": self._snowflake(), "channel_id": channel_id, "type": 0, "content": content,
                        "author": dict(self.bot_user), "timestamp": datetime.now(UTC).isoformat(),
                        "nonce": nonce, "allowed_mentions": body.get("allowed_mentions"),
                        "mentions": [self.user(str(user_id)) for user_id in mentioned

@@ -244,7 +244,9 @@ def test_the_warnings_a_bots_user_may_read_name_no_setting():
 
 
 @pytest.mark.parametrize("text", ["thanks so much, talk to you later", "Okay, that's it for today. Thank you!",
-                                  "谢谢啦，先这样吧", "好的，没别的事了，拜拜"])
+                                  "谢谢啦，先这样吧", "好的，没别的事了，拜拜", "谢谢啦，就这些",
+                                  "多谢，暂时就这些了", "thanks, nothing else for now",
+                                  "Thank you, that's about it"])
 def test_a_goodbye_gets_a_goodbye_and_a_thanks_in_it_is_answered_too(text):
     output = respond(text)
     chinese = bool(re.search(r"[\u4e00-\u9fff]", text))
