@@ -64,7 +64,8 @@ def render_reply(reply: Reply, bot_name: str, locale: str | None = None) -> str:
     chinese = is_chinese(locale)
     label = f"{bot_name}{OFFLINE_LABEL[chinese]}" if reply.offline else bot_name
     lines = [f"{label}> {reply.text}"] + ([f"  · {reply.notice}"] if reply.notice else [])
-    lines += [f"  · {warning_text(warning, chinese)}" for warning in reply.warnings if warning != OFFLINE_WARNING]
+    lines += [f"  · {warning_text(warning, chinese)}" for warning in dict.fromkeys(reply.warnings)
+              if warning != OFFLINE_WARNING]
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ from discord.utils import escape_markdown
 
 from shared.commands.texts import COMMANDS as COMMAND_DESCRIPTIONS
 from shared.conversation.messages import Reply
-from shared.conversation.warning_texts import warning_text
+from shared.conversation.warning_texts import TurnWarning, warning_text
 from shared.delivery.limits import DISCORD_CONTENT_LIMIT
 from shared.text import is_chinese
 
@@ -95,10 +95,9 @@ def fit(text: str, limit: int = DISCORD_MESSAGE_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def warning_line(warnings: Iterable[str], chinese: bool = False) -> str | None:
+def warning_line(warnings: Iterable[TurnWarning], chinese: bool = False) -> str | None:
     """The reply's warnings (offline, context cut, …) as one short italic line in the reply's language, or None."""
-    shown = [warning_text(warning.strip(), chinese).rstrip(".。") for warning in dict.fromkeys(warnings)
-             if warning.strip()]
+    shown = [warning_text(warning, chinese).rstrip(".。") for warning in dict.fromkeys(warnings)]
     if not shown:
         return None
     line = fit(" · ".join(shown), WARNING_LINE_LIMIT)

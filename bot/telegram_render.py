@@ -13,13 +13,13 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity
 
 from shared.commands.service import MemoryPage, ReminderItem
 from shared.conversation.messages import Reply
+from shared.conversation.warning_texts import CONTEXT_CUT, OFFLINE_REASONS, WarningCode, warning_text
 from shared.delivery.limits import TELEGRAM_TEXT_LIMIT
 
 TEXT_LIMIT = TELEGRAM_TEXT_LIMIT
 CALLBACK_DATA_LIMIT = 64  # Bot API: bytes of an inline button's callback_data
 SNOOZE_MINUTES = 10
 MAX_REMINDER_BUTTON_ROWS = 10
-CONTEXT_CUT_MARKERS = ("did not fit the context budget", "only the first")
 _PAGE_DATA = re.compile(r"mp:(\d{1,20}):(\d{1,6}):([a-z]*):(.*)", re.DOTALL)
 _REMINDER_DATA = re.compile(r"(rd|rs|rc):(\d{1,20}):(\d{1,20})")
 _SUPERGROUP_ID = re.compile(r"-100\d+")
@@ -99,12 +99,17 @@ class OutgoingText:
 
 
 def reply_note(reply: Reply, locale: str | None) -> str | None:
-    """The one short line under a reply: today's allowance spent, offline mode and/or context that was cut."""
+    """The one short line under a reply: its notice, offline mode (not why), context that was cut, and the other
+    warnings (a reminder that could not be set, remembering paused), in the language of ``locale``."""
     notes = [reply.notice] if reply.notice else []
+    codes = {warning.code for warning in reply.warnings}
     if reply.offline:
         notes.append(text("note_offline", locale))
-    if any(marker in warning for warning in reply.warnings for marker in CONTEXT_CUT_MARKERS):
+    if codes & CONTEXT_CUT:
         notes.append(text("note_context_cut", locale))
+    summed_up = CONTEXT_CUT | OFFLINE_REASONS | {WarningCode.OFFLINE}
+    notes += [warning_text(warning, is_chinese(locale)).rstrip(".。") for warning in dict.fromkeys(reply.warnings)
+              if warning.code not in summed_up]
     return " · ".join(notes) or None
 
 

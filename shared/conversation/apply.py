@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from shared.conversation.turn_reminders import store_turn_reminders
+from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
 from shared.llm.turn_schema import TurnOutput
@@ -36,7 +37,7 @@ class TurnResult:
     output: TurnOutput
     emotion: Emotion
     offline: bool
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TurnWarning, ...] = ()
     trusted: bool = True
     """False when the answer was not valid JSON: its text is the reply, nothing is stored from it."""
     notice: str | None = None
@@ -53,7 +54,7 @@ class TurnResult:
 class AppliedTurn:
     memory_ids: tuple[int, ...]
     todo_ids: tuple[int, ...]
-    warnings: tuple[str, ...]
+    warnings: tuple[TurnWarning, ...]
     job_ids: tuple[int, ...] = ()
     answered_elsewhere: bool = False
     """Another process recorded a reply to this message first: this one is not sent."""
@@ -73,10 +74,10 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
     uow.memories.touch(prepared.user_id, prepared.prompt.memory_ids, now)
     memory_ids: tuple[int, ...] = ()
     facts: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TurnWarning, ...] = ()
     if result.trusted and output.memory_update:
         if prepared.paused:
-            warnings += ("Remembering is paused; nothing new was stored.",)
+            warnings += (TurnWarning(WarningCode.REMEMBERING_PAUSED),)
         else:
             memory_ids, facts = _store_memories(uow, prepared, output, now)
     key_round(uow, prepared.user_id, prepared.user_turn_id, prepared.text, output.response, facts,

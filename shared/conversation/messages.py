@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from shared.conversation.warning_texts import TurnWarning
 from shared.emotion import Emotion, ResponseStrategy
 
 PLATFORMS = ("discord", "telegram", "console")
@@ -55,7 +56,7 @@ class Reply:
     text: str
     emotion: Emotion
     strategy: ResponseStrategy
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TurnWarning, ...] = ()
     duplicate: bool = False
     offline: bool = False
     busy: bool = False

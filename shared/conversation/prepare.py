@@ -26,6 +26,7 @@ from shared.conversation.prompt import (
     build_turn_prompt,
     history_window,
 )
+from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
@@ -67,7 +68,7 @@ class PreparedTurn:
     prompt: BuiltPrompt
     offline_view: OfflineView
     paused: bool
-    warnings: tuple[str, ...]
+    warnings: tuple[TurnWarning, ...]
     duplicate: Reply | None = None
     recall_seconds: float = 0.0
     """Time spent finding what to remember (retrieval and the looked-up keys), for the metrics."""
@@ -139,7 +140,7 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         reminders=[reminder_line(reminder, timezone) for reminder in reminders], prompt_budget_tokens=prompt_budget)
     prompt = build_turn_prompt(inputs)
     if prompt.dropped_memories:
-        warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
+        warnings += (TurnWarning.of(WarningCode.MEMORIES_LEFT_OUT, count=prompt.dropped_memories),)
     quota = quota_state(uow, config.quota, user_id, now, chat_id=chat.id, group=not message.is_private)
     count, newest = _what_is_known(uow, user_id, text)
     offline_view = replace(_offline_view(text, local_now, timezone, strategy, identity.display_name, recall, prompt,
@@ -295,10 +296,10 @@ def _sent_at(message: IncomingMessage, now: datetime) -> datetime:
     return min(sent, now)
 
 
-def _clean_message(text: str) -> tuple[str, tuple[str, ...]]:
+def _clean_message(text: str) -> tuple[str, tuple[TurnWarning, ...]]:
     cleaned = clean_text(text, MAX_MESSAGE_CHARS)
     if len(text) > MAX_MESSAGE_CHARS:
-        return cleaned, (f"Your message was long; only the first {MAX_MESSAGE_CHARS} characters were read.",)
+        return cleaned, (TurnWarning.of(WarningCode.MESSAGE_SHORTENED, count=MAX_MESSAGE_CHARS),)
     return cleaned, ()
 
 

@@ -45,12 +45,12 @@ from shared.conversation.patience import OnDelay, patiently
 from shared.conversation.prepare import PreparedTurn, prepare_turn
 from shared.conversation.pressure import OnBusy, TurnGate, busy_notice, flood_notice
 from shared.conversation.prompt import BuiltPrompt, build_turn_prompt
+from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, WarningCode
 from shared.emotion import UNKNOWN, Emotion
 from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
 from shared.llm.client import ChatModel, ContextOverflow, LLMUnavailable
 from shared.llm.metering import CallUsage, metered
-from shared.llm.turn_answer import PROBLEM_TEXTS
 from shared.llm.turn_schema import TurnOutput
 from shared.metrics import record
 from shared.recall.embeddings import Embedder
@@ -64,9 +64,6 @@ log = logging.getLogger(__name__)
 
 MAX_UNANSWERED = 100
 """How many unanswered messages one start answers (the oldest first)."""
-FLOOD_WARNING = "Many messages in a short time; this is an offline reply."
-BUSY_WARNING = "Every model slot stayed busy; this is an offline reply."
-UNSAVED_REPLY = "The database went away before this reply could be saved; it will not be remembered."
 
 
 class ConversationService:
@@ -132,7 +129,7 @@ class ConversationService:
             applied = await patiently(lambda retrying: self._apply(prepared, result, spent, hold, retrying),
                                       self.config.database_patience, on_delay, what="a reply")
         except DatabaseUnavailable:  # the user still gets the answer; the turn stays owed a reply
-            applied = AppliedTurn(memory_ids=(), todo_ids=(), warnings=(UNSAVED_REPLY,))
+            applied = AppliedTurn(memory_ids=(), todo_ids=(), warnings=(TurnWarning(WarningCode.REPLY_NOT_SAVED),))
         if applied.answered_elsewhere:  # a replica that just started answered it too, and first
             return Reply(text="", emotion=UNKNOWN, strategy=prepared.strategy, duplicate=True)
         timings = {"prepare": (prepared_at - started) * 1000, "llm": (answered_at - prepared_at) * 1000,
@@ -230,13 +227,13 @@ class ConversationService:
             wait = await asyncio.to_thread(self.message_limit.hit, str(prepared.user_id))
             if wait is not None:  # one user's flood takes no model slot from anyone else
                 log.info("over MESSAGE_RATE_PER_USER: answered offline")
-                return replace(self._offline(prepared, warning=FLOOD_WARNING, limited=True),
+                return replace(self._offline(prepared, warning=WarningCode.FLOODED, limited=True),
                                notice=flood_notice(replies_in_chinese(prepared.text), wait))
         async with self.gate.slot(on_busy) as admitted:
             if admitted:
                 return await self._ask_model(prepared)
         log.warning("every model slot stayed taken (TURN_LLM_CONCURRENCY, TURN_QUEUE_SECONDS): answered offline")
-        return replace(self._offline(prepared, warning=BUSY_WARNING, busy=True),
+        return replace(self._offline(prepared, warning=WarningCode.BUSY, busy=True),
                        notice=busy_notice(replies_in_chinese(prepared.text)))
 
     async def _ask_model(self, prepared: PreparedTurn, *, refit: bool = True) -> TurnResult:
@@ -246,29 +243,25 @@ class ConversationService:
             refitted = await self._refit(prepared) if refit else None
             if refitted is None:
                 log.warning("the prompt does not fit the model's context window, answering offline: %s", exc)
-                return self._offline(prepared, warning="The conversation did not fit the language model's context "
-                                                       "window; this is an offline reply.")
+                return self._offline(prepared, warning=WarningCode.CONTEXT_OVERFLOW)
             log.info("%s: asking again with the conversation fitted to it", exc)
             return replace(await self._ask_model(refitted, refit=False), prompt=refitted.prompt)
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, answering offline: %s", exc)
-            return self._offline(prepared, warning="The language model is unavailable; this is an offline reply.")
+            return self._offline(prepared, warning=WarningCode.MODEL_UNAVAILABLE)
         if not completion.reply:
-            return self._offline(prepared, warning="The language model gave no usable answer; this is an "
-                                                   "offline reply.")
+            return self._offline(prepared, warning=WarningCode.MODEL_SILENT)
         if (reason := non_answer(completion.reply, prepared.text, prepared.prompt.messages[0]["content"])) is not None:
             log.info("the model's reply was %s, not language for the message: answered offline", reason)
-            return self._offline(prepared, warning=f"The model's answer was unusable ({reason}); this is an "
-                                                   "offline reply.")
+            return self._offline(prepared, warning=TurnWarning.of(WarningCode.MODEL_NON_ANSWER,
+                                                                         reason=reason))
         if completion.output is not None:
             return TurnResult(output=completion.output, emotion=Emotion.from_json(completion.output.emotion),
                               offline=False)
         reply = TurnOutput(response=completion.reply, emotion=None, memory_update=(), todos=(), topic=None,
                            context_variables={})
-        problem = PROBLEM_TEXTS.get(completion.problem or "", "unusable")
-        return TurnResult(output=reply, emotion=UNKNOWN, offline=False, trusted=False,
-                          warnings=(f"The model's answer was {problem}: its reply was kept, "
-                                    "nothing was remembered from it (the worker still reads the message).",))
+        untrusted = TurnWarning.of(WarningCode.MODEL_ANSWER_UNTRUSTED, problem=completion.problem or "")
+        return TurnResult(output=reply, emotion=UNKNOWN, offline=False, trusted=False, warnings=(untrusted,))
 
     async def _refit(self, prepared: PreparedTurn) -> PreparedTurn | None:
         """``prepared`` with its prompt built again for the window the model just named, when that is smaller than
@@ -280,28 +273,31 @@ class ConversationService:
         inputs = replace(inputs, prompt_budget_tokens=budget)
         return replace(prepared, prompt=build_turn_prompt(inputs), prompt_inputs=inputs)
 
-    def _offline(self, prepared: PreparedTurn, warning: str | None, *, busy: bool = False,
+    def _offline(self, prepared: PreparedTurn, warning: WarningCode | TurnWarning | None, *, busy: bool = False,
                  limited: bool = False) -> TurnResult:
         view = prepared.offline_view
         if self.chat_model is not None:  # a model is configured: nothing for the operator to connect
             view = replace(view, operator_console=False)
         output = self.offline.respond(view)
-        warnings = ("offline mode",) + ((warning,) if warning else ())
+        if isinstance(warning, WarningCode):
+            warning = TurnWarning(warning)
+        warnings = (OFFLINE_WARNING,) + ((warning,) if warning else ())
         return TurnResult(output=output, emotion=Emotion.from_json(output.emotion), offline=True, warnings=warnings,
                           busy=busy, limited=limited)
 
-    async def _embed_query(self, text: str) -> tuple[list[float] | None, tuple[str, ...]]:
+    async def _embed_query(self, text: str) -> tuple[list[float] | None, tuple[TurnWarning, ...]]:
         if self.embedder is None:
             return None, ()
         try:
             vectors = await asyncio.to_thread(self.embedder.embed, [text])
         except EmbeddingError as exc:  # retrieval falls back to lexical; the turn goes on
             log.warning("query embedding failed, lexical retrieval only: %s", exc, exc_info=True)
-            return None, ("Vector search was unavailable for this message.",)
+            return None, (TurnWarning(WarningCode.VECTOR_SEARCH_DOWN),)
         return vectors[0], ()
 
     @staticmethod
-    def _reply(prepared: PreparedTurn, result: TurnResult, applied: AppliedTurn, warnings: tuple[str, ...]) -> Reply:
+    def _reply(prepared: PreparedTurn, result: TurnResult, applied: AppliedTurn,
+               warnings: tuple[TurnWarning, ...]) -> Reply:
         shown = len(prepared.prompt.memory_ids)
         known = None if result.offline else known_count_notice(prepared.offline_view, shown)
         return Reply(
