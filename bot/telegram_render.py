@@ -15,6 +15,7 @@ from shared.commands.service import MemoryPage, ReminderItem
 from shared.conversation.messages import Reply
 from shared.conversation.warning_texts import CONTEXT_CUT, OFFLINE_REASONS, WarningCode, warning_text
 from shared.delivery.limits import TELEGRAM_TEXT_LIMIT
+from shared.text import is_chinese
 
 TEXT_LIMIT = TELEGRAM_TEXT_LIMIT
 CALLBACK_DATA_LIMIT = 64  # Bot API: bytes of an inline button's callback_data
@@ -47,10 +48,6 @@ TEXTS: dict[str, tuple[str, str]] = {
     "button_snooze": ("+{minutes} min #{id}", "+{minutes} 分钟 #{id}"),
     "button_cancel": ("✕ #{id}", "✕ #{id}"),
 }
-
-
-def is_chinese(locale: str | None) -> bool:
-    return bool(locale) and locale.lower().startswith("zh")
 
 
 def text(key: str, locale: str | None, **params: object) -> str:
@@ -98,9 +95,10 @@ class OutgoingText:
     entities: tuple[MessageEntity, ...] = ()
 
 
-def reply_note(reply: Reply, locale: str | None) -> str | None:
+def reply_note(reply: Reply) -> str | None:
     """The one short line under a reply: its notice, offline mode (not why), context that was cut, and the other
-    warnings (a reminder that could not be set, remembering paused), in the language of ``locale``."""
+    warnings (a reminder that could not be set, remembering paused), in the language of the message."""
+    locale = reply.language.value
     notes = [reply.notice] if reply.notice else []
     codes = {warning.code for warning in reply.warnings}
     if reply.offline:
@@ -108,15 +106,15 @@ def reply_note(reply: Reply, locale: str | None) -> str | None:
     if codes & CONTEXT_CUT:
         notes.append(text("note_context_cut", locale))
     summed_up = CONTEXT_CUT | OFFLINE_REASONS | {WarningCode.OFFLINE}
-    notes += [warning_text(warning, is_chinese(locale)).rstrip(".。") for warning in dict.fromkeys(reply.warnings)
+    notes += [warning_text(warning, reply.language.chinese).rstrip(".。") for warning in dict.fromkeys(reply.warnings)
               if warning.code not in summed_up]
     return " · ".join(notes) or None
 
 
-def reply_messages(reply: Reply, locale: str | None) -> list[OutgoingText]:
+def reply_messages(reply: Reply) -> list[OutgoingText]:
     """The reply as Telegram messages; the note, in italics, ends the last one (or follows it)."""
     messages = [OutgoingText(part) for part in split_message(reply.text)]
-    note = reply_note(reply, locale)
+    note = reply_note(reply)
     if note is None:
         return messages
     last = messages.pop().text + "\n\n" if messages else ""

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from shared.conversation.warning_texts import TurnWarning
 from shared.emotion import Emotion, ResponseStrategy
+from shared.text import Language
 
 PLATFORMS = ("discord", "telegram", "console")
 OPERATOR_CONSOLE = "console"
@@ -70,6 +71,9 @@ class Reply:
     timings_ms: dict[str, float] = field(default_factory=dict)
     """Where the time went: prepare, llm, apply (the hot path's own work is prepare + apply), and recall (part of
     prepare)."""
+    language: Language = Language.EN
+    """The language of the message (:func:`shared.text.language_of`): of the notice, and of the warnings as each
+    front-end words them."""
     notice: str | None = None
     """To show with the reply, in the user's language: today's allowance is spent (the reply is offline), the
     reminder the rules set, how many memories there are when asked what is remembered."""

@@ -36,7 +36,7 @@ from shared.reminders.timeparse import zone_of, zone_or_default
 from shared.repositories.uow import UnitOfWork
 from shared.search.scoring import combine, recency_score
 from shared.speech.recall_questions import recall_ask
-from shared.text import clean_text, estimate_tokens
+from shared.text import Language, clean_text, estimate_tokens
 from shared.usage.quota import WITHIN, QuotaState, quota_state
 
 if TYPE_CHECKING:
@@ -80,6 +80,11 @@ class PreparedTurn:
     """The user set their time zone (else ``timezone`` is the operator's default)."""
     prompt_inputs: PromptInputs | None = None
     """What the prompt was built from: it is built again when the model's window turns out smaller."""
+
+    @property
+    def language(self) -> Language:
+        """The language of the turn: of its reply, notices and warnings."""
+        return self.offline_view.language
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
@@ -147,7 +152,8 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
                                          known, history, session, config.bot_name), paused=paused,
                            operator_console=message.platform == OPERATOR_CONSOLE,
                            memory_count=count, newest=tuple(_note(memory) for memory in newest),
-                           reminders=tuple(reminders), sent_at=sent_at.astimezone(local_now.tzinfo))
+                           reminders=tuple(reminders), sent_at=sent_at.astimezone(local_now.tzinfo),
+                           locale=message.locale)
     return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
                         recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings,

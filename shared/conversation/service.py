@@ -40,7 +40,6 @@ from shared.conversation.fitting import message_cut_notice
 from shared.conversation.messages import IncomingMessage, Reply, UsedMemory, UsedRound
 from shared.conversation.offline import OfflineResponder
 from shared.conversation.offline_compose import known_count_notice
-from shared.conversation.offline_view import replies_in_chinese
 from shared.conversation.patience import OnDelay, patiently
 from shared.conversation.prepare import PreparedTurn, prepare_turn
 from shared.conversation.pressure import OnBusy, TurnGate, busy_notice, flood_notice
@@ -222,19 +221,19 @@ class ConversationService:
             log.info("over today's token allowance (LLM_DAILY_TOKENS_PER_%s): answered offline",
                      "CHAT" if prepared.quota.group else "USER")
             return replace(self._offline(prepared, warning=None),
-                           notice=quota_notice(prepared.quota, replies_in_chinese(prepared.text)))
+                           notice=quota_notice(prepared.quota, prepared.language.chinese))
         if self.message_limit is not None:
             wait = await asyncio.to_thread(self.message_limit.hit, str(prepared.user_id))
             if wait is not None:  # one user's flood takes no model slot from anyone else
                 log.info("over MESSAGE_RATE_PER_USER: answered offline")
                 return replace(self._offline(prepared, warning=WarningCode.FLOODED, limited=True),
-                               notice=flood_notice(replies_in_chinese(prepared.text), wait))
+                               notice=flood_notice(prepared.language.chinese, wait))
         async with self.gate.slot(on_busy) as admitted:
             if admitted:
                 return await self._ask_model(prepared)
         log.warning("every model slot stayed taken (TURN_LLM_CONCURRENCY, TURN_QUEUE_SECONDS): answered offline")
         return replace(self._offline(prepared, warning=WarningCode.BUSY, busy=True),
-                       notice=busy_notice(replies_in_chinese(prepared.text)))
+                       notice=busy_notice(prepared.language.chinese))
 
     async def _ask_model(self, prepared: PreparedTurn, *, refit: bool = True) -> TurnResult:
         try:
@@ -312,6 +311,7 @@ class ConversationService:
             rounds_used=_rounds_used(prepared.recall, prepared.prompt),
             stored_memory_ids=applied.memory_ids,
             todo_ids=applied.todo_ids,
+            language=prepared.language,
             notice=" ".join(part for part in (result.notice, applied.notice, _cut_notice(prepared, result), known)
                             if part) or None,
         )
@@ -322,7 +322,7 @@ def _cut_notice(prepared: PreparedTurn, result: TurnResult) -> str | None:
     read = prepared.prompt.message_read_chars if prepared.prompt is not None else None
     if read is None or result.offline:
         return None
-    return message_cut_notice(read, replies_in_chinese(prepared.text))
+    return message_cut_notice(read, prepared.language.chinese)
 
 
 def _charge(uow: UnitOfWork, prepared: PreparedTurn, spent: tuple[CallUsage, ...], hold: QuotaHold | None,

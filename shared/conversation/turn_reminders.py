@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from shared.conversation import offline_replies as say
 from shared.conversation.offline import extract_reminders
 from shared.conversation.offline_compose import reminder_confirmation
-from shared.conversation.offline_view import replies_in_chinese
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.memory_models import Todo
 from shared.llm.turn_schema import TodoEntry
@@ -66,7 +65,7 @@ def store_turn_reminders(uow: UnitOfWork, prepared: PreparedTurn, todos: tuple[T
                          *, now: datetime, default_timezone: str, heads_up: timedelta) -> TurnReminders:
     """The reminders and the time zone of the turn, in the caller's transaction (see the module's docstring):
     ``todos`` and ``model_zone`` are what a readable answer of the model (or the offline responder) gave."""
-    chinese = replies_in_chinese(prepared.text)
+    chinese = prepared.language.chinese
     sent = min(prepared.sent_at or now, now)
     entries, confirmation = _entries(prepared, todos, sent)
     ids, warnings, due_now = _store(uow, prepared, entries, sent, now, heads_up)

@@ -42,7 +42,6 @@ When a send fails:
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -54,12 +53,12 @@ from shared.reminders.chat_moves import record_chat_move
 from shared.reminders.timeparse import zone_of
 from shared.repositories.reminders import CLAIM_LEASE
 from shared.repositories.uow import UnitOfWork
+from shared.text import is_chinese, language_of
 
 log = logging.getLogger(__name__)
 
 SEND_WINDOW = timedelta(seconds=20)
 """A delivery holds its claim for at least this long: twice a sender's HTTP timeout (10 s)."""
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 UowFactory = Callable[[], UnitOfWork]
 
@@ -151,7 +150,7 @@ def reminder_text(content: str, due_at: datetime, timezone: str, locale: str | N
     local = f"{due:%H:%M}"
     if deadline and remind_at is not None and remind_at.astimezone(zone).date() != due.date():
         local = f"{due:%m-%d %H:%M}"
-    if (locale or "").lower().startswith("zh") or _CJK.search(content):
+    if is_chinese(locale) or language_of(content).chinese:  # the user's language, else the reminder's
         return f"⏰ 提醒：{content}（{local} 截止）" if deadline else f"⏰ 提醒：{content}（{local}）"
     return f"⏰ Heads-up: {content} (due {local})" if deadline else f"⏰ Reminder: {content} ({local})"
 

@@ -27,6 +27,7 @@ from shared.emotion import PLAIN_STRATEGY, UNKNOWN
 from shared.limits import SharedLimit
 from shared.llm.client import ChatModel
 from shared.settings import Settings
+from shared.text import Language
 from tests.integration.test_discord_bot import CONFIG, Bot
 from tests.integration.test_telegram_bot import BOB, all_fetched, run_bot
 from tests.waiting import until
@@ -123,10 +124,10 @@ def test_every_warning_reaches_a_chinese_reader_in_chinese_on_both_platforms(cod
     params = {"count": 12, "what": "买花", "when": "明天", "problem": "invalid", "reason": "only a number"}
     english, _chinese = WARNING_TEXTS[code]
     warning = TurnWarning.of(code, **{name: params[name] for name in params if "{" + name + "}" in english})
-    reply = Reply(text="好的", emotion=UNKNOWN, strategy=PLAIN_STRATEGY, warnings=(warning,),
+    reply = Reply(text="好的", emotion=UNKNOWN, strategy=PLAIN_STRATEGY, warnings=(warning,), language=Language.ZH,
                   offline=code is WarningCode.OFFLINE or code in OFFLINE_REASONS)
-    [discord_message] = discord_render.reply_messages(reply, locale="zh")
+    [discord_message] = discord_render.reply_messages(reply)
     assert_chinese(discord_message.splitlines()[1])
-    note = telegram_render.reply_note(reply, "zh-hans")
+    note = telegram_render.reply_note(reply)
     assert note is not None
     assert_chinese(note)
