@@ -27,6 +27,7 @@ from pathlib import Path
 from shared.access.rule import CONSOLE, Facts, Policy
 from shared.access.service import AccessListing, AccessService
 from shared.access.texts import change_text, listing_text
+from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.app.logs import PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE
 from shared.commands import texts
 from shared.commands.reminder_actions import ACTION_WORDS
@@ -37,7 +38,6 @@ from shared.reminders import zone_texts
 from shared.text import is_chinese, language_of
 from shared.usage import texts as usage_texts
 
-MAX_IMPORT_BYTES = 5 * 1024 * 1024
 YES = {"y", "yes", "是", "好", "确认"}
 WORDED_COMMANDS = {"/remember", "/remind", "/memories", "/forget"}
 """Commands whose words are the user's own (not a path, id or code), so they tell the user's language."""

@@ -12,7 +12,7 @@ from shared.conversation.turn_reminders import store_turn_reminders
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
-from shared.llm.turn_schema import TurnOutput
+from shared.llm.turn_schema import MAX_CONTEXT_VARIABLES, TurnOutput
 from shared.memory.writes import store_stated_memories
 from shared.recall.round_keys import key_round
 from shared.repositories.uow import UnitOfWork
@@ -27,7 +27,6 @@ log = logging.getLogger(__name__)
 
 MESSAGES_PER_SUMMARY = 30
 """A session is summarised into an episode part each time it passes this many messages (both sides)."""
-MAX_CONTEXT_VARIABLES = 10
 
 
 @dataclass(frozen=True)

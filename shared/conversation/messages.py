@@ -9,7 +9,6 @@ from shared.conversation.warning_texts import TurnWarning
 from shared.emotion import Emotion, ResponseStrategy
 from shared.text import Language
 
-PLATFORMS = ("discord", "telegram", "console")
 OPERATOR_CONSOLE = "console"
 """The one front-end whose user is the operator (``mnemo chat``): only there may a reply name a setting."""
 

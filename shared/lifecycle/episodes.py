@@ -27,13 +27,12 @@ from shared.db.memory_models import Episode
 from shared.llm.answers import is_machine_text
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.metering import CallUsage, metered
+from shared.memory.about import MAX_ENTITIES, MAX_ENTITY_CHARS
 from shared.reminders.timeparse import known_zone, zone_of
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import tokenize
 from shared.text import clean_text, language_of
 
-MAX_ENTITIES = 10
-MAX_ENTITY_CHARS = 60
 MAX_SUMMARY_CHARS = 600
 MAX_LIST_ITEMS = 5
 MAX_ITEM_CHARS = 200

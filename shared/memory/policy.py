@@ -69,6 +69,9 @@ LASTING_TIERS = tuple(tier for tier in TIER_POLICY if tier not in EXPIRING_TIERS
 REVIEWED_TIERS = tiers_where("reviewed")
 DEDUP_TIERS = tiers_where("deduplicated")
 PREFERRED_TIERS = tiers_where("preferred")
+TRANSIENT_LIFETIME = timedelta(hours=24)
+"""How long a ``transient`` memory ("true only today") lives: its ``expires_at`` when written, and the age at which
+decay deletes one written without it."""
 
 
 # --- importance and what a rule may forget ------------------------------------------------------------
