@@ -24,6 +24,7 @@ from shared.conversation import offline_replies as say
 from shared.conversation.offline import extract_reminders
 from shared.conversation.offline_compose import reminder_confirmation
 from shared.conversation.warning_texts import TurnWarning, WarningCode
+from shared.db.kinds import TodoKind
 from shared.db.memory_models import Todo
 from shared.llm.turn_schema import TodoEntry
 from shared.reminders.deadlines import reads_as_deadline, timing
@@ -117,7 +118,7 @@ def _store(uow: UnitOfWork, prepared: PreparedTurn, entries: tuple[TodoEntry, ..
             warnings.append(TurnWarning.of(WarningCode.REMINDERS_FULL, what=entry.content,
                                            count=MAX_PENDING_REMINDERS))
             continue
-        when = timing("deadline" if deadline else "reminder", due, sent, heads_up)
+        when = timing(TodoKind.DEADLINE if deadline else TodoKind.REMINDER, due, sent, heads_up)
         if when.remind_at <= now:  # passed while the reply was written: pings at the next scan
             due_now.append(entry.content)
         todo = uow.todos.add(Todo(user_id=prepared.user_id, chat_id=prepared.chat_id, content=entry.content,
