@@ -10,12 +10,11 @@ from fastapi import APIRouter, Depends, Form, Header, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from bot.api.auth import COOKIE, Principal, context, principal
-from bot.api.errors import ApiError
+from bot.api.errors import ApiError, accepted_language
 from bot.api.json_body import CheckedJsonRoute
 from bot.api.schemas import ErrorOut, SessionOut
 from shared.accounts.panel_access import SIGN_IN_PATH, is_secret
 from shared.errors import ConfirmationInvalid
-from shared.text import is_chinese
 
 PANEL_PATH = "/panel/"
 SIGN_IN_PAGE = Path(__file__).with_name("sign_in.html")
@@ -92,5 +91,4 @@ def _page(texts: dict[str, str], token: str | None, status: int = 200) -> HTMLRe
 
 
 def _texts(accept_language: str | None) -> dict[str, str]:
-    first = (accept_language or "").split(",")[0].strip().lower()
-    return PAGE_TEXTS["zh" if is_chinese(first) else "en"]
+    return PAGE_TEXTS[accepted_language(accept_language)]
