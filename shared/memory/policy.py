@@ -19,7 +19,8 @@ from datetime import timedelta
 from types import MappingProxyType
 
 MAX_MEMORY_CHARS = 500
-"""A memory's content, however it is written: by the model, a command, the panel or an import."""
+"""A memory's content, however it is written: by the model, a command, the panel or an import; and a reminder's
+(the model's todo, an imported one)."""
 MAX_LABEL_CHARS = 100
 """A memory's subject and predicate (key)."""
 

@@ -57,6 +57,15 @@ def test_the_numbers_once_copied_now_live_in_one_place():
     assert defined["PLATFORMS"] == {"shared/db/kinds.py"}
 
 
+def test_a_reminders_text_has_one_limit_from_the_model_and_from_an_import():
+    from shared.accounts.export_format import SECTIONS
+    from shared.commands.service import MAX_TEXT_CHARS
+    from shared.memory.policy import MAX_MEMORY_CHARS
+
+    assert SECTIONS["todos"]["content"].limit == MAX_MEMORY_CHARS  # once 2,000 on import
+    assert MAX_TEXT_CHARS <= MAX_MEMORY_CHARS  # what /remind reads holds the reminder's text and its time
+
+
 def test_the_vocabularies_tuples_are_their_enums():
     assert kinds.TODO_STATUSES == ("pending", "sent", "done", "cancelled") == tuple(kinds.TodoStatus)
     assert kinds.TODO_KINDS == ("reminder", "deadline") == tuple(kinds.TodoKind)
