@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from itertools import count
 from pathlib import Path
 
-from bot.console_commands import ConsoleCommands, written_language
+from bot.console_commands import ConsoleCommands
 from bot.console_terminal import Terminal, read_line
 from shared.app.bootstrap import Runtime
 from shared.commands import texts
@@ -22,7 +22,7 @@ from shared.conversation.warning_texts import OFFLINE_WARNING, warning_text
 from shared.errors import DatabaseUnavailable
 from shared.reminders.service import console_reminders_sent_since
 from shared.settings import Settings
-from shared.text import is_chinese
+from shared.text import language_of
 
 QUIT_WORDS = {"/quit", "/exit", ":q"}
 PROMPT = "you> "
@@ -58,13 +58,14 @@ def render_why(reply: Reply | None) -> str:
     return "\n".join(lines)
 
 
-def render_reply(reply: Reply, bot_name: str, locale: str | None = None) -> str:
-    """The reply as the console shows it: the text, then its notice and warnings, all in the user's language
-    (``locale``, the language of what they last wrote), and the offline label."""
-    chinese = is_chinese(locale)
+def render_reply(reply: Reply, bot_name: str) -> str:
+    """The reply as the console shows it: the text, then its notice and warnings, all in the language of the
+    message, and the offline label."""
+    chinese = reply.language.chinese
     label = f"{bot_name}{OFFLINE_LABEL[chinese]}" if reply.offline else bot_name
     lines = [f"{label}> {reply.text}"] + ([f"  · {reply.notice}"] if reply.notice else [])
-    lines += [f"  · {warning_text(warning, chinese)}" for warning in reply.warnings if warning != OFFLINE_WARNING]
+    lines += [f"  · {warning_text(warning, chinese)}" for warning in dict.fromkeys(reply.warnings)
+              if warning != OFFLINE_WARNING]
     return "\n".join(lines)
 
 
@@ -124,7 +125,7 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
             continue
         if commands is not None:
             commands.follow(text)
-        locale = commands.locale if commands is not None else written_language(text)
+        locale = commands.locale if commands is not None else language_of(text).value
         message = IncomingMessage(platform="console", chat_id=CONSOLE_CHAT_ID, user_id=user_id, text=text,
                                   sent_at=datetime.now(UTC), display_name=user_id,
                                   message_id=f"{session_tag}-{next(numbers)}", locale=locale)
@@ -143,7 +144,7 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
         if reply.duplicate:
             continue
         last = reply
-        write(render_reply(reply, bot_name, locale))
+        write(render_reply(reply, bot_name))
 
 
 async def _answer_unanswered(service: ConversationService, *, user_id: str, bot_name: str,
@@ -153,7 +154,7 @@ async def _answer_unanswered(service: ConversationService, *, user_id: str, bot_
     try:
         async for incoming, reply in service.unanswered_replies("console", platform_user_id=user_id):
             write(texts.answered_late_text(incoming.text, incoming.locale))
-            write(render_reply(reply, bot_name, incoming.locale))
+            write(render_reply(reply, bot_name))
             last = reply
     except DatabaseUnavailable as exc:
         write(texts.error_text(exc, None))

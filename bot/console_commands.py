@@ -27,6 +27,7 @@ from pathlib import Path
 from shared.access.rule import CONSOLE, Facts, Policy
 from shared.access.service import AccessListing, AccessService
 from shared.access.texts import change_text, listing_text
+from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.app.logs import PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE
 from shared.commands import texts
 from shared.commands.reminder_actions import ACTION_WORDS
@@ -34,9 +35,9 @@ from shared.commands.service import Caller, MemoryCommands, confirmation_code
 from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
 from shared.reminders import zone_texts
+from shared.text import is_chinese, language_of
 from shared.usage import texts as usage_texts
 
-MAX_IMPORT_BYTES = 5 * 1024 * 1024
 YES = {"y", "yes", "是", "好", "确认"}
 WORDED_COMMANDS = {"/remember", "/remind", "/memories", "/forget"}
 """Commands whose words are the user's own (not a path, id or code), so they tell the user's language."""
@@ -44,19 +45,8 @@ COMMAND_WORDS = frozenset({*MEMORY_TYPES, "why", "forgotten", "restore", "all", 
 """Words of a command's own syntax (``/memories person``, ``/forget all``, ``/remind done 4``): English
 whatever the user's language, so they never tell it."""
 UNLINK_WORD = "unlink"
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 MAX_NAME_CHARS = 40
-
-
-def written_language(text: str) -> str | None:
-    """"zh" when Chinese characters outnumber Latin words, "en" for Latin words, None for neither (an id,
-    a number, nothing)."""
-    han, latin = len(_HAN.findall(text)), len(_LATIN_WORD.findall(text))
-    if han and han >= latin:
-        return "zh"
-    return "en" if latin else None
 
 
 def export_name(caller: Caller, now: datetime) -> str:
@@ -103,10 +93,10 @@ class ConsoleCommands:
         return self.caller.locale
 
     def follow(self, text: str) -> None:
-        """Answer in the language of ``text`` from now on, if it has one."""
-        language = written_language(text)
-        if language is not None and language != self.caller.locale:
-            self.caller = replace(self.caller, locale=language)
+        """Answer in the language of ``text`` from now on (a text of neither language keeps the one before)."""
+        language = language_of(text, self.caller.locale)
+        if language != self.caller.locale and language.chinese != is_chinese(self.caller.locale):
+            self.caller = replace(self.caller, locale=language.value)
 
     def run(self, line: str) -> str:
         """The answer to one ``/command`` line (errors become the user-facing message)."""

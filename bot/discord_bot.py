@@ -42,9 +42,9 @@ from shared.errors import ConfigError
 from shared.limits import SharedLimit
 from shared.metrics import record
 from shared.settings import Settings
+from shared.text import language_of
 
 log = logging.getLogger(__name__)
-CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Replies ping the person answered and nobody else, whatever the model wrote (@everyone, roles).
 REPLY_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
@@ -172,7 +172,7 @@ class MnemoBot(discord.AutoShardedClient):
         answered = discord.MessageReference(message_id=int(incoming.message_id or 0), channel_id=channel.id,
                                             fail_if_not_exists=False)
         try:
-            for index, piece in enumerate(reply_messages(reply, locale=_locale(incoming))):
+            for index, piece in enumerate(reply_messages(reply)):
                 await channel.send(piece, reference=answered if index == 0 else None)
         except discord.HTTPException as exc:  # the answer is recorded, only not delivered
             log.warning("could not deliver a late answer to channel %s: %s", incoming.chat_id, exc)
@@ -200,7 +200,7 @@ class MnemoBot(discord.AutoShardedClient):
             log.exception("Discord message %s failed", message.id)
             await self._apologise(message, exc, incoming)
             return
-        for index, piece in enumerate(reply_messages(reply, locale=_locale(incoming))):
+        for index, piece in enumerate(reply_messages(reply)):
             if index == 0 and not incoming.is_private:
                 await message.reply(piece)
             else:
@@ -332,7 +332,7 @@ async def _serve(client: MnemoBot, token: str) -> None:
 
 def _locale(incoming: IncomingMessage) -> str:
     """Discord sends no language with a message: the language it is written in."""
-    return "zh" if CJK.search(incoming.text) else "en"
+    return language_of(incoming.text).value
 
 
 def _token(settings: Settings) -> str:

@@ -16,9 +16,8 @@ from discord.utils import escape_markdown
 
 from shared.commands.texts import COMMANDS as COMMAND_DESCRIPTIONS
 from shared.conversation.messages import Reply
-from shared.conversation.warning_texts import warning_text
+from shared.conversation.warning_texts import TurnWarning, warning_text
 from shared.delivery.limits import DISCORD_CONTENT_LIMIT
-from shared.text import is_chinese
 
 DISCORD_MESSAGE_LIMIT = DISCORD_CONTENT_LIMIT
 WARNING_LINE_LIMIT = 200
@@ -95,25 +94,24 @@ def fit(text: str, limit: int = DISCORD_MESSAGE_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def warning_line(warnings: Iterable[str], chinese: bool = False) -> str | None:
+def warning_line(warnings: Iterable[TurnWarning], chinese: bool = False) -> str | None:
     """The reply's warnings (offline, context cut, …) as one short italic line in the reply's language, or None."""
-    shown = [warning_text(warning.strip(), chinese).rstrip(".。") for warning in dict.fromkeys(warnings)
-             if warning.strip()]
+    shown = [warning_text(warning, chinese).rstrip(".。") for warning in dict.fromkeys(warnings)]
     if not shown:
         return None
     line = fit(" · ".join(shown), WARNING_LINE_LIMIT)
     return f"*⚠ {escape_markdown(line)}*"
 
 
-def reply_messages(reply: Reply, limit: int = DISCORD_MESSAGE_LIMIT, locale: str | None = None) -> list[str]:
+def reply_messages(reply: Reply, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str]:
     """The messages to post for a reply: none for a duplicate, else the text (split), its notice and warnings (in
-    the language of ``locale``)."""
+    the language of the message)."""
     if reply.duplicate or not reply.text.strip():
         return []
     lines = [reply.text.strip()]
     if reply.notice:
         lines.append(f"*{escape_markdown(reply.notice)}*")
-    if (warnings := warning_line(reply.warnings, is_chinese(locale))) is not None:
+    if (warnings := warning_line(reply.warnings, reply.language.chinese)) is not None:
         lines.append(warnings)
     return split_message("\n".join(lines), limit)
 

@@ -18,7 +18,7 @@ from telegram.error import TelegramError
 
 from bot import telegram_render as render
 from bot.telegram_attachments import attachments_of, carries_attachment
-from bot.telegram_handlers import Context, language_of
+from bot.telegram_handlers import Context, user_locale
 from shared.attachments.texts import turn_line
 from shared.commands import texts
 from shared.conversation.messages import IncomingMessage, Reply
@@ -97,7 +97,7 @@ class ChatHandler:
         incoming = IncomingMessage(platform="telegram", chat_id=str(message.chat_id), user_id=str(user.id),
                                    text=turn_line(said or "", attached), sent_at=message.date, is_private=private,
                                    display_name=user.full_name, message_id=str(message.message_id),
-                                   locale=language_of(user), chat_title=message.chat.title, attachments=attached)
+                                   locale=user_locale(user), chat_title=message.chat.title, attachments=attached)
         async def tell_waiting() -> None:
             await message.reply_text(texts.waiting_for_database_text(incoming.locale), do_quote=not private)
 
@@ -108,7 +108,7 @@ class ChatHandler:
             reply = await self.service.handle_message(incoming, on_delay=tell_waiting, on_busy=tell_busy)
         if reply.duplicate or not reply.text.strip():
             return
-        for index, part in enumerate(render.reply_messages(reply, language_of(user))):
+        for index, part in enumerate(render.reply_messages(reply)):
             await message.reply_text(part.text, entities=list(part.entities) or None,
                                      do_quote=index == 0 and not private)
 
@@ -128,7 +128,7 @@ async def answer_unanswered(bot: Bot, service: ConversationService,
 async def _send_late_reply(bot: Bot, incoming: IncomingMessage, reply: Reply) -> None:
     quoted = ReplyParameters(message_id=int(incoming.message_id or 0), allow_sending_without_reply=True)
     try:
-        for index, part in enumerate(render.reply_messages(reply, incoming.locale)):
+        for index, part in enumerate(render.reply_messages(reply)):
             await bot.send_message(int(incoming.chat_id), part.text, entities=list(part.entities) or None,
                                    reply_parameters=quoted if index == 0 else None)
     except TelegramError as exc:  # blocked, kicked, chat gone: the answer is recorded, only not delivered

@@ -41,15 +41,15 @@ def caller_of(update: Update) -> Caller:
     user, chat = update.effective_user, update.effective_chat
     assert user is not None and chat is not None
     return Caller(platform="telegram", platform_user_id=str(user.id), display_name=user.full_name,
-                  locale=language_of(user), platform_chat_id=str(chat.id),
+                  locale=user_locale(user), platform_chat_id=str(chat.id),
                   chat_kind="private" if chat.type == ChatType.PRIVATE else "group")
 
 
 def locale_of(update: Update) -> str | None:
-    return language_of(update.effective_user)
+    return user_locale(update.effective_user)
 
 
-def language_of(user: User | None) -> str | None:
+def user_locale(user: User | None) -> str | None:
     """The user's language tag, or None (the default language) when there is none or it is malformed."""
     code = user.language_code if user is not None else None
     if isinstance(code, str) and len(code) <= MAX_LANGUAGE_CHARS and LANGUAGE_TAG.fullmatch(code):

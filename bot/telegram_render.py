@@ -13,13 +13,14 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity
 
 from shared.commands.service import MemoryPage, ReminderItem
 from shared.conversation.messages import Reply
+from shared.conversation.warning_texts import CONTEXT_CUT, OFFLINE_REASONS, WarningCode, warning_text
 from shared.delivery.limits import TELEGRAM_TEXT_LIMIT
+from shared.text import is_chinese
 
 TEXT_LIMIT = TELEGRAM_TEXT_LIMIT
 CALLBACK_DATA_LIMIT = 64  # Bot API: bytes of an inline button's callback_data
 SNOOZE_MINUTES = 10
 MAX_REMINDER_BUTTON_ROWS = 10
-CONTEXT_CUT_MARKERS = ("did not fit the context budget", "only the first")
 _PAGE_DATA = re.compile(r"mp:(\d{1,20}):(\d{1,6}):([a-z]*):(.*)", re.DOTALL)
 _REMINDER_DATA = re.compile(r"(rd|rs|rc):(\d{1,20}):(\d{1,20})")
 _SUPERGROUP_ID = re.compile(r"-100\d+")
@@ -47,10 +48,6 @@ TEXTS: dict[str, tuple[str, str]] = {
     "button_snooze": ("+{minutes} min #{id}", "+{minutes} 分钟 #{id}"),
     "button_cancel": ("✕ #{id}", "✕ #{id}"),
 }
-
-
-def is_chinese(locale: str | None) -> bool:
-    return bool(locale) and locale.lower().startswith("zh")
 
 
 def text(key: str, locale: str | None, **params: object) -> str:
@@ -98,20 +95,26 @@ class OutgoingText:
     entities: tuple[MessageEntity, ...] = ()
 
 
-def reply_note(reply: Reply, locale: str | None) -> str | None:
-    """The one short line under a reply: today's allowance spent, offline mode and/or context that was cut."""
+def reply_note(reply: Reply) -> str | None:
+    """The one short line under a reply: its notice, offline mode (not why), context that was cut, and the other
+    warnings (a reminder that could not be set, remembering paused), in the language of the message."""
+    locale = reply.language.value
     notes = [reply.notice] if reply.notice else []
+    codes = {warning.code for warning in reply.warnings}
     if reply.offline:
         notes.append(text("note_offline", locale))
-    if any(marker in warning for warning in reply.warnings for marker in CONTEXT_CUT_MARKERS):
+    if codes & CONTEXT_CUT:
         notes.append(text("note_context_cut", locale))
+    summed_up = CONTEXT_CUT | OFFLINE_REASONS | {WarningCode.OFFLINE}
+    notes += [warning_text(warning, reply.language.chinese).rstrip(".。") for warning in dict.fromkeys(reply.warnings)
+              if warning.code not in summed_up]
     return " · ".join(notes) or None
 
 
-def reply_messages(reply: Reply, locale: str | None) -> list[OutgoingText]:
+def reply_messages(reply: Reply) -> list[OutgoingText]:
     """The reply as Telegram messages; the note, in italics, ends the last one (or follows it)."""
     messages = [OutgoingText(part) for part in split_message(reply.text)]
-    note = reply_note(reply, locale)
+    note = reply_note(reply)
     if note is None:
         return messages
     last = messages.pop().text + "\n\n" if messages else ""

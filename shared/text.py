@@ -1,14 +1,19 @@
 """Text hygiene: safe to store (no NUL bytes, no lone surrogates, bounded size), visible (no text made
-only of invisible characters, no bidirectional controls that reorder what follows) and token estimates."""
+only of invisible characters, no bidirectional controls that reorder what follows), token estimates, and the
+one rule for the language a person writes in (:func:`language_of`)."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from enum import StrEnum
 from typing import Any
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W_]+|[^\w\s]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+"""A Chinese character: the unified ideographs, extension A and the compatibility ideographs."""
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
 
 _BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 """Embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069), the marks LRM, RLM and ALM."""
@@ -73,6 +78,29 @@ def estimate_tokens(text: str) -> int:
     cjk = len(_CJK.findall(text))
     other = len(_WORD.findall(_CJK.sub(" ", text)))
     return cjk + (other * 4 + 2) // 3
+
+
+class Language(StrEnum):
+    """The languages Mnemo answers in; the value is also a locale (``is_chinese("zh")``)."""
+
+    ZH = "zh"
+    EN = "en"
+
+    @property
+    def chinese(self) -> bool:
+        return self is Language.ZH
+
+
+def language_of(text: str, hint: str | None = None) -> Language:
+    """The language to answer ``text`` in, the same on every front-end: Chinese when it has Chinese characters,
+    at least as many as Latin words ("我住在 Leeds" is Chinese, "I love 北京 duck" English); English when it has
+    more Latin words; a text with neither (a number, an id, emoji) follows ``hint``, a locale (Telegram's
+    language of the user, the language a console user last wrote in), and English without one."""
+    han = len(_HAN.findall(text))
+    latin = len(_LATIN_WORD.findall(text))
+    if han or latin:
+        return Language.ZH if han >= latin else Language.EN
+    return Language.ZH if is_chinese(hint) else Language.EN
 
 
 def is_chinese(locale: str | None) -> bool:

@@ -1,6 +1,7 @@
 """How the API answers errors: ``{"code": ..., "detail": ...}`` with the right status.
 
-Domain errors from the services keep their key as ``code`` and their English text as ``detail``;
+Domain errors from the services keep their key as ``code`` and their text, in the language the client asks for
+(``Accept-Language``: Chinese or English, from the one table of ``shared.commands.texts``), as ``detail``;
 a request FastAPI or Starlette refuses (a malformed body, an unknown path, a wrong method) gets the
 same shape. Each refusal is logged as one line without a traceback. Anything unexpected is caught
 by :class:`ServerErrors`, logged once with its traceback and answered 500 without details; the
@@ -20,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.commands.texts import error_text
 from shared.errors import AccessRefused, ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
+from shared.text import Language, is_chinese
 
 log = logging.getLogger(__name__)
 MAX_REPORTED_PROBLEMS = 20
@@ -33,6 +35,16 @@ class ApiError(Exception):
     def __init__(self, status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(code)
         self.status, self.code, self.detail, self.headers = status, code, detail, headers
+
+
+def accepted_language(accept_language: str | None) -> Language:
+    """The language a client asks for (the first of its ``Accept-Language``): Chinese for ``zh…``, else English."""
+    return Language.ZH if is_chinese((accept_language or "").split(",")[0].strip()) else Language.EN
+
+
+def request_language(request: Request) -> Language:
+    """The language of an error's ``detail`` for this request; its ``code`` is the same in every language."""
+    return accepted_language(request.headers.get("accept-language"))
 
 
 def error_response(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -59,24 +71,25 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:
-        return _refused(request, 404, _key(exc, "not_found"), error_text(exc, "en"))
+        return _refused(request, 404, _key(exc, "not_found"), error_text(exc, request_language(request)))
 
     @app.exception_handler(InvalidCommand)
     async def invalid(request: Request, exc: InvalidCommand) -> JSONResponse:
-        return _refused(request, 422, exc.key, error_text(exc, "en"))
+        return _refused(request, 422, exc.key, error_text(exc, request_language(request)))
 
     @app.exception_handler(AccessRefused)
     async def refused(request: Request, exc: AccessRefused) -> JSONResponse:
-        return _refused(request, 403, exc.key, error_text(exc, "en"))
+        return _refused(request, 403, exc.key, error_text(exc, request_language(request)))
 
     @app.exception_handler(ConfirmationInvalid)
     async def expired(request: Request, exc: ConfirmationInvalid) -> JSONResponse:
-        return _refused(request, 400, exc.key, error_text(exc, "en"))
+        return _refused(request, 400, exc.key, error_text(exc, request_language(request)))
 
     @app.exception_handler(DatabaseUnavailable)
     async def database_away(request: Request, exc: DatabaseUnavailable) -> JSONResponse:
         log.warning("%s %r: the database is unavailable: %s", request.method, request.url.path, exc.__cause__ or exc)
-        return error_response(503, "database_unavailable", error_text(exc, "en"), {"Retry-After": "30"})
+        return error_response(503, "database_unavailable", error_text(exc, request_language(request)),
+                              {"Retry-After": "30"})
 
 
 def log_refusal(method: str, path: str, status: int, code: str, why: str = "") -> None:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Form, Header, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from bot.api.auth import COOKIE, Principal, context, principal
-from bot.api.errors import ApiError
+from bot.api.errors import ApiError, accepted_language
 from bot.api.json_body import CheckedJsonRoute
 from bot.api.schemas import ErrorOut, SessionOut
 from shared.accounts.panel_access import SIGN_IN_PATH, is_secret
@@ -91,5 +91,4 @@ def _page(texts: dict[str, str], token: str | None, status: int = 200) -> HTMLRe
 
 
 def _texts(accept_language: str | None) -> dict[str, str]:
-    first = (accept_language or "").split(",")[0].strip().lower()
-    return PAGE_TEXTS["zh" if first.startswith("zh") else "en"]
+    return PAGE_TEXTS[accepted_language(accept_language)]

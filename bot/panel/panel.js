@@ -51,7 +51,7 @@ class ApiError extends Error {
 }
 
 async function api(method, path, { json, form } = {}) {
-  const headers = { Accept: 'application/json' };
+  const headers = { Accept: 'application/json', 'Accept-Language': state.lang === 'zh' ? 'zh-CN' : 'en' };
   if (method !== 'GET' && state.csrfToken) headers['X-CSRF-Token'] = state.csrfToken;
   let body;
   if (json !== undefined) {

@@ -83,7 +83,8 @@ SECTIONS: dict[str, dict[str, Field]] = {
         "decayed_at": _MAYBE_WHEN, "created_at": _WHEN,
     },
     "todos": {
-        "content": Field("text", required=True, limit=2000), "due_at": Field("time", required=True),
+        "content": Field("text", required=True, limit=MAX_MEMORY_CHARS),  # as the model and /remind may write it
+        "due_at": Field("time", required=True),
         "remind_at": _WHEN, "timezone": Field("zone", required=True), "status": Field("choice", choices=TODO_STATUSES),
         "source": Field("choice", choices=("command", "conversation")), "created_at": _WHEN, "sent_at": _MAYBE_WHEN,
         "kind": Field("choice", choices=TODO_KINDS), "wall_clock": Field("bool"),

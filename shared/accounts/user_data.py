@@ -37,6 +37,7 @@ from shared.accounts.export_format import (
     read_export,
     storable_json,
 )
+from shared.db.kinds import TodoStatus
 from shared.db.memory_models import Episode, Memory, Todo
 from shared.db.models import ConversationTurn
 from shared.recall.round_keys import rekey_rounds
@@ -215,16 +216,16 @@ class _Importer:
             if (entry["content"], entry["due_at"]) in known:
                 kept.append({**entry, "id": n})
                 continue
-            entry = {"status": "pending", "remind_at": entry["due_at"], **entry}
+            entry = {"status": TodoStatus.PENDING, "remind_at": entry["due_at"], **entry}
             missed = missed_on_import(entry["status"], entry["remind_at"], self.now)
             if missed is not None:
-                entry.update(status="cancelled", last_error=missed)
+                entry.update(status=TodoStatus.CANCELLED, last_error=missed)
                 self.missed += 1
-            elif entry["status"] == "pending" and room < 1:
+            elif entry["status"] == TodoStatus.PENDING and room < 1:
                 self.refused.append(f"todos: {_clip(entry['content'])}: you already have {MAX_PENDING_REMINDERS} "
                                     "pending reminders, the most I keep")
                 continue
-            elif entry["status"] == "pending":
+            elif entry["status"] == TodoStatus.PENDING:
                 room -= 1
             kept.append({**entry, "id": n})
         self._insert("todos", kept, lambda t: known.get((t["content"], t["due_at"])),

@@ -29,6 +29,7 @@ from shared.commands.service import (
     type_filter,
     zone_named,
 )
+from shared.db.kinds import TodoStatus
 from shared.db.memory_models import Memory
 from shared.errors import AccessRefused, InvalidCommand, NotFound
 from shared.memory import recycle_bin
@@ -243,8 +244,8 @@ class PanelService:
 
     def cancel_reminder(self, user_id: int, reminder_id: int) -> ReminderItem:
         wanted = record_id(reminder_id, "reminder_not_found")
-        return self._write(lambda uow: change_reminder(uow, user_id, wanted, ("pending",), self.clock(),
-                                                       status="cancelled"))
+        return self._write(lambda uow: change_reminder(uow, user_id, wanted, (TodoStatus.PENDING,), self.clock(),
+                                                       status=TodoStatus.CANCELLED))
 
     # Settings
 

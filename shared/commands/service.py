@@ -30,6 +30,7 @@ from shared.commands.memories import (
     MemoryPage,
 )
 from shared.commands.reminder_actions import ACTION_WORDS, ReminderAction, action_of, reminder_action
+from shared.db.kinds import TodoKind, TodoStatus
 from shared.db.memory_models import Todo
 from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
@@ -90,7 +91,7 @@ class ReminderItem:
     due_at: datetime
     timezone: str
     status: str
-    kind: str = "reminder"
+    kind: str = TodoKind.REMINDER
     deadline: datetime | None = None
 
 
@@ -213,15 +214,16 @@ class MemoryCommands:
         return self._run(caller, lambda uow, me: self._add_reminder(uow, me, caller, request), writes=True).item
 
     def cancel_reminder(self, caller: Caller, reminder_id: int) -> ReminderItem:
-        return self._change_reminder(caller, reminder_id, ("pending",), status="cancelled")
+        return self._change_reminder(caller, reminder_id, (TodoStatus.PENDING,), status=TodoStatus.CANCELLED)
 
     def complete_reminder(self, caller: Caller, reminder_id: int) -> ReminderItem:
-        return self._change_reminder(caller, reminder_id, ("pending", "sent"), status="done")
+        return self._change_reminder(caller, reminder_id, (TodoStatus.PENDING, TodoStatus.SENT), status=TodoStatus.DONE)
 
     def snooze_reminder(self, caller: Caller, reminder_id: int, minutes: int = 10) -> ReminderItem:
         if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes not in SNOOZE_MINUTES:
             raise InvalidCommand("bad_minutes", low=SNOOZE_MINUTES.start, high=SNOOZE_MINUTES.stop - 1)
-        return self._change_reminder(caller, reminder_id, ("pending", "sent"), status="pending", sent_at=None,
+        return self._change_reminder(caller, reminder_id, (TodoStatus.PENDING, TodoStatus.SENT),
+                                     status=TodoStatus.PENDING, sent_at=None,
                                      claimed_until=None, last_error=None, snooze=timedelta(minutes=minutes))
 
     # Time zone
@@ -338,7 +340,7 @@ class MemoryCommands:
             raise InvalidCommand("reminder_no_content")
         if room_for_reminders(uow, me.user_id) < 1:
             raise InvalidCommand("too_many_reminders", limit=MAX_PENDING_REMINDERS)
-        when = timing("deadline" if deadline else "reminder", resolved.due, now, self.deadline_heads_up)
+        when = timing(TodoKind.DEADLINE if deadline else TodoKind.REMINDER, resolved.due, now, self.deadline_heads_up)
         todo = uow.todos.add(Todo(user_id=me.user_id, chat_id=self._chat(uow, caller).id, content=content,
                                   due_at=when.due_at, remind_at=when.remind_at, kind=when.kind,
                                   wall_clock=not resolved.elapsed, timezone=zone, source="command",
@@ -368,7 +370,8 @@ def change_reminder(uow: UnitOfWork, user_id: int, reminder_id: int, allowed: tu
         raise NotFound("reminder_not_found")
     if todo.status not in allowed:
         raise InvalidCommand("reminder_not_pending", status=todo.status)
-    if values.get("status") == "pending" and todo.status != "pending" and room_for_reminders(uow, user_id) < 1:
+    reopened = values.get("status") == TodoStatus.PENDING and todo.status != TodoStatus.PENDING
+    if reopened and room_for_reminders(uow, user_id) < 1:
         raise InvalidCommand("too_many_reminders", limit=MAX_PENDING_REMINDERS)  # a sent one snoozed counts again
     later = None
     if snooze is not None:  # from the later of now and when it was due: a snooze never brings a reminder forward
@@ -456,7 +459,7 @@ def _key(value: object) -> bool:
 
 def reminder_item(todo: Todo) -> ReminderItem:
     zone = zone_of(zone_or_default(todo.timezone, "UTC"))
-    deadline = todo.due_at.astimezone(zone) if todo.kind == "deadline" else None
+    deadline = todo.due_at.astimezone(zone) if todo.kind == TodoKind.DEADLINE else None
     return ReminderItem(id=todo.id, content=todo.content, due_at=todo.remind_at.astimezone(zone),
                         timezone=todo.timezone, status=todo.status, kind=todo.kind, deadline=deadline)
 

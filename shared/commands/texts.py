@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from shared.db.kinds import TodoKind, TodoStatus
 from shared.memory.policy import BIN_LIFETIME
 from shared.reminders.zone_texts import default_zone_text
 from shared.text import is_chinese
@@ -49,8 +50,8 @@ WHOLE_PARAMS = frozenset({"what", "path", "cwd"})
 _SOURCES = {"user_stated": ("conversation", "对话"), "inferred": ("inferred", "推断"), "system": ("system", "系统"),
             "manual": ("manual", "手动"), "imported": ("import", "导入"), "operator": ("operator", "运营者"),
             "remembered": ("/remember", "/remember")}
-_STATUSES = {"pending": ("pending", "待提醒"), "sent": ("sent", "已发送"), "done": ("done", "已完成"),
-             "cancelled": ("cancelled", "已取消")}
+_STATUSES = {TodoStatus.PENDING: ("pending", "待提醒"), TodoStatus.SENT: ("sent", "已发送"),
+             TodoStatus.DONE: ("done", "已完成"), TodoStatus.CANCELLED: ("cancelled", "已取消")}
 _SECTIONS = (("memories", "memory", "记忆"), ("episodes", "summary", "摘要"), ("todos", "reminder", "提醒"),
              ("turns", "message", "聊天记录"), ("profile", "profile", "档案"))
 _WEEKDAYS_ZH = "一二三四五六日"
@@ -412,9 +413,9 @@ def reminder_change_text(change: Any, locale: str | None) -> str:
 
 def reminder_updated_text(item: Any, locale: str | None) -> str:
     """After cancel, done or snooze."""
-    if item.status == "cancelled":
+    if item.status == TodoStatus.CANCELLED:
         return _pick(locale, f"Reminder #{item.id} cancelled.", f"已取消提醒 #{item.id}。")
-    if item.status == "done":
+    if item.status == TodoStatus.DONE:
         return _pick(locale, f"Reminder #{item.id} marked done.", f"提醒 #{item.id} 已完成。")
     return _pick(locale, f"Okay, I'll remind you again {_when(item, locale)}.",
                  f"好的，{_when(item, locale)} 再提醒你。")
@@ -543,7 +544,7 @@ def error_text(exc: BaseException, locale: str | None) -> str:
 
 
 def _deadline(item: Any) -> bool:
-    return getattr(item, "kind", "reminder") == "deadline" and getattr(item, "deadline", None) is not None
+    return getattr(item, "kind", TodoKind.REMINDER) == TodoKind.DEADLINE and getattr(item, "deadline", None) is not None
 
 
 def _when(item: Any, locale: str | None, moment: datetime | None = None) -> str:

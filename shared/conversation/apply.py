@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 from shared.conversation.attached import round_line
 from shared.conversation.turn_reminders import store_turn_reminders
+from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
-from shared.llm.turn_schema import TurnOutput
+from shared.llm.turn_schema import MAX_CONTEXT_VARIABLES, TurnOutput
 from shared.memory.writes import store_stated_memories
 from shared.recall.round_keys import key_round
 from shared.repositories.uow import UnitOfWork
@@ -27,7 +28,6 @@ log = logging.getLogger(__name__)
 
 MESSAGES_PER_SUMMARY = 30
 """A session is summarised into an episode part each time it passes this many messages (both sides)."""
-MAX_CONTEXT_VARIABLES = 10
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class TurnResult:
     output: TurnOutput
     emotion: Emotion
     offline: bool
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TurnWarning, ...] = ()
     trusted: bool = True
     """False when the answer was not valid JSON: its text is the reply, nothing is stored from it."""
     notice: str | None = None
@@ -56,7 +56,7 @@ class TurnResult:
 class AppliedTurn:
     memory_ids: tuple[int, ...]
     todo_ids: tuple[int, ...]
-    warnings: tuple[str, ...]
+    warnings: tuple[TurnWarning, ...]
     job_ids: tuple[int, ...] = ()
     answered_elsewhere: bool = False
     """Another process recorded a reply to this message first: this one is not sent."""
@@ -77,10 +77,10 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
     uow.memories.touch(prepared.user_id, prepared.prompt.memory_ids, now)
     memory_ids: tuple[int, ...] = ()
     facts: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TurnWarning, ...] = ()
     if result.trusted and output.memory_update:
         if prepared.paused:
-            warnings += ("Remembering is paused; nothing new was stored.",)
+            warnings += (TurnWarning(WarningCode.REMEMBERING_PAUSED),)
         else:
             memory_ids, facts = _store_memories(uow, prepared, output, now, line)
     key_round(uow, prepared.user_id, prepared.user_turn_id, line, output.response, facts,

@@ -15,8 +15,7 @@ from shared.attachments import texts
 from shared.attachments.images import data_url
 from shared.attachments.kinds import Attachment
 from shared.conversation.messages import IncomingMessage
-from shared.conversation.offline_view import replies_in_chinese
-from shared.text import is_chinese
+from shared.text import Language, language_of
 
 if TYPE_CHECKING:
     from shared.llm.transcription import Transcriber
@@ -31,7 +30,7 @@ def image_for_model(attachments: Sequence[Attachment]) -> str | None:
 def answers_in_chinese(line: str, locale: str | None) -> bool:
     """The user's language: their words when they wrote some (a caption), else their platform's locale."""
     words = "\n".join(part for part in line.splitlines() if not (part.startswith("[") and part.endswith("]")))
-    return replies_in_chinese(words) if words.strip() else is_chinese(locale)
+    return language_of(words, locale) is Language.ZH
 
 
 def attachment_notice(attachments: Sequence[Attachment], line: str, locale: str | None, *,

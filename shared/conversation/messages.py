@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.attachments.kinds import Attachment
+from shared.conversation.warning_texts import TurnWarning
 from shared.emotion import Emotion, ResponseStrategy
+from shared.text import Language
 
-PLATFORMS = ("discord", "telegram", "console")
 OPERATOR_CONSOLE = "console"
 """The one front-end whose user is the operator (``mnemo chat``): only there may a reply name a setting."""
 
@@ -58,7 +59,7 @@ class Reply:
     text: str
     emotion: Emotion
     strategy: ResponseStrategy
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TurnWarning, ...] = ()
     duplicate: bool = False
     offline: bool = False
     busy: bool = False
@@ -72,6 +73,9 @@ class Reply:
     timings_ms: dict[str, float] = field(default_factory=dict)
     """Where the time went: prepare, llm, apply (the hot path's own work is prepare + apply), and recall (part of
     prepare)."""
+    language: Language = Language.EN
+    """The language of the message (:func:`shared.text.language_of`): of the notice, and of the warnings as each
+    front-end words them."""
     notice: str | None = None
     """To show with the reply, in the user's language: today's allowance is spent (the reply is offline), the
     reminder the rules set, how many memories there are when asked what is remembered."""

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from shared.conversation.offline_compose import Composer, already_known
-from shared.conversation.offline_view import OFFLINE_HINT_KEY, MemoryNote, OfflineView, replies_in_chinese
+from shared.conversation.offline_view import OFFLINE_HINT_KEY, MemoryNote, OfflineView
 from shared.emotion import Emotion, category_of, detect_emotion_offline
 from shared.llm.turn_schema import TodoEntry, TurnOutput
 from shared.memory.stated import StatedMemory
@@ -58,7 +58,7 @@ class OfflineResponder:
 
     def respond(self, view: OfflineView) -> TurnOutput:
         emotion = detect_feeling(view.text)
-        compose = Composer(view, replies_in_chinese(view.text), emotion)
+        compose = Composer(view, view.language.chinese, emotion)
         todos = tuple(extract_reminders(view.text, view.sent_at or view.local_now, view.timezone))
         statements = read_statements(view.text, bot_lines=view.bot_lines)
         stored = [s for s in statements if not already_known(s, view)]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from shared.conversation import offline_replies as say
 from shared.conversation.echo import lower_first, second_person
-from shared.conversation.offline_view import MemoryNote, OfflineView, RoundNote, replies_in_chinese
+from shared.conversation.offline_view import MemoryNote, OfflineView, RoundNote
 from shared.conversation.packing import excerpt
 from shared.emotion import Emotion, strategy_for
 from shared.reminders.in_note import asks_about_reminders
@@ -24,6 +24,7 @@ from shared.speech.lexicon import expanded
 from shared.speech.past_talk import BOT_SIDE, EITHER_SIDE, USER_SIDE, PastAsk, past_ask
 from shared.speech.recall_questions import RecallAsk, asks_about_bot, recall_ask
 from shared.speech.statements import Statement, read_statements
+from shared.text import language_of
 
 if TYPE_CHECKING:
     from shared.llm.turn_schema import TodoEntry
@@ -154,7 +155,7 @@ class Composer:
             return f"{line} {say.text('more_known', self.chinese, count=str(more))}" if more > 0 else line
         if not notes:
             return say.text("dont_know", self.chinese, **say.asked_what([p for _, p in ask.keys], self.chinese))
-        quoted = any(replies_in_chinese(n.content) != self.chinese for n in notes)
+        quoted = any(language_of(n.content).chinese != self.chinese for n in notes)
         items = say.join_items([n.content if quoted else self.echo(n.content) for n in notes], self.chinese)
         items = items if self.chinese or quoted else items[:1].upper() + items[1:]
         return say.text("answer_quoted" if quoted else "answer", self.chinese, items=items)
@@ -227,13 +228,13 @@ def known_count_notice(view: OfflineView, shown: int) -> str | None:
     them all, when its prompt showed fewer (the offline answer says it itself, ``more_known``)."""
     if view.memory_count <= shown:
         return None
-    return say.text("known_count", replies_in_chinese(view.text), count=str(view.memory_count))
+    return say.text("known_count", view.language.chinese, count=str(view.memory_count))
 
 
 def reminder_confirmation(todo: TodoEntry, view: OfflineView) -> str:
     """"Okay — I'll remind you tomorrow at 09:00: …" (a deadline: "… is due …; I'll remind you ahead of it") in the
     language of the message."""
-    chinese = replies_in_chinese(view.text)
+    chinese = view.language.chinese
     when = say.when_text(datetime.fromisoformat(todo.due), view.local_now, view.timezone, chinese)
     return say.text("deadline" if todo.deadline else "reminder", chinese, when=when, what=second_person(todo.content))
 

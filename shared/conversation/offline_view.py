@@ -3,17 +3,15 @@ language it answers in. Pure, no database."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 
 from shared.emotion import ResponseStrategy
 from shared.reminders.in_note import PendingReminder
+from shared.text import Language, language_of
 
 OFFLINE_HINT_KEY = "offline_model_hint"
 """The session context variable that records that the hint on connecting a model was shown."""
-_HAN = re.compile(r"[\u4e00-\u9fff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
 
 
 @dataclass(frozen=True)
@@ -72,9 +70,12 @@ class OfflineView:
     sent_at: datetime | None = None
     """When the message was sent, on the user's clock: "in 10 minutes" counts from it, however long the answer
     takes (``local_now`` is when it was taken up)."""
+    locale: str | None = None
+    """The message's locale (Telegram's language of the user, the console's last language): the language of a
+    message with no words of either language."""
 
+    @property
+    def language(self) -> Language:
+        """The language of the turn (:func:`shared.text.language_of`), the replies' and every notice's."""
+        return language_of(self.text, self.locale)
 
-def replies_in_chinese(text: str) -> bool:
-    """Chinese when the message has at least as many Chinese characters as Latin words."""
-    han = len(_HAN.findall(text))
-    return han > 0 and han >= len(_LATIN_WORD.findall(text))

@@ -28,6 +28,7 @@ from shared.conversation.prompt import (
     build_turn_prompt,
     history_window,
 )
+from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN, ResponseStrategy
@@ -37,7 +38,7 @@ from shared.reminders.timeparse import zone_of, zone_or_default
 from shared.repositories.uow import UnitOfWork
 from shared.search.scoring import combine, recency_score
 from shared.speech.recall_questions import recall_ask
-from shared.text import clean_text, estimate_tokens
+from shared.text import Language, clean_text, estimate_tokens
 from shared.usage.quota import WITHIN, QuotaState, quota_state
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class PreparedTurn:
     prompt: BuiltPrompt
     offline_view: OfflineView
     paused: bool
-    warnings: tuple[str, ...]
+    warnings: tuple[TurnWarning, ...]
     duplicate: Reply | None = None
     recall_seconds: float = 0.0
     """Time spent finding what to remember (retrieval and the looked-up keys), for the metrics."""
@@ -85,6 +86,11 @@ class PreparedTurn:
     """What came with the message: the photo for the model, the files read into the prompt."""
     locale: str | None = None
     """The user's platform locale (the language of a notice on a message with no words of its own)."""
+
+    @property
+    def language(self) -> Language:
+        """The language of the turn: of its reply, notices and warnings."""
+        return self.offline_view.language
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
@@ -146,14 +152,15 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
         reminders=[reminder_line(reminder, timezone) for reminder in reminders], prompt_budget_tokens=prompt_budget)
     prompt = build_turn_prompt(inputs)
     if prompt.dropped_memories:
-        warnings += (f"{prompt.dropped_memories} remembered item(s) did not fit the context budget.",)
+        warnings += (TurnWarning.of(WarningCode.MEMORIES_LEFT_OUT, count=prompt.dropped_memories),)
     quota = quota_state(uow, config.quota, user_id, now, chat_id=chat.id, group=not message.is_private)
     count, newest = _what_is_known(uow, user_id, text)
     offline_view = replace(_offline_view(text, local_now, timezone, strategy, identity.display_name, recall, prompt,
                                          known, history, session, config.bot_name), paused=paused,
                            operator_console=message.platform == OPERATOR_CONSOLE,
                            memory_count=count, newest=tuple(_note(memory) for memory in newest),
-                           reminders=tuple(reminders), sent_at=sent_at.astimezone(local_now.tzinfo))
+                           reminders=tuple(reminders), sent_at=sent_at.astimezone(local_now.tzinfo),
+                           locale=message.locale)
     return PreparedTurn(user_id=user_id, chat_id=chat.id, session_id=session.id, user_turn_id=turn_id,
                         timezone=timezone, is_private=message.is_private, text=text, strategy=strategy,
                         recall=recall, prompt=prompt, offline_view=offline_view, paused=paused, warnings=warnings,
@@ -303,10 +310,10 @@ def _sent_at(message: IncomingMessage, now: datetime) -> datetime:
     return min(sent, now)
 
 
-def _clean_message(text: str) -> tuple[str, tuple[str, ...]]:
+def _clean_message(text: str) -> tuple[str, tuple[TurnWarning, ...]]:
     cleaned = clean_text(text, MAX_MESSAGE_CHARS)
     if len(text) > MAX_MESSAGE_CHARS:
-        return cleaned, (f"Your message was long; only the first {MAX_MESSAGE_CHARS} characters were read.",)
+        return cleaned, (TurnWarning.of(WarningCode.MESSAGE_SHORTENED, count=MAX_MESSAGE_CHARS),)
     return cleaned, ()
 
 

@@ -42,18 +42,17 @@ from shared.conversation.fitting import message_cut_notice
 from shared.conversation.messages import IncomingMessage, Reply, UsedMemory, UsedRound
 from shared.conversation.offline import OfflineResponder
 from shared.conversation.offline_compose import known_count_notice
-from shared.conversation.offline_view import replies_in_chinese
 from shared.conversation.patience import OnDelay, patiently
 from shared.conversation.prepare import PreparedTurn, prepare_turn
 from shared.conversation.pressure import OnBusy, TurnGate, busy_notice, flood_notice
 from shared.conversation.prompt import BuiltPrompt, build_turn_prompt
+from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, WarningCode
 from shared.emotion import UNKNOWN, Emotion
 from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
 from shared.llm.client import ChatModel, ContextOverflow, LLMUnavailable, TurnCompletion
 from shared.llm.metering import CallUsage, metered
 from shared.llm.transcription import Transcriber
-from shared.llm.turn_answer import PROBLEM_TEXTS
 from shared.llm.turn_schema import TurnOutput
 from shared.metrics import record
 from shared.recall.embeddings import Embedder
@@ -67,9 +66,6 @@ log = logging.getLogger(__name__)
 
 MAX_UNANSWERED = 100
 """How many unanswered messages one start answers (the oldest first)."""
-FLOOD_WARNING = "Many messages in a short time; this is an offline reply."
-BUSY_WARNING = "Every model slot stayed busy; this is an offline reply."
-UNSAVED_REPLY = "The database went away before this reply could be saved; it will not be remembered."
 
 
 class ConversationService:
@@ -139,7 +135,7 @@ class ConversationService:
             applied = await patiently(lambda retrying: self._apply(prepared, result, spent, hold, retrying),
                                       self.config.database_patience, on_delay, what="a reply")
         except DatabaseUnavailable:  # the user still gets the answer; the turn stays owed a reply
-            applied = AppliedTurn(memory_ids=(), todo_ids=(), warnings=(UNSAVED_REPLY,))
+            applied = AppliedTurn(memory_ids=(), todo_ids=(), warnings=(TurnWarning(WarningCode.REPLY_NOT_SAVED),))
         if applied.answered_elsewhere:  # a replica that just started answered it too, and first
             return Reply(text="", emotion=UNKNOWN, strategy=prepared.strategy, duplicate=True)
         timings = {"prepare": (prepared_at - started) * 1000, "llm": (answered_at - prepared_at) * 1000,
@@ -236,19 +232,19 @@ class ConversationService:
             log.info("over today's token allowance (LLM_DAILY_TOKENS_PER_%s): answered offline",
                      "CHAT" if prepared.quota.group else "USER")
             return replace(self._offline(prepared, warning=None),
-                           notice=quota_notice(prepared.quota, replies_in_chinese(prepared.text)))
+                           notice=quota_notice(prepared.quota, prepared.language.chinese))
         if self.message_limit is not None:
             wait = await asyncio.to_thread(self.message_limit.hit, str(prepared.user_id))
             if wait is not None:  # one user's flood takes no model slot from anyone else
                 log.info("over MESSAGE_RATE_PER_USER: answered offline")
-                return replace(self._offline(prepared, warning=FLOOD_WARNING, limited=True),
-                               notice=flood_notice(replies_in_chinese(prepared.text), wait))
+                return replace(self._offline(prepared, warning=WarningCode.FLOODED, limited=True),
+                               notice=flood_notice(prepared.language.chinese, wait))
         async with self.gate.slot(on_busy) as admitted:
             if admitted:
                 return await self._ask_model(prepared)
         log.warning("every model slot stayed taken (TURN_LLM_CONCURRENCY, TURN_QUEUE_SECONDS): answered offline")
-        return replace(self._offline(prepared, warning=BUSY_WARNING, busy=True),
-                       notice=busy_notice(replies_in_chinese(prepared.text)))
+        return replace(self._offline(prepared, warning=WarningCode.BUSY, busy=True),
+                       notice=busy_notice(prepared.language.chinese))
 
     async def _ask_model(self, prepared: PreparedTurn, *, refit: bool = True) -> TurnResult:
         try:
@@ -259,13 +255,12 @@ class ConversationService:
             refitted = await self._refit(prepared) if refit else None
             if refitted is None:
                 log.warning("the prompt does not fit the model's context window, answering offline: %s", exc)
-                return self._offline(prepared, warning="The conversation did not fit the language model's context "
-                                                       "window; this is an offline reply.")
+                return self._offline(prepared, warning=WarningCode.CONTEXT_OVERFLOW)
             log.info("%s: asking again with the conversation fitted to it", exc)
             return replace(await self._ask_model(refitted, refit=False), prompt=refitted.prompt)
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, answering offline: %s", exc)
-            return self._offline(prepared, warning="The language model is unavailable; this is an offline reply.")
+            return self._offline(prepared, warning=WarningCode.MODEL_UNAVAILABLE)
         result = self._read(prepared, completion)
         seen = completion.image_seen and not result.offline and bool(result.output.image_description)
         return replace(result, image_seen=seen)  # an image taken but not described was not seen (Ollama drops it)
@@ -273,21 +268,18 @@ class ConversationService:
     def _read(self, prepared: PreparedTurn, completion: TurnCompletion) -> TurnResult:
         """What the model's answer gives: the turn, or the offline reply when it holds nothing usable."""
         if not completion.reply:
-            return self._offline(prepared, warning="The language model gave no usable answer; this is an "
-                                                   "offline reply.")
+            return self._offline(prepared, warning=WarningCode.MODEL_SILENT)
         if (reason := non_answer(completion.reply, prepared.text, prepared.prompt.messages[0]["content"])) is not None:
             log.info("the model's reply was %s, not language for the message: answered offline", reason)
-            return self._offline(prepared, warning=f"The model's answer was unusable ({reason}); this is an "
-                                                   "offline reply.")
+            return self._offline(prepared, warning=TurnWarning.of(WarningCode.MODEL_NON_ANSWER,
+                                                                         reason=reason))
         if completion.output is not None:
             return TurnResult(output=completion.output, emotion=Emotion.from_json(completion.output.emotion),
                               offline=False)
         reply = TurnOutput(response=completion.reply, emotion=None, memory_update=(), todos=(), topic=None,
                            context_variables={})
-        problem = PROBLEM_TEXTS.get(completion.problem or "", "unusable")
-        return TurnResult(output=reply, emotion=UNKNOWN, offline=False, trusted=False,
-                          warnings=(f"The model's answer was {problem}: its reply was kept, "
-                                    "nothing was remembered from it (the worker still reads the message).",))
+        untrusted = TurnWarning.of(WarningCode.MODEL_ANSWER_UNTRUSTED, problem=completion.problem or "")
+        return TurnResult(output=reply, emotion=UNKNOWN, offline=False, trusted=False, warnings=(untrusted,))
 
     async def _refit(self, prepared: PreparedTurn) -> PreparedTurn | None:
         """``prepared`` with its prompt built again for the window the model just named, when that is smaller than
@@ -299,28 +291,31 @@ class ConversationService:
         inputs = replace(inputs, prompt_budget_tokens=budget)
         return replace(prepared, prompt=build_turn_prompt(inputs), prompt_inputs=inputs)
 
-    def _offline(self, prepared: PreparedTurn, warning: str | None, *, busy: bool = False,
+    def _offline(self, prepared: PreparedTurn, warning: WarningCode | TurnWarning | None, *, busy: bool = False,
                  limited: bool = False) -> TurnResult:
         view = prepared.offline_view
         if self.chat_model is not None:  # a model is configured: nothing for the operator to connect
             view = replace(view, operator_console=False)
         output = self.offline.respond(view)
-        warnings = ("offline mode",) + ((warning,) if warning else ())
+        if isinstance(warning, WarningCode):
+            warning = TurnWarning(warning)
+        warnings = (OFFLINE_WARNING,) + ((warning,) if warning else ())
         return TurnResult(output=output, emotion=Emotion.from_json(output.emotion), offline=True, warnings=warnings,
                           busy=busy, limited=limited)
 
-    async def _embed_query(self, text: str) -> tuple[list[float] | None, tuple[str, ...]]:
+    async def _embed_query(self, text: str) -> tuple[list[float] | None, tuple[TurnWarning, ...]]:
         if self.embedder is None:
             return None, ()
         try:
             vectors = await asyncio.to_thread(self.embedder.embed, [text])
         except EmbeddingError as exc:  # retrieval falls back to lexical; the turn goes on
             log.warning("query embedding failed, lexical retrieval only: %s", exc, exc_info=True)
-            return None, ("Vector search was unavailable for this message.",)
+            return None, (TurnWarning(WarningCode.VECTOR_SEARCH_DOWN),)
         return vectors[0], ()
 
     @staticmethod
-    def _reply(prepared: PreparedTurn, result: TurnResult, applied: AppliedTurn, warnings: tuple[str, ...]) -> Reply:
+    def _reply(prepared: PreparedTurn, result: TurnResult, applied: AppliedTurn,
+               warnings: tuple[TurnWarning, ...]) -> Reply:
         shown = len(prepared.prompt.memory_ids)
         known = None if result.offline else known_count_notice(prepared.offline_view, shown)
         return Reply(
@@ -335,6 +330,7 @@ class ConversationService:
             rounds_used=_rounds_used(prepared.recall, prepared.prompt),
             stored_memory_ids=applied.memory_ids,
             todo_ids=applied.todo_ids,
+            language=prepared.language,
             notice=" ".join(part for part in (result.notice, applied.notice, _cut_notice(prepared, result), known)
                             if part) or None,
         )
@@ -345,7 +341,7 @@ def _cut_notice(prepared: PreparedTurn, result: TurnResult) -> str | None:
     read = prepared.prompt.message_read_chars if prepared.prompt is not None else None
     if read is None or result.offline:
         return None
-    return message_cut_notice(read, replies_in_chinese(prepared.text))
+    return message_cut_notice(read, prepared.language.chinese)
 
 
 def _charge(uow: UnitOfWork, prepared: PreparedTurn, spent: tuple[CallUsage, ...], hold: QuotaHold | None,

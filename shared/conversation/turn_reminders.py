@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from shared.conversation import offline_replies as say
 from shared.conversation.offline import extract_reminders
 from shared.conversation.offline_compose import reminder_confirmation
-from shared.conversation.offline_view import replies_in_chinese
+from shared.conversation.warning_texts import TurnWarning, WarningCode
+from shared.db.kinds import TodoKind
 from shared.db.memory_models import Todo
 from shared.llm.turn_schema import TodoEntry
 from shared.reminders.deadlines import reads_as_deadline, timing
@@ -56,7 +57,7 @@ SAME_TIME = timedelta(minutes=1)
 @dataclass(frozen=True)
 class TurnReminders:
     todo_ids: tuple[int, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TurnWarning, ...] = ()
     notice: str | None = None
     """What the user is told, in the language of their message (None: nothing)."""
 
@@ -65,7 +66,7 @@ def store_turn_reminders(uow: UnitOfWork, prepared: PreparedTurn, todos: tuple[T
                          *, now: datetime, default_timezone: str, heads_up: timedelta) -> TurnReminders:
     """The reminders and the time zone of the turn, in the caller's transaction (see the module's docstring):
     ``todos`` and ``model_zone`` are what a readable answer of the model (or the offline responder) gave."""
-    chinese = replies_in_chinese(prepared.text)
+    chinese = prepared.language.chinese
     sent = min(prepared.sent_at or now, now)
     entries, confirmation = _entries(prepared, todos, sent)
     ids, warnings, due_now = _store(uow, prepared, entries, sent, now, heads_up)
@@ -91,10 +92,10 @@ def _entries(prepared: PreparedTurn, todos: tuple[TodoEntry, ...],
 
 
 def _store(uow: UnitOfWork, prepared: PreparedTurn, entries: tuple[TodoEntry, ...], sent: datetime, now: datetime,
-           heads_up: timedelta) -> tuple[list[int], list[str], list[str]]:
+           heads_up: timedelta) -> tuple[list[int], list[TurnWarning], list[str]]:
     """Add the reminders that can be set: their ids, warnings for the others, and those already due."""
     ids: list[int] = []
-    warnings: list[str] = []
+    warnings: list[TurnWarning] = []
     due_now: list[str] = []
     local_sent = sent.astimezone(zone_of(prepared.timezone))
     reading = _rules_reading(prepared.text, local_sent, prepared.timezone) if len(entries) == 1 else None
@@ -107,17 +108,17 @@ def _store(uow: UnitOfWork, prepared: PreparedTurn, entries: tuple[TodoEntry, ..
         due, deadline, elapsed = _due(entry, reading, local_sent, prepared.timezone)
         if due is None or due < sent - PAST_SLACK:
             if asked:
-                warnings.append(f"Could not schedule a reminder for {entry.content!r}: "
-                                f"no future time in {entry.due!r}.")
+                warnings.append(TurnWarning.of(WarningCode.REMINDER_WITHOUT_FUTURE_TIME, what=entry.content,
+                                               when=entry.due or ""))
             else:  # small models fill the todo list with lines of their own reply
                 log.info("dropped a reminder the model proposed without a future time, for a message that "
                          "asks for none")
             continue
         if len(ids) >= room:
-            warnings.append(f"Could not schedule a reminder for {entry.content!r}: "
-                            f"{MAX_PENDING_REMINDERS} reminders are already pending.")
+            warnings.append(TurnWarning.of(WarningCode.REMINDERS_FULL, what=entry.content,
+                                           count=MAX_PENDING_REMINDERS))
             continue
-        when = timing("deadline" if deadline else "reminder", due, sent, heads_up)
+        when = timing(TodoKind.DEADLINE if deadline else TodoKind.REMINDER, due, sent, heads_up)
         if when.remind_at <= now:  # passed while the reply was written: pings at the next scan
             due_now.append(entry.content)
         todo = uow.todos.add(Todo(user_id=prepared.user_id, chat_id=prepared.chat_id, content=entry.content,

@@ -39,6 +39,7 @@ from shared.memory.policy import (
     FORGET_RULE,
     LASTING_TIERS,
     NEVER_DECAYS_FROM,
+    TRANSIENT_LIFETIME,
 )
 from shared.memory.recycle_bin import put_in_bin
 from shared.repositories.memories import snapshot
@@ -50,7 +51,6 @@ EPISODE_DECAY_FACTOR = 0.8
 EPISODE_LIFETIME = timedelta(days=14)
 MEMORY_IDLE_BEFORE_DECAY = timedelta(days=7)
 MEMORY_DECAY_FACTOR = 0.95
-TRANSIENT_LIFETIME = timedelta(hours=24)
 DECAY_AUDIT_RETENTION = timedelta(days=30)
 BATCH_SIZE = 500
 ID_BATCH_SIZE = 5000

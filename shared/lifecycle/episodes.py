@@ -27,13 +27,12 @@ from shared.db.memory_models import Episode
 from shared.llm.answers import is_machine_text
 from shared.llm.client import ChatModel, LLMUnavailable
 from shared.llm.metering import CallUsage, metered
+from shared.memory.about import MAX_ENTITIES, MAX_ENTITY_CHARS
 from shared.reminders.timeparse import known_zone, zone_of
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import tokenize
-from shared.text import clean_text
+from shared.text import clean_text, language_of
 
-MAX_ENTITIES = 10
-MAX_ENTITY_CHARS = 60
 MAX_SUMMARY_CHARS = 600
 MAX_LIST_ITEMS = 5
 MAX_ITEM_CHARS = 200
@@ -48,8 +47,6 @@ WRITE_ATTEMPTS = 2
 OFFLINE_TOPICS = 3
 
 log = logging.getLogger(__name__)
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
 _LEADING_STAMP = re.compile(r"^\s*\[[0-9: \-T]{10,19}\]\s*")
 
 SUMMARY_FIELDS = ("summary", "entities", "importance", "scratchpad", "core_summary", "current_focus", "open_threads",
@@ -228,9 +225,8 @@ def offline_draft(work: SessionWork) -> EpisodeDraft:
 
 
 def conversation_language(texts: Sequence[str]) -> str:
-    """"zh" when Chinese characters outnumber Latin words, else "en"."""
-    joined = " ".join(texts)
-    return "zh" if len(_CJK.findall(joined)) >= max(1, len(_LATIN_WORD.findall(joined))) else "en"
+    """"zh" or "en": the language of the conversation's user turns together (:func:`shared.text.language_of`)."""
+    return language_of(" ".join(texts)).value
 
 
 def stamped(summary: str, started_at: datetime, timezone: str) -> str:

@@ -19,7 +19,8 @@ from datetime import timedelta
 from types import MappingProxyType
 
 MAX_MEMORY_CHARS = 500
-"""A memory's content, however it is written: by the model, a command, the panel or an import."""
+"""A memory's content, however it is written: by the model, a command, the panel or an import; and a reminder's
+(the model's todo, an imported one)."""
 MAX_LABEL_CHARS = 100
 """A memory's subject and predicate (key)."""
 
@@ -69,6 +70,9 @@ LASTING_TIERS = tuple(tier for tier in TIER_POLICY if tier not in EXPIRING_TIERS
 REVIEWED_TIERS = tiers_where("reviewed")
 DEDUP_TIERS = tiers_where("deduplicated")
 PREFERRED_TIERS = tiers_where("preferred")
+TRANSIENT_LIFETIME = timedelta(hours=24)
+"""How long a ``transient`` memory ("true only today") lives: its ``expires_at`` when written, and the age at which
+decay deletes one written without it."""
 
 
 # --- importance and what a rule may forget ------------------------------------------------------------

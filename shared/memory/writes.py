@@ -19,10 +19,10 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from shared.db.memory_models import Memory
-from shared.memory.policy import MAX_LABEL_CHARS, importance_for
+from shared.memory.policy import MAX_LABEL_CHARS, MODEL_WRITTEN_TIERS, TRANSIENT_LIFETIME, importance_for
 from shared.memory.stated import StatedMemory
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
@@ -35,8 +35,6 @@ STATED_CONFIDENCE = 0.9
 INFERRED_CONFIDENCE = 0.6
 STATED_SOURCES = ("user_stated", "inferred")
 """The sources of what the conversation yields: the user's own statement, or what a model concluded from it."""
-TRANSIENT_LIFETIME = timedelta(hours=24)
-TIERS_FROM_CONVERSATION = ("transient", "short", "long")
 CONTEXT_TURNS = 30
 """How far back in the session the bot's replies before the source message are looked for."""
 BOT_LINES_CHECKED = 3
@@ -180,4 +178,4 @@ def _source(source: str) -> str:
 
 
 def _tier(tier: str) -> str:
-    return tier if tier in TIERS_FROM_CONVERSATION else "long"
+    return tier if tier in MODEL_WRITTEN_TIERS else "long"

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from shared.db.kinds import TodoKind
 from shared.reminders.timeparse import ResolvedTime, TimeOutOfRange, resolve_when
 
 DEFAULT_HEADS_UP = timedelta(hours=1)
@@ -65,12 +66,12 @@ def reads_as_deadline(text: str, resolved: ResolvedTime) -> bool:
 def timing(kind: str, due: datetime, said_at: datetime, heads_up: timedelta = DEFAULT_HEADS_UP) -> Timing:
     """A ``reminder`` pings at ``due``; a ``deadline`` ``heads_up`` before it, or halfway from ``said_at`` to it
     when that is already past (at ``due`` when the deadline itself has passed)."""
-    if kind != "deadline":
-        return Timing("reminder", due, due)
+    if kind != TodoKind.DEADLINE:
+        return Timing(TodoKind.REMINDER, due, due)
     ping = due - heads_up
     if ping < said_at:
         ping = said_at + (due - said_at) / 2 if due > said_at else due
-    return Timing("deadline", due, ping)
+    return Timing(TodoKind.DEADLINE, due, ping)
 
 
 def deadline_todo(text: str, now: datetime, tz: str) -> ResolvedTime | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from shared.db.kinds import TodoStatus
 from shared.repositories.uow import UnitOfWork
 
 MAX_PENDING_REMINDERS = 100
@@ -31,6 +32,6 @@ def room_for_reminders(uow: UnitOfWork, user_id: int) -> int:
 
 def missed_on_import(status: str, due_at: datetime, now: datetime) -> str | None:
     """The ``last_error`` of an imported reminder that is too late to send, or None when it may be sent."""
-    if status != "pending" or due_at >= now - MISSED_AFTER:
+    if status != TodoStatus.PENDING or due_at >= now - MISSED_AFTER:
         return None
     return f"missed: due {due_at:%Y-%m-%d %H:%M} UTC, before it was imported"

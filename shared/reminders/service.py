@@ -42,24 +42,24 @@ When a send fails:
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from shared.db.kinds import TodoKind, TodoStatus
 from shared.db.memory_models import Todo
 from shared.errors import MnemoError
 from shared.reminders.chat_moves import record_chat_move
 from shared.reminders.timeparse import zone_of
 from shared.repositories.reminders import CLAIM_LEASE
 from shared.repositories.uow import UnitOfWork
+from shared.text import is_chinese, language_of
 
 log = logging.getLogger(__name__)
 
 SEND_WINDOW = timedelta(seconds=20)
 """A delivery holds its claim for at least this long: twice a sender's HTTP timeout (10 s)."""
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 UowFactory = Callable[[], UnitOfWork]
 
@@ -151,7 +151,7 @@ def reminder_text(content: str, due_at: datetime, timezone: str, locale: str | N
     local = f"{due:%H:%M}"
     if deadline and remind_at is not None and remind_at.astimezone(zone).date() != due.date():
         local = f"{due:%m-%d %H:%M}"
-    if (locale or "").lower().startswith("zh") or _CJK.search(content):
+    if is_chinese(locale) or language_of(content).chinese:  # the user's language, else the reminder's
         return f"⏰ 提醒：{content}（{local} 截止）" if deadline else f"⏰ 提醒：{content}（{local}）"
     return f"⏰ Heads-up: {content} (due {local})" if deadline else f"⏰ Reminder: {content} ({local})"
 
@@ -159,7 +159,7 @@ def reminder_text(content: str, due_at: datetime, timezone: str, locale: str | N
 def todo_text(todo: Todo, locale: str | None) -> str:
     """:func:`reminder_text` of a stored reminder."""
     return reminder_text(todo.content, todo.due_at, todo.timezone, locale, remind_at=todo.remind_at,
-                         deadline=todo.kind == "deadline")
+                         deadline=todo.kind == TodoKind.DEADLINE)
 
 
 def claim_due_reminders(uow_factory: UowFactory, now: datetime, *, limit: int = 100,
@@ -224,7 +224,7 @@ def _take_over(uow: UnitOfWork, todo_id: int, attempt: int, now: datetime) -> _D
     todo = uow.todos.lock_for_delivery(todo_id)
     if todo is None:
         return DeliveryOutcome("skipped", "the reminder no longer exists")
-    if todo.status != "pending":
+    if todo.status != TodoStatus.PENDING:
         return DeliveryOutcome("skipped", f"the reminder is already {todo.status}")
     if todo.attempts != attempt:
         return DeliveryOutcome("skipped", f"claim {attempt} was superseded by claim {todo.attempts}")
@@ -233,7 +233,8 @@ def _take_over(uow: UnitOfWork, todo_id: int, attempt: int, now: datetime) -> _D
     chat = uow.chats.get(todo.chat_id) if todo.chat_id is not None else None
     if chat is None:
         reason = "the chat of this reminder no longer exists"
-        todo.status, todo.claimed_until, todo.last_error, todo.updated_at = "cancelled", None, f"refused: {reason}", now
+        todo.status, todo.claimed_until, todo.updated_at = TodoStatus.CANCELLED, None, now
+        todo.last_error = f"refused: {reason}"
         return DeliveryOutcome("refused", reason)
     todo.claimed_until = max(todo.claimed_until, now + SEND_WINDOW)
     identity = uow.users.identity_on(todo.user_id, chat.platform)

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
+from shared.db.kinds import TodoStatus
 from shared.db.memory_models import Todo
 from shared.db.models import Chat
 from shared.text import clean_text
@@ -36,7 +37,7 @@ class TodoRepository:
         query = select(Todo).where(Todo.user_id == user_id, Todo.id == todo_id)
         return self.session.scalars(query).one_or_none()
 
-    def for_user(self, user_id: int, statuses: tuple[str, ...] = ("pending",)) -> list[Todo]:
+    def for_user(self, user_id: int, statuses: tuple[str, ...] = (TodoStatus.PENDING,)) -> list[Todo]:
         query = select(Todo).where(Todo.user_id == user_id, Todo.status.in_(statuses))
         return list(self.session.scalars(query.order_by(Todo.remind_at, Todo.id)))
 
@@ -44,7 +45,7 @@ class TodoRepository:
                         due_before: datetime | None = None) -> list[tuple[str, datetime]]:
         """(content, due) of the user's first ``limit`` pending reminders, soonest first (only those due
         before ``due_before`` when given): what a turn's note shows."""
-        query = select(Todo.content, Todo.due_at).where(Todo.user_id == user_id, Todo.status == "pending")
+        query = select(Todo.content, Todo.due_at).where(Todo.user_id == user_id, Todo.status == TodoStatus.PENDING)
         if due_before is not None:
             query = query.where(Todo.remind_at < due_before)
         return [(content, due) for content, due in self.session.execute(
@@ -58,14 +59,14 @@ class TodoRepository:
 
     def count_pending(self, user_id: int) -> int:
         """How many of the user's reminders are pending (the cap of :mod:`shared.reminders.scheduling`)."""
-        query = select(func.count()).select_from(Todo).where(Todo.user_id == user_id, Todo.status == "pending")
+        query = select(func.count()).select_from(Todo).where(Todo.user_id == user_id, Todo.status == TodoStatus.PENDING)
         return self.session.scalar(query)
 
     def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE,
                   per_user: int = CLAIMS_PER_USER) -> list[Todo]:
         """Lease every user's pending reminders that are due (the beat's scan), soonest first but at most
         ``per_user`` of each user's; concurrent callers never get the same row."""
-        claimable = (Todo.status == "pending", Todo.remind_at <= now,
+        claimable = (Todo.status == TodoStatus.PENDING, Todo.remind_at <= now,
                      or_(Todo.claimed_until.is_(None), Todo.claimed_until < now))
         place = func.row_number().over(partition_by=Todo.user_id, order_by=(Todo.remind_at, Todo.id))
         ranked = select(Todo.id, place.label("place")).where(*claimable).subquery()
@@ -94,19 +95,19 @@ class TodoRepository:
         """The user's reminders sent in (``since``, ``until``] to chats on ``platform``, in sending order."""
         chats = select(Chat.id).where(Chat.platform == platform)
         query = (select(Todo)
-                 .where(Todo.user_id == user_id, Todo.status == "sent", Todo.sent_at > since, Todo.sent_at <= until,
-                        Todo.chat_id.in_(chats))
+                 .where(Todo.user_id == user_id, Todo.status == TodoStatus.SENT, Todo.sent_at > since,
+                        Todo.sent_at <= until, Todo.chat_id.in_(chats))
                  .order_by(Todo.sent_at, Todo.id))
         return list(self.session.scalars(query))
 
     def mark_sent(self, user_id: int, todo_id: int, attempt: int, now: datetime) -> bool:
         """Mark a claimed reminder sent; False if it was cancelled, sent or claimed again meanwhile."""
-        return self._update_claimed(user_id, todo_id, attempt, status="sent", sent_at=now, claimed_until=None,
+        return self._update_claimed(user_id, todo_id, attempt, status=TodoStatus.SENT, sent_at=now, claimed_until=None,
                                     updated_at=now)
 
     def cancel_refused(self, user_id: int, todo_id: int, attempt: int, reason: str, now: datetime) -> bool:
         """The platform will never deliver it: cancelled, with ``refused: <reason>`` as its error."""
-        return self._update_claimed(user_id, todo_id, attempt, status="cancelled", claimed_until=None,
+        return self._update_claimed(user_id, todo_id, attempt, status=TodoStatus.CANCELLED, claimed_until=None,
                                     last_error=f"refused: {reason}"[:MAX_ERROR_CHARS], updated_at=now)
 
     def note_failure(self, user_id: int, todo_id: int, attempt: int, error: str, now: datetime, *,
@@ -126,13 +127,13 @@ class TodoRepository:
     def move_pending_to_chat(self, from_chat_id: int, to_chat_id: int) -> None:
         """Every user's pending reminders in a chat that moved go with it (the chat, not a user, moved)."""
         self.session.execute(
-            update(Todo).where(Todo.chat_id == from_chat_id, Todo.status == "pending")
+            update(Todo).where(Todo.chat_id == from_chat_id, Todo.status == TodoStatus.PENDING)
             .values(chat_id=to_chat_id).execution_options(synchronize_session=False))
 
     def _update_claimed(self, user_id: int, todo_id: int, attempt: int, **values: object) -> bool:
         """Apply ``values`` only if the todo is still pending under claim ``attempt``."""
         result = self.session.execute(
-            update(Todo).where(Todo.user_id == user_id, Todo.id == todo_id, Todo.status == "pending",
+            update(Todo).where(Todo.user_id == user_id, Todo.id == todo_id, Todo.status == TodoStatus.PENDING,
                                Todo.attempts == attempt)
             .values(**values).execution_options(synchronize_session=False))
         return result.rowcount == 1

@@ -36,7 +36,8 @@ _CLOSING = re.compile(
     r"^(?:(?:ok(?:ay)?|alright|well|so|好的|好|嗯)[\s,，]*)?(?:再见|拜拜|拜|回头见|回头聊|下次(?:再)?聊|改天(?:再)?聊|明天见|晚点聊|先这样|就这样|(?:今天)?(?:就|先)?到这(?:里|儿)|(?:那)?(?:就|先)这(?:些|么多)|暂时(?:就)?这(?:样|些)|"
     r"没(?:别的|其他|什么)?事了|我先走了|我(?:先)?去忙了|(?:我)?先下了|下线了"
     r"|bye(?:[ -]?bye)?|good ?bye|see (?:you|ya)(?: (?:later|soon|tomorrow|around))?|ttyl|catch you later"
-    r"|talk (?:to you )?(?:later|soon|tomorrow)|nothing else|that['’]s about (?:all|it)|(?:that['’]s|that is|that['’]ll be) (?:all|it|everything)"
+    r"|talk (?:to you )?(?:later|soon|tomorrow)|nothing else|that['’]s about (?:all|it)"
+    r"|(?:that['’]s|that is|that['’]ll be) (?:all|it|everything)"
     r"(?: for (?:now|today|tonight))?|i['’]m done for (?:now|today|tonight)|(?:i )?(?:have|got) to go|(?:i )?gotta go"
     r"|i['’]m off|i['’]ll let you go|take care|have a (?:good|nice|great) (?:one|day|night|evening|weekend))"
     r"(?:\s*(?:for (?:now|today|tonight)|吧|啦|了|哈|哦|啊|呀|now|then))*$", re.IGNORECASE)

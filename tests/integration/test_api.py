@@ -18,7 +18,9 @@ from bot.api.app import create_app
 from bot.api.auth import COOKIE, CSRF_HEADER, USER_HEADER, SignInLimiter
 from shared.commands.panel import PanelService
 from shared.commands.service import Caller, MemoryCommands
+from shared.commands.texts import error_text
 from shared.db.memory_models import MemoryEvent
+from shared.errors import NotFound
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from tests.conftest import audit_of
 
@@ -522,3 +524,14 @@ def test_a_browser_asking_for_the_favicon_gets_an_empty_answer_not_a_404(api):
     assert response.status_code == 204 and response.content == b""
 
 
+
+
+def test_an_errors_detail_comes_in_the_language_the_client_asks_for_and_its_code_in_none(api):
+    ann = api.signed_in(ANN)
+    missing = f"{MEMORIES}/987654"
+    english = ann.get(missing).json()
+    chinese = ann.get(missing, headers={"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"}).json()
+    assert english["code"] == chinese["code"] == "memory_not_found"
+    assert english["detail"] == error_text(NotFound("memory_not_found"), "en") and english["detail"].isascii()
+    assert chinese["detail"] == error_text(NotFound("memory_not_found"), "zh") and not chinese["detail"].isascii()
+    assert ann.get(missing, headers={"Accept-Language": "fr-FR"}).json()["detail"] == english["detail"]

@@ -25,6 +25,7 @@ from shared.commands.texts import error_text
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
+from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.memory_models import Episode, Todo
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.memory.writes import StatedMemory, store_stated_memories
@@ -346,7 +347,7 @@ def test_a_paused_users_facts_are_not_stored_until_they_resume(commands, convers
     commands.pause(ALICE)
     assert commands.is_paused(ALICE) and not commands.is_paused(BOB)
     reply = say(conversation, ALICE, "我喜欢乌龙茶", message_id="1")
-    assert reply.stored_memory_ids == () and any("paused" in warning for warning in reply.warnings)
+    assert reply.stored_memory_ids == () and TurnWarning(WarningCode.REMEMBERING_PAUSED) in reply.warnings
     alice = user_of(uow_factory, ALICE)
     assert count(uow_factory, "SELECT count(*) FROM memories WHERE user_id = :u", u=alice) == 0
     assert count(uow_factory, "SELECT count(*) FROM jobs_outbox WHERE user_id = :u AND task = 'extract_turn'",

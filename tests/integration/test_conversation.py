@@ -15,6 +15,7 @@ from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.prompt import app_note
 from shared.conversation.service import ConversationService
+from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, WarningCode
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.llm.client import ChatModel
@@ -247,7 +248,7 @@ def test_an_answer_with_nothing_to_show_is_answered_offline_and_never_shown_raw(
     llm.queue_reply(answer)
     reply = say(service, "我养了一只猫")
     assert reply.offline and reply.text and not reply.text.lstrip().startswith(("{", "`"))
-    assert any("no usable answer" in warning for warning in reply.warnings)
+    assert TurnWarning(WarningCode.MODEL_SILENT) in reply.warnings
 
 
 @pytest.mark.parametrize(("answer", "message", "reason"), [
@@ -261,7 +262,7 @@ def test_a_reply_that_is_not_language_for_the_message_is_answered_offline_and_no
     llm.queue_reply(answer)
     reply = say(service, message)
     assert reply.offline and reply.text and reply.text != answer and len(llm.chat_requests()) == 1
-    assert f"The model's answer was unusable ({reason}); this is an offline reply." in reply.warnings
+    assert TurnWarning.of(WarningCode.MODEL_NON_ANSWER, reason=reason) in reply.warnings
     with uow_factory() as uow:
         assert "Lin lives in Porto" not in [memory.content for memory in uow.session.scalars(select(Memory))]
 
@@ -278,7 +279,7 @@ def test_when_the_llm_fails_the_offline_responder_answers_and_the_turn_is_kept(s
     for _ in range(3):
         llm.queue_error(500)
     reply = say(service, "我住在杭州")
-    assert reply.offline and any("offline" in warning for warning in reply.warnings)
+    assert reply.offline and reply.warnings == (OFFLINE_WARNING, TurnWarning(WarningCode.MODEL_UNAVAILABLE))
     assert reply.text
     with uow_factory() as uow:
         assert [m.content for m in uow.session.scalars(select(Memory))] == ["我住在杭州"]
@@ -326,8 +327,9 @@ def test_a_reminder_without_a_time_is_told_only_when_the_user_asked_for_one(serv
     llm.queue_reply(turn("Sure!", todos=[("water the bees", "whenever")]))
     asked = say(service, "remind me to water the bees")
     assert unasked.todo_ids == asked.todo_ids == ()
-    assert not any("reminder" in warning for warning in unasked.warnings)
-    assert any("Could not schedule a reminder for 'water the bees'" in warning for warning in asked.warnings)
+    assert unasked.warnings == ()
+    assert asked.warnings == (TurnWarning.of(WarningCode.REMINDER_WITHOUT_FUTURE_TIME, what="water the bees",
+                                             when="whenever"),)
     with uow_factory() as uow:
         user_id = uow.users.identity("telegram", "u1").user_id
         assert uow.todos.count_pending(user_id) == 0
@@ -403,6 +405,6 @@ def test_reminders_the_model_sets_stop_at_the_pending_cap_with_a_warning(service
                                       ("buy stamps", "2026-11-24T09:00:00+08:00")]))
     reply = say(service, "remind me to water the fern and buy stamps on tuesday")
     assert len(reply.todo_ids) == 1
-    assert any("buy stamps" in warning and "already pending" in warning for warning in reply.warnings)
+    assert TurnWarning.of(WarningCode.REMINDERS_FULL, what="buy stamps", count=MAX_PENDING_REMINDERS) in reply.warnings
     with uow_factory() as uow:
         assert uow.todos.count_pending(user_id) == MAX_PENDING_REMINDERS

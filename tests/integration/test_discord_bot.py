@@ -31,6 +31,7 @@ from shared.commands.service import Caller, MemoryCommands, ReminderChange
 from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
+from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, WarningCode
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Memory, Todo
 from shared.db.models import Chat, ConversationTurn
@@ -651,10 +652,12 @@ def test_split_prefers_paragraphs_then_sentences_and_never_exceeds_the_limit():
 
 def test_warnings_become_one_short_italic_line_and_duplicates_send_nothing():
     reply = Reply(text="hello", emotion=UNKNOWN, strategy=PLAIN_STRATEGY,
-                  warnings=("offline mode", "Some *context* was cut." + "!" * 400))
+                  warnings=(OFFLINE_WARNING, TurnWarning.of(WarningCode.REMINDERS_FULL, what="*bold*" + "!" * 400,
+                                                            count=20), OFFLINE_WARNING))
     [message] = reply_messages(reply)
     text, line = message.split("\n")
-    assert text == "hello" and line.startswith("*⚠ offline mode · Some \\*context\\*") and len(line) < 240
+    assert text == "hello" and line.startswith("*⚠ offline mode · Could not schedule a reminder for “\\*bold\\*")
+    assert len(line) < 240 and line.count("offline mode") == 1
     assert warning_line(()) is None
     assert reply_messages(Reply(text="", emotion=UNKNOWN, strategy=PLAIN_STRATEGY, duplicate=True)) == []
 

@@ -39,6 +39,7 @@ from shared.llm.client import ChatModel
 from shared.reminders.service import claim_due_reminders, deliver_reminder
 from shared.repositories.uow import UnitOfWork
 from shared.settings import Settings
+from shared.text import Language
 from shared.usage.policy import QuotaPolicy
 from tests.fakes.database_outage import DatabaseOutage
 from tests.waiting import until
@@ -702,9 +703,9 @@ def test_split_message_prefers_line_then_sentence_boundaries_and_never_exceeds_t
 
 
 def test_the_note_moves_to_its_own_message_when_the_last_part_is_full():
-    reply = Reply(text="y" * TEXT_LIMIT, emotion=UNKNOWN, strategy=PLAIN_STRATEGY, offline=True)
+    reply = Reply(text="y" * TEXT_LIMIT, emotion=UNKNOWN, strategy=PLAIN_STRATEGY, offline=True, language=Language.ZH)
 
-    parts = reply_messages(reply, "zh-CN")
+    parts = reply_messages(reply)
 
     assert [utf16_len(p.text) for p in parts] == [TEXT_LIMIT, utf16_len(parts[1].text)]
     assert parts[1].text.startswith("离线模式") and parts[1].entities[0].offset == 0

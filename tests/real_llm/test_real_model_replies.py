@@ -18,6 +18,7 @@ from shared.conversation.config import ConversationConfig
 from shared.conversation.fitting import MESSAGE_CUT_MARK, PAST_CUT_MARK
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
+from shared.conversation.warning_texts import WarningCode
 from shared.llm.client import ChatModel
 from shared.llm.turn_answer import read_turn_answer
 from shared.llm.turn_schema import NOTE_OPEN
@@ -62,14 +63,16 @@ def test_a_conversation_longer_than_the_servers_window_is_fitted_to_it_and_answe
         requests = proxy.chat_requests()
     refused = [request for request in requests if request.status == 400]
     print(json.dumps({"statuses": [request.status for request in requests], "learnt": model.window.tokens,
-                      "ratio": model.window.ratio, "replies": [[reply.text, reply.notice, reply.warnings]
-                                                               for reply in (pasted, after)]}, ensure_ascii=False))
+                      "ratio": model.window.ratio,
+                      "replies": [[reply.text, reply.notice, [str(warning) for warning in reply.warnings]]
+                                  for reply in (pasted, after)]}, ensure_ascii=False))
     assert len(refused) == 1 and f"maximum context length is {N_CTX} tokens" in bytes(refused[0].answer).decode()
     assert model.window.tokens == N_CTX  # the refusal named it: every later prompt fits from the start
     assert [request.status for request in requests][-2:] == [200, 200] and requests[-2].status == 200
     for reply in (pasted, after):  # offline only where the model's own answer was unusable (its quality)
-        assert not any("context window" in warning or "unavailable" in warning for warning in reply.warnings)
-        assert not reply.offline or any("answer was unusable" in warning for warning in reply.warnings)
+        codes = {warning.code for warning in reply.warnings}
+        assert not codes & {WarningCode.CONTEXT_OVERFLOW, WarningCode.MODEL_UNAVAILABLE}
+        assert not reply.offline or WarningCode.MODEL_NON_ANSWER in codes
     first_sent = requests[requests.index(refused[0]) + 1].body["messages"]
     assert MESSAGE_CUT_MARK in first_sent[-1]["content"]  # the diary alone did not fit: its start was read
     if not pasted.offline:  # the user is told how much of it the model read
@@ -89,10 +92,11 @@ def test_the_small_models_non_answers_are_never_shown_as_its_reply(real_llm_url,
     assert set(answers) == set(ORDINARY)
     for text, reply in zip(ORDINARY, replies, strict=True):
         answer = answers[text]
-        assert reply.text.strip() and not any("unavailable" in warning for warning in reply.warnings)
+        assert reply.text.strip() and WarningCode.MODEL_UNAVAILABLE not in {
+            warning.code for warning in reply.warnings}
         if answer and non_answer(answer, text) is not None:  # a non-answer came back: the offline responder spoke
             assert reply.offline and reply.text != answer
-            assert any(warning.startswith("The model's answer was unusable") for warning in reply.warnings)
+            assert WarningCode.MODEL_NON_ANSWER in {warning.code for warning in reply.warnings}
         elif not reply.offline:  # the model's own words (cut at a sentence's end when max_tokens cut them)
             assert reply.text[:40] in answer and non_answer(reply.text, text) is None
 

@@ -1,89 +1,86 @@
-"""A reply's warnings in the user's language: every warning the conversation service can make has Chinese.
-
-The warnings are found in the source of ``shared/conversation`` (each English sentence a module there writes
-outside a docstring, a log call or an exception), so a warning added later without its Chinese fails here.
-"""
+"""A reply's warnings: one line of words a code, in English and Chinese, naming no setting, and every code made
+somewhere by the conversation service (a code no one makes is a word no one reads)."""
 
 from __future__ import annotations
 
-import ast
 import re
+import string
 from pathlib import Path
 
 import pytest
 
 import shared.conversation
-from shared.conversation.warning_texts import OFFLINE_WARNING, warning_text
+from shared.conversation.warning_texts import (
+    PROBLEMS,
+    WARNING_TEXTS,
+    TurnWarning,
+    WarningCode,
+    warning_text,
+)
 from shared.llm.turn_answer import PROBLEM_TEXTS
+from shared.settings import Settings
 
 CONVERSATION = Path(shared.conversation.__file__).parent
-NOT_WARNINGS = {"offline_replies.py", "prompt.py", "pressure.py", "warning_texts.py"}
-"""Modules of other words: the offline replies and notices (already in both languages) and the prompt."""
-LOG_CALLS = {"debug", "info", "warning", "error", "exception", "critical"}
+SETTING_NAMES = sorted(name.upper() for name in Settings.model_fields)
 _HAN = re.compile(r"[\u4e00-\u9fff]")
+_ENGLISH_WORD = re.compile(r"[A-Za-z]{3,}")
 
 
-def sentences_written_in(path: Path) -> list[str]:
-    """Each English sentence of ``path`` that is no docstring, log line or exception message; an f-string's
-    fields filled in as the warning would be (``'feed the cat'`` for ``!r``, a number otherwise)."""
-    tree = ast.parse(path.read_text())
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            skipped.add(id(node.value))
-        is_log = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LOG_CALLS
-        if is_log or isinstance(node, ast.Raise):
-            skipped.update(id(inner) for inner in ast.walk(node))
-    found = []
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.JoinedStr):
-            skipped.update(id(part) for part in node.values)
-            text = "".join(part.value if isinstance(part, ast.Constant) else
-                           "'feed the cat'" if part.conversion == ord("r") else "12" for part in node.values)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value
-        else:
-            continue
-        if text.endswith(".") and len(text.split()) >= 4:
-            found.append(text)
-    return found
+def fields(template: str) -> set[str]:
+    return {field for _literal, field, _spec, _conversion in string.Formatter().parse(template) if field}
 
 
-WARNINGS = sorted({text for path in CONVERSATION.glob("*.py") if path.name not in NOT_WARNINGS
-                   for text in sentences_written_in(path)})
+def test_every_code_has_english_and_chinese_with_the_same_placeholders():
+    """But one: why the model's answer was unusable is a phrase for the operator, left out of the Chinese."""
+    assert set(WARNING_TEXTS) == set(WarningCode)
+    for code, (english, chinese) in WARNING_TEXTS.items():
+        assert fields(english) - fields(chinese) == ({"reason"} if code is WarningCode.MODEL_NON_ANSWER else set())
+        assert fields(chinese) <= fields(english), code
+        assert _HAN.search(chinese) and not _HAN.search(english), code
 
 
-def test_the_source_scan_finds_the_warnings_of_each_stage_of_the_turn():
-    assert {"Remembering is paused; nothing new was stored.",
-            "12 remembered item(s) did not fit the context budget.",
-            "The language model is unavailable; this is an offline reply.",
-            "Could not schedule a reminder for 'feed the cat': no future time in 'feed the cat'."} <= set(WARNINGS)
+@pytest.mark.parametrize("code", list(WarningCode))
+def test_no_warning_names_a_setting_or_a_file_in_either_language(code):
+    for words in WARNING_TEXTS[code]:
+        assert not any(name in words for name in SETTING_NAMES), words
+        assert not re.search(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|README|\.md\b", words), words
 
 
-@pytest.mark.parametrize("warning", [OFFLINE_WARNING, *WARNINGS])
-def test_every_warning_of_the_conversation_service_has_its_chinese(warning):
-    shown = warning_text(warning, chinese=True)
-    assert _HAN.search(shown) and shown != warning, shown
-    assert warning_text(warning, chinese=False) == warning
+def test_the_chinese_of_a_warning_has_no_english_words_but_the_users_own():
+    params = {"count": 12, "what": "买花", "when": "明天", "problem": "cut", "reason": "only a number"}
+    for code, (_english, chinese) in WARNING_TEXTS.items():
+        shown = warning_text(TurnWarning.of(code, **{name: params[name] for name in fields(chinese)}), True)
+        assert not _ENGLISH_WORD.search(shown.replace("JSON", "")), (code, shown)
 
 
-@pytest.mark.parametrize("problem", sorted(PROBLEM_TEXTS.values()))
-def test_each_problem_of_a_models_answer_is_named_in_chinese(problem):
-    shown = warning_text(f"The model's answer was {problem}: its reply was kept, nothing was remembered from it.",
-                         chinese=True)
-    assert problem not in shown and shown.startswith("模型的回答")
+@pytest.mark.parametrize("code", list(WarningCode))
+def test_every_code_is_made_by_the_conversation_service(code):
+    source = "\n".join(path.read_text() for path in CONVERSATION.glob("*.py") if path.name != "warning_texts.py")
+    made_here = f"WarningCode.{code.name}" in source
+    assert made_here or (code is WarningCode.OFFLINE and "OFFLINE_WARNING" in source), code
 
 
-def test_numbers_and_quoted_words_are_carried_over_without_their_quotes():
-    assert warning_text("Could not schedule a reminder for \"Mum's pills\": no future time in '2025-03-01T08:00'.",
-                        True) == "无法设置「Mum's pills」的提醒：「2025-03-01T08:00」不是将来的时间。"
-    assert "38" in warning_text("38 remembered item(s) did not fit the context budget.", True)
-    assert "2500" in warning_text("Your message was long; only the first 2500 characters were read.", True)
+@pytest.mark.parametrize("problem", sorted(PROBLEM_TEXTS))
+def test_each_problem_of_a_models_answer_is_named_in_both_languages(problem):
+    warning = TurnWarning.of(WarningCode.MODEL_ANSWER_UNTRUSTED, problem=problem)
+    assert PROBLEM_TEXTS[problem] in warning_text(warning, False)
+    shown = warning_text(warning, True)
+    assert PROBLEM_TEXTS[problem] not in shown and shown.startswith("模型的回答") and PROBLEMS[problem][1] in shown
 
 
-def test_a_warning_that_only_resembles_one_stays_as_it_is():
-    for text in ("remembered item(s) did not fit the context budget.", "Could not schedule a reminder for x",
-                 "Remembering is paused; nothing new was stored. And more", "something else entirely"):
-        assert warning_text(text, True) == text
+def test_an_unknown_problem_is_unusable():
+    warning = TurnWarning.of(WarningCode.MODEL_ANSWER_UNTRUSTED, problem="something new")
+    assert warning_text(warning, False).startswith("The model's answer was unusable:")
+    assert warning_text(warning, True).startswith("模型的回答无法使用")
+
+
+def test_the_users_words_and_numbers_are_carried_over_as_they_are():
+    warning = TurnWarning.of(WarningCode.REMINDER_WITHOUT_FUTURE_TIME, what="Mum's {pills}", when="2025-03-01T08:00")
+    assert warning_text(warning, True) == "无法设置「Mum's {pills}」的提醒：「2025-03-01T08:00」不是将来的时间。"
+    assert str(warning) == "Could not schedule a reminder for “Mum's {pills}”: no future time in “2025-03-01T08:00”."
+    assert "38" in warning_text(TurnWarning.of(WarningCode.MEMORIES_LEFT_OUT, count=38), True)
+
+
+def test_warnings_of_the_same_code_and_values_are_equal_so_a_reply_shows_each_once():
+    one = TurnWarning.of(WarningCode.REMINDERS_FULL, what="x", count=20)
+    assert one == TurnWarning.of(WarningCode.REMINDERS_FULL, what="x", count=20) and len({one, one}) == 1

@@ -1,0 +1,133 @@
+"""A Chinese user reads every notice and warning in Chinese, on Discord and on Telegram, and no one ever reads a
+setting's name: the real discord.py and python-telegram-bot against the fake Discord, Telegram and OpenAI servers,
+with the real conversation service on real PostgreSQL.
+
+The turns: the model's answer is not the JSON asked for (kept, nothing remembered), it sets a reminder with no
+time, it fails (an offline reply), and the user sends faster than their rate (the flood notice)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+
+import pytest
+from limits.storage import MemoryStorage
+from pydantic import SecretStr
+
+from bench.fakes.discord_api import FakeDiscord
+from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.telegram_api import FakeTelegram
+from bot import discord_render, telegram_render
+from shared.commands.service import MemoryCommands
+from shared.conversation.messages import Reply
+from shared.conversation.service import ConversationService
+from shared.conversation.warning_texts import OFFLINE_REASONS, WARNING_TEXTS, TurnWarning, WarningCode
+from shared.emotion import PLAIN_STRATEGY, UNKNOWN
+from shared.limits import SharedLimit
+from shared.llm.client import ChatModel
+from shared.settings import Settings
+from shared.text import Language
+from tests.integration.test_discord_bot import CONFIG, Bot
+from tests.integration.test_telegram_bot import BOB, all_fetched, run_bot
+from tests.waiting import until
+
+SETTING_NAMES = sorted(name.upper() for name in Settings.model_fields)
+CHINESE_TURNS = ("我养了一只猫，叫团子", "提醒我买花", "我今天好累", "再说一句")
+"""The user's four messages, answered as :func:`script` has the model answer them."""
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_ENGLISH_WORD = re.compile(r"[A-Za-z]{3,}")
+
+pytestmark = pytest.mark.committed
+
+
+def script(llm: FakeOpenAI) -> None:
+    """Not JSON (the reply is kept, nothing remembered); a reminder with no time; a failure (offline). The fourth
+    message is over the user's rate: the model is not asked."""
+    llm.queue_reply("团子这个名字真可爱！它多大了？")
+    llm.queue_reply({"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
+                     "response": "好的！", "memory_update": {"should_store": False, "entries": []},
+                     "todos": [{"content": "买花", "due": "随便什么时候"}], "topic": None, "context_variables": []})
+    for _ in range(4):
+        llm.queue_error(500)
+
+
+def service(uow_factory, llm: FakeOpenAI) -> ConversationService:
+    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
+    return ConversationService(uow_factory, CONFIG, chat_model=model,
+                               message_limit=SharedLimit(MemoryStorage(), "messages", "3/minute"))
+
+
+def assert_chinese(note: str) -> None:
+    """A note the bot adds to a reply: Chinese words, no English ones."""
+    assert _HAN.search(note) and not _ENGLISH_WORD.search(note.replace("JSON", "")), note
+
+
+def assert_no_setting(text: str) -> None:
+    assert not any(name in text for name in SETTING_NAMES), text
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(models=("fake-chat",)) as server:
+        yield server
+
+
+def test_a_chinese_user_on_discord_reads_every_note_under_a_reply_in_chinese(uow_factory, llm):
+    script(llm)
+    with FakeDiscord() as fake:
+        async def scenario() -> None:
+            async with Bot(fake, service(uow_factory, llm), MemoryCommands(uow_factory)) as bot:
+                for text in CHINESE_TURNS:
+                    await bot.receive(fake.incoming_message(text, user_id="300000000000000009"))
+
+        asyncio.run(scenario())
+        answers = [message["content"] for message in fake.messages_in(fake.dm_channel("300000000000000009"))]
+    assert len(answers) == len(CHINESE_TURNS)
+    notes = [line for answer in answers for line in answer.splitlines()[1:]]
+    assert len(notes) >= len(CHINESE_TURNS)  # every reply here has something to tell
+    for note in notes:
+        assert note.startswith("*") and note.endswith("*")
+        assert_chinese(note)
+    for answer in answers:
+        assert_no_setting(answer)
+    assert "买花" in answers[1] and "离线模式" in answers[2] and "离线模式" in answers[3]
+
+
+def test_a_chinese_user_on_telegram_reads_every_note_under_a_reply_in_chinese(uow_factory, llm, monkeypatch):
+    script(llm)
+    with FakeTelegram() as telegram:
+        for name in Settings.model_fields:
+            monkeypatch.delenv(name.upper(), raising=False)
+        settings = Settings(_env_file=None, telegram_token=SecretStr(telegram.token),
+                            telegram_api_base_url=telegram.base_url, default_timezone="Asia/Shanghai")
+
+        async def scenario(_app) -> None:
+            for sent, text in enumerate(CHINESE_TURNS, start=1):
+                telegram.push_message(1002, BOB, text)
+                await all_fetched(telegram)
+                await until(lambda sent=sent: len(telegram.messages_to(1002)) >= sent, what="the reply")
+
+        run_bot(settings, service(uow_factory, llm), MemoryCommands(uow_factory), scenario)
+        answers = telegram.messages_to(1002)
+    assert len(answers) == len(CHINESE_TURNS)
+    for answer in answers:
+        [italic] = [entity for entity in answer.get("entities", []) if entity["type"] == "italic"]
+        note = answer["text"].encode("utf-16-le")[2 * italic["offset"]:2 * (italic["offset"] + italic["length"])]
+        assert_chinese(note.decode("utf-16-le"))
+        assert_no_setting(answer["text"])
+    assert "买花" in answers[1]["text"] and "离线模式" in answers[2]["text"]
+
+
+@pytest.mark.parametrize("code", list(WarningCode))
+def test_every_warning_reaches_a_chinese_reader_in_chinese_on_both_platforms(code):
+    params = {"count": 12, "what": "买花", "when": "明天", "problem": "invalid", "reason": "only a number"}
+    english, _chinese = WARNING_TEXTS[code]
+    warning = TurnWarning.of(code, **{name: params[name] for name in params if "{" + name + "}" in english})
+    reply = Reply(text="好的", emotion=UNKNOWN, strategy=PLAIN_STRATEGY, warnings=(warning,), language=Language.ZH,
+                  offline=code is WarningCode.OFFLINE or code in OFFLINE_REASONS)
+    [discord_message] = discord_render.reply_messages(reply)
+    assert_chinese(discord_message.splitlines()[1])
+    note = telegram_render.reply_note(reply)
+    assert note is not None
+    assert_chinese(note)
