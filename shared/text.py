@@ -80,6 +80,19 @@ def estimate_tokens(text: str) -> int:
     return cjk + (other * 4 + 2) // 3
 
 
+def longest_start(text: str, tokens: int) -> int:
+    """The length of the longest start of ``text`` that costs at most ``tokens`` estimated tokens (the estimate grows
+    with the start, so a binary search finds it)."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate_tokens(text[:middle]) <= tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 class Language(StrEnum):
     """The languages Mnemo answers in; the value is also a locale (``is_chinese("zh")``)."""
 

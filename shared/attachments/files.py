@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shared.errors import MnemoError
-from shared.text import clean_text, estimate_tokens
+from shared.text import clean_text, estimate_tokens, longest_start
 
 TEXT_FILE_TOKEN_CAP = 1500
 """The most of a file's text that goes into the prompt (estimated tokens); the user is told when it was cut."""
@@ -29,13 +29,7 @@ def read_text(data: bytes, cap: int = TEXT_FILE_TOKEN_CAP) -> tuple[str, bool]:
     text = clean_text(text, len(text)).strip()
     if estimate_tokens(text) <= cap:
         return text, False
-    low, high = 0, len(text)  # the longest start within the cap
-    while low < high:
-        middle = (low + high + 1) // 2
-        if estimate_tokens(text[:middle]) <= cap:
-            low = middle
-        else:
-            high = middle - 1
+    low = longest_start(text, cap)
     start = text[:low]
     newline = start.rfind("\n")
     return (start[:newline] if newline > low // 2 else start).rstrip(), True

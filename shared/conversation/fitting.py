@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.text import estimate_tokens
+from shared.text import estimate_tokens, longest_start
 
 SHORT_TURN_TOKENS = 160
 """A long past turn is shortened to about this many tokens (some 100 English words, 160 Chinese characters)."""
@@ -81,13 +81,7 @@ def cut_to_tokens(text: str, tokens: int) -> str:
         return ""
     if estimate_tokens(text) <= tokens:
         return text
-    low, high = 0, len(text)
-    while low < high:  # the longest start within the budget (the estimate grows with the start)
-        middle = (low + high + 1) // 2
-        if estimate_tokens(text[:middle]) <= tokens:
-            low = middle
-        else:
-            high = middle - 1
+    low = longest_start(text, tokens)
     kept = text[:low]
     for marks in CUT_AT:
         boundary = max(kept.rfind(mark) + len(mark) for mark in marks)
