@@ -109,6 +109,8 @@ def test_a_label_shows_the_zone_and_its_offset_at_that_moment():
     ("我住在大阪，最近很冷", "Asia/Tokyo", "大阪"),
     ("我人在伦敦出差呢", "Europe/London", "伦敦"),
     ("我刚搬到温哥华了", "America/Vancouver", "温哥华"),
+    ("你好，我叫阿杰，住在广州。", "Asia/Shanghai", "广州"),
+    ("住在首尔，挺好的", "Asia/Seoul", "首尔"),
     ("我的时区是西五区", "UTC-05:00", "西五区"),
     ("把时区改成柏林吧", "Europe/Berlin", "柏林"),
     ("我这边是东九区", "UTC+09:00", "东九区"),
@@ -129,7 +131,7 @@ def test_a_message_that_says_where_the_user_is_names_their_zone(message, zone, s
 
 @pytest.mark.parametrize("message", [
     "我明天在杭州", "我在杭州的时候很开心", "我在杭州吗？", "我不在杭州", "我在家", "我在杭州路上", "我在公司加班",
-    "我在北京时间下午三点开会", "他在伦敦", "I'm in Denver next week", "I'm not in Denver", "I was in Lisbon",
+    "我在北京时间下午三点开会", "他在伦敦", "他住在伦敦", "我妈妈住在广州", "我叫阿杰，住在广州的时候很开心", "I'm in Denver next week", "I'm not in Denver", "I was in Lisbon",
     "I'm in Denver?", "I'm in a meeting", "I'm in love", "My friend lives in Auckland", "I'm in PT on Tuesdays",
     "what is my time zone?", "my time zone is something else", "I'm in Lisbonland", "",
 ])
