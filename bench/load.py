@@ -153,6 +153,7 @@ def environment(database_url: str, options: Options, llm: FakeOpenAI, telegram: 
            if not k.startswith(("LOG_", "LLM_", "REDIS_", "TELEGRAM_", "DISCORD_", "METRICS_", "EMBEDDING_",
                                 "ACCESS_", "MESSAGE_RATE", "TURN_"))}
     env.update(DATABASE_URL=database_url, LLM_BASE_URL=llm.base_url, LLM_API_KEY="bench", LLM_MODEL="fake-chat",
+               LLM_SERVER_SLOTS="0",  # the fake stands for a hosted model, which answers many requests at once
                TELEGRAM_TOKEN=telegram.token, TELEGRAM_API_BASE_URL=telegram.base_url,
                TELEGRAM_WEBHOOK_SECRET=SECRET, DISCORD_TOKEN=discord.token, DISCORD_API_BASE_URL=discord.base_url,
                DEFAULT_TIMEZONE="UTC", PYTHONPATH=str(ROOT), LOG_LEVEL="WARNING", MNEMO_DATA_DIR=str(data_dir),

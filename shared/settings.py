@@ -49,6 +49,9 @@ class Settings(AccessSettings, BaseSettings):
     llm_output_mode: Literal["auto", "json_schema", "json_object", "text"] = "auto"
     llm_max_output_tokens: Annotated[int, Field(ge=64, le=32768)] = 1024
     llm_context_tokens: Annotated[int, Field(ge=512, le=10_000_000)] = 8192
+    llm_server_slots: Annotated[int | None, Field(ge=0, le=1024)] = Field(
+        None, description="requests the model server runs at once, shared by bots and workers (background calls "
+                          "yield to users' turns); unset = 1 for a server on this machine, none otherwise; 0 = none")
     """The most a turn's prompt and its reply may take together; the server's own context window when it reports
     a smaller one (llama.cpp's /props, vLLM's model list, or a refusal of a prompt that was too long)."""
     llm_extra_body: Annotated[dict[str, Any], NoDecode] = Field(
@@ -106,6 +109,8 @@ class Settings(AccessSettings, BaseSettings):
     reminder_scan_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
     reminder_lease_seconds: Annotated[float, Field(ge=5, le=86400)] = 300.0
     outbox_redispatch_seconds: Annotated[float, Field(ge=0, le=86400)] = 120.0
+    outbox_claim_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
+    """A worker's claim on the job it runs; renewed every third of it while the worker lives."""
     worker_concurrency: Annotated[int, Field(ge=1, le=64)] = 2
     metrics_host: str = "127.0.0.1"
     metrics_port: Annotated[int | None, Field(ge=0, le=65535)] = Field(

@@ -229,6 +229,8 @@ class OutboxJob(Base):
     available_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    running_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """A worker runs the job until then at least (it renews this while it lives): not sent again, not run twice."""
     last_error: Mapped[str | None] = mapped_column(Text)
     log_context: Mapped[dict[str, str] | None] = mapped_column(JSONB(none_as_null=True))
     """The turn, platform and user hash of the work that owed the job (shared/log_context.py), for the worker's logs."""
