@@ -109,6 +109,10 @@ class Settings(AccessSettings, BaseSettings):
     reminder_scan_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
     reminder_lease_seconds: Annotated[float, Field(ge=5, le=86400)] = 300.0
     outbox_redispatch_seconds: Annotated[float, Field(ge=0, le=86400)] = 120.0
+    extraction_batch_turns: Annotated[int, Field(ge=1, le=10)] = 10
+    """The knowledge monitor reads a sitting once this many of its turns wait (1: every turn at once)."""
+    extraction_max_delay_minutes: Annotated[float, Field(ge=0, le=24 * 60)] = 15.0
+    """... or once the oldest waiting turn is this old; the rest when the sitting goes idle and closes."""
     outbox_claim_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
     """A worker's claim on the job it runs; renewed every third of it while the worker lives."""
     worker_concurrency: Annotated[int, Field(ge=1, le=64)] = 2

@@ -123,6 +123,7 @@ def close_session(job_id: int | None = None, session_id: int = 0) -> None:
         if not owed:
             return
         ctx = context()
+        knowledge.extract_sitting(ctx.uow, ctx.chat_model, session_id, ctx.now())  # what still waits, first
         episodes.summarise_session(ctx.uow, ctx.chat_model, session_id, ctx.now(),
                                    default_timezone=ctx.settings.default_timezone)
         _done(job_id)
