@@ -128,8 +128,9 @@ def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tu
         uow.turns.mark_extracted(user_id, [prepared.user_turn_id])
         return ()
     owed: list[tuple[str, dict, str]] = []
-    waiting = [WaitingTurn(said_at, tokens) for _id, said_at, tokens
-               in uow.turns.waiting_in_session(user_id, prepared.session_id)]
+    owed_up_to = uow.outbox.extraction_owed_up_to(user_id)  # those turns a job owed already will read
+    waiting = [WaitingTurn(said_at, tokens) for turn_id, said_at, tokens
+               in uow.turns.waiting_in_session(user_id, prepared.session_id) if turn_id > owed_up_to]
     if extraction.due(waiting, now):
         owed.append(("extract_turn", {"turn_id": prepared.user_turn_id,
                                       "recalled_memory_ids": list(prepared.prompt.memory_ids)},

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -93,6 +93,13 @@ class OutboxRepository:
             .values(status="done", done_at=now, running_until=None).returning(OutboxJob.task, OutboxJob.created_at)
         ).one_or_none()
         return (row.task, row.created_at) if row is not None else None
+
+    def extraction_owed_up_to(self, user_id: int) -> int:
+        """The latest user turn an extraction job still owed for the user reads up to (0: none owed)."""
+        turn_id = OutboxJob.payload["turn_id"].as_integer()
+        query = select(func.max(turn_id)).where(OutboxJob.user_id == user_id, OutboxJob.task == "extract_turn",
+                                                OutboxJob.status.in_(("pending", "sent")))
+        return self.session.scalar(query) or 0
 
     def claim(self, job_id: int, now: datetime, until: datetime) -> bool:
         """This worker runs the job until ``until``; False when it is done, or another worker's claim still runs."""

@@ -536,6 +536,10 @@ class FakeOutboxRepository(_Repository):
         if job is not None and job.status != "done":
             job.status, job.available_at = "pending", until
 
+    def extraction_owed_up_to(self, user_id: int) -> int:
+        return max((job.payload["turn_id"] for job in self._rows.select(OutboxJob, user_id=user_id, task="extract_turn")
+                    if job.status in (None, "pending", "sent")), default=0)
+
     def claim(self, job_id: int, now: datetime, until: datetime) -> bool:
         job = self._rows.table(OutboxJob).get(job_id)
         if job is None or job.status == "done" or (job.running_until is not None and job.running_until > now):
