@@ -90,7 +90,7 @@ def worker_log(database, llm, tmp_path, pool) -> Iterator[Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOG_", "LLM_", "REDIS_"))}
     env.update(DATABASE_URL=database, REDIS_URL=REDIS_URL, MNEMO_DATA_DIR=str(tmp_path), PYTHONPATH=str(ROOT),
                LOG_LEVEL="INFO", LOG_FORMAT="json", LLM_BASE_URL=llm.base_url, LLM_API_KEY="key-of-the-fake-llm",
-               LLM_MODEL="fake-chat")
+               LLM_MODEL="fake-chat", EXTRACTION_BATCH_TURNS="1")  # each turn's own extraction job, at once
     log = tmp_path / "worker.log"
     with open(log, "wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "worker", "--pool", pool,

@@ -24,6 +24,7 @@ from sqlalchemy import func, select
 from bench.databases import create_database, drop_database
 from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
+from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db import migrate
@@ -43,7 +44,8 @@ CLAIM_SECONDS = 3
 """The workers' claim on a job they run (``OUTBOX_CLAIM_SECONDS``): short, so a dead worker's job is owed soon."""
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC")
+                            default_timezone="UTC",
+                            extraction=ExtractionTiming(batch_turns=1))  # each turn owes its extraction at once
 TURN = {"emotion": {"primary": "happy", "category": "positive", "confidence": 0.9, "indicators": []},
         "response": "Bees! How lovely.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
         "topic": "bees", "context_variables": []}

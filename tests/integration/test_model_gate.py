@@ -21,6 +21,7 @@ from sqlalchemy import select
 from bench.fakes.openai_server import FakeOpenAI
 from bench.llm_calls import TURN, request_kind
 from shared.conversation.config import ConversationConfig
+from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.prompt import OUTPUT_RULES
 from shared.conversation.service import ConversationService
@@ -44,9 +45,13 @@ SLACK = 0.25
 TURN_ANSWER = {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
                "response": "Nice to meet you.", "memory_update": {"should_store": False, "entries": []},
                "todos": [], "topic": None, "context_variables": []}
+PER_TURN = ExtractionTiming(batch_turns=1)
+"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
+sitting is read (tests/integration/test_sitting_extraction.py)."""
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC")
+                            default_timezone="UTC",
+                            extraction=PER_TURN)
 
 
 @pytest.fixture

@@ -138,7 +138,8 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
         env = {**os.environ, "DATABASE_URL": fresh_system_db, "LLM_BASE_URL": proxy.base_url,
                "LLM_MODEL": MODEL_ALIAS, "LLM_TIMEOUT_SECONDS": "90", "LLM_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS),
                "MNEMO_DATA_DIR": str(tmp_path),
-               "API_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1", "DEFAULT_TIMEZONE": "Europe/Lisbon"}
+               "API_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1", "DEFAULT_TIMEZONE": "Europe/Lisbon",
+               "EXTRACTION_BATCH_TURNS": str(len(MESSAGES))}  # the sitting's turns read in one call after the last
         env["REDIS_URL"] = BROKER  # Redis, as compose runs it: the database broker's polling would share the two cores
         _flush(BROKER)
         console = Console(env)
