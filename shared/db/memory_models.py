@@ -215,6 +215,7 @@ class OutboxJob(Base):
     __tablename__ = "jobs_outbox"
     __table_args__ = (
         Index("ix_jobs_outbox_owed", "available_at", postgresql_where=text("status IN ('pending', 'sent')")),
+        Index("ix_jobs_outbox_owed_by_user", "user_id", "task", postgresql_where=text("status IN ('pending', 'sent')")),
         Index("uq_jobs_outbox_dedup_key", "dedup_key", unique=True,
               postgresql_where=text("dedup_key IS NOT NULL")),
         one_of("status", OUTBOX_STATUSES),
