@@ -53,10 +53,17 @@ def fake_model() -> Iterator[FakeOpenAI]:
 
 def model_calls(llm: FakeOpenAI, user_messages: int) -> dict:
     """The chat requests the fake received, by job, and per user message (hot path and background apart)."""
-    counts = count_kinds(llm.chat_requests())
+    from bench.prompt_cost import prompt_tokens
+
+    bodies = llm.chat_requests()
+    counts = count_kinds(bodies)
+    tokens: dict[str, int] = {}
+    for body in bodies:
+        tokens[request_kind(body)] = tokens.get(request_kind(body), 0) + prompt_tokens(body)
     def share(kinds) -> float:
         return sum(count for kind, count in counts.items() if kind in kinds) / user_messages if user_messages else 0.0
 
     return {"user_messages": user_messages, "calls": counts, "per_message": per_message(counts, user_messages),
+            "prompt_tokens_per_message": per_message(tokens, user_messages),
             "hot_path_per_message": share(HOT_PATH), "background_per_message": share(PER_MESSAGE),
             "nightly_per_message": share(set(counts) - set(HOT_PATH) - set(PER_MESSAGE))}
