@@ -8,7 +8,7 @@ from alembic import context
 from shared.db.access_models import AccessEntryRow  # noqa: F401  (puts access_entries in the metadata)
 from shared.db.engine import make_engine, sqlalchemy_url
 from shared.db.lease_models import LeaseRow  # noqa: F401  (puts process_leases in the metadata)
-from shared.db.limit_models import RateLimitCounter  # noqa: F401  (puts rate_limit_counters in the metadata)
+from shared.db.limit_models import ModelCallHold, RateLimitCounter  # noqa: F401  (puts their tables in the metadata)
 from shared.db.maintenance_models import MaintenanceRun  # noqa: F401  (puts maintenance_runs in the metadata)
 from shared.db.memory_models import Base
 from shared.db.token_models import OneTimeToken  # noqa: F401  (puts one_time_tokens in the metadata)

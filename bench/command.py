@@ -44,6 +44,8 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     replay.add_argument("--write-only", action="store_true", help="only write FILE (with --from-locomo/--from-madial)")
     replay.add_argument("--limit-conversations", type=int, metavar="N", help="replay the first N conversations")
     replay.add_argument("--quick", action="store_true", help="the first two conversations")
+    replay.add_argument("--fake-model", action="store_true",
+                        help="a fake model answers every job (bench/replay_model.py); counts model calls per message")
     replay.add_argument("--ask-after-days", type=int, default=0, metavar="N",
                         help="ask every question N days after its own time (the nights between run the daily "
                              "maintenance): what the memory lifecycle keeps")
@@ -198,7 +200,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
     try:
         figures = replay.run(args.file, Path(args.out), args.database_url or settings.database_url,
                              limit=args.limit_conversations, quick=args.quick,
-                             ask_after_days=max(0, args.ask_after_days))
+                             ask_after_days=max(0, args.ask_after_days), fake_model=args.fake_model)
     except (ReplayFormatError, OSError) as exc:
         print(f"mnemo bench replay: {exc}")
         return 2

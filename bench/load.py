@@ -39,6 +39,7 @@ from bench.fakes.discord_gateway import FakeGateway
 from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from bench.hot_path import ROOT, scratch_database
+from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, TURN, count_kinds
 from bench.stats import percentile
 from bench.worker import background_answer
 from bench.worker_process import stop_group, wait_for
@@ -58,6 +59,7 @@ ANSWER_GRACE_SECONDS = 12.0
 WARM_UP_MESSAGES = 8
 WARM_UP_SECONDS = 60
 WARM_UP_STAGE = -1
+WAITING_TURNS = "SELECT count(*) FROM conversation_turns WHERE role = 'user' AND NOT extracted AND NOT paused"
 """The warm-up's messages count in no stage."""
 SUSTAINED_SHARE = 0.95
 """A stage is sustained when this share of its messages was answered within the grace."""
@@ -132,6 +134,8 @@ class Figures:
     stages: list[Stage]
     saturated_first: str
     cores: int
+    model_calls: dict[str, Any] | None = None
+    """Model calls per user message that needs the model (chats and mentions), hot path and background apart."""
 
 
 # -- the processes --------------------------------------------------------------------------------------
@@ -153,6 +157,7 @@ def environment(database_url: str, options: Options, llm: FakeOpenAI, telegram: 
            if not k.startswith(("LOG_", "LLM_", "REDIS_", "TELEGRAM_", "DISCORD_", "METRICS_", "EMBEDDING_",
                                 "ACCESS_", "MESSAGE_RATE", "TURN_"))}
     env.update(DATABASE_URL=database_url, LLM_BASE_URL=llm.base_url, LLM_API_KEY="bench", LLM_MODEL="fake-chat",
+               LLM_SERVER_SLOTS="0",  # the fake stands for a hosted model, which answers many requests at once
                TELEGRAM_TOKEN=telegram.token, TELEGRAM_API_BASE_URL=telegram.base_url,
                TELEGRAM_WEBHOOK_SECRET=SECRET, DISCORD_TOKEN=discord.token, DISCORD_API_BASE_URL=discord.base_url,
                DEFAULT_TIMEZONE="UTC", PYTHONPATH=str(ROOT), LOG_LEVEL="WARNING", MNEMO_DATA_DIR=str(data_dir),
@@ -386,14 +391,39 @@ def run(options: Options) -> Figures:
         load = Load(telegram, discord, gateway, ports)
         stack.callback(load.close)
         stages = ramp(options, load, processes, database_url)
+        calls = model_calls(llm, load, database_url)
     figures = Figures(options={"users": options.users, "llm_seconds": options.llm_seconds,
                                "stage_seconds": options.stage_seconds, "broker": "redis" if options.redis_url
                                else "postgresql", "reminders_per_stage": options.reminders_per_stage,
                                "reminder_scan_seconds": options.reminder_scan_seconds,
                                "worker_concurrency": options.worker_concurrency},
-                      stages=stages, saturated_first=saturation(stages, options), cores=os.cpu_count() or 1)
+                      stages=stages, saturated_first=saturation(stages, options), cores=os.cpu_count() or 1,
+                      model_calls=calls)
     (options.out_dir / "load.json").write_text(json.dumps(asdict(figures), indent=2))
     return figures
+
+
+def model_calls(llm: FakeOpenAI, load: Load, database_url: str) -> dict[str, Any]:
+    """The fake model's requests by job, per message of the stages that a model answers; and how many user turns
+    still wait for their sitting to be read (their sittings are open when the run ends, so their extraction is
+    not counted yet: the background figure is a lower bound while that number is large)."""
+    from sqlalchemy import text
+
+    from shared.db.engine import make_engine
+
+    messages = sum(1 for sent in load.sent if sent.stage != WARM_UP_STAGE and sent.kind in ("chat", "group"))
+    counts = count_kinds(llm.chat_requests())
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            waiting = connection.scalar(text(WAITING_TURNS))
+    finally:
+        engine.dispose()
+    background = sum(count for kind, count in counts.items() if kind in (EXTRACTION, EPISODE_SUMMARY))
+    return {"messages": messages, "calls": counts,
+            "hot_path_per_message": counts.get(TURN, 0) / messages if messages else 0.0,
+            "background_per_message": background / messages if messages else 0.0,
+            "turns_waiting_for_their_sitting": int(waiting or 0)}
 
 
 def ramp(options: Options, load: Load, processes: list[Process], database_url: str) -> list[Stage]:
@@ -749,6 +779,10 @@ def report(figures: Figures) -> str:
     lines.append(f"load_sustained_messages_per_second: {best.messages_per_second:.1f}" if best else
                  "load_sustained_messages_per_second: none of the stages")
     lines.append(f"load_saturated_first: {figures.saturated_first}")
+    if calls := figures.model_calls:
+        lines.append(f"hot_path_model_calls_per_message: {calls['hot_path_per_message']:.2f}")
+        lines.append(f"background_model_calls_per_message: {calls['background_per_message']:.2f} "
+                     f"({calls['turns_waiting_for_their_sitting']} user turns still wait for their sitting's read)")
     for stage in figures.stages:
         top = sorted(stage.cpu.items(), key=lambda item: -item[1])[:4]
         lines.append(f"  {stage.rate:g} msg/s: machine {stage.machine_busy:.0%} busy; of one core: "

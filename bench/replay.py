@@ -18,11 +18,12 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench import replay_model
 from bench.replay_evidence import Asked, Baseline, Provenance, ask, in_order
 from bench.replay_format import ReplayConversation, read_replay
 from bench.replay_junk import Junk
@@ -51,10 +52,11 @@ class Wiring:
 
 
 def run(path: Path, out_dir: Path, database_url: str | None = None, *, limit: int | None = None,
-        quick: bool = False, ask_after_days: int = 0) -> dict:
+        quick: bool = False, ask_after_days: int = 0, fake_model: bool = False) -> dict:
     """Replays the file's conversations (the first ``limit``; two with ``quick``) and writes the figures.
     ``ask_after_days``: every question is asked that many days after its own time (the nightly maintenance of
-    every day between runs first), to measure what the lifecycle keeps."""
+    every day between runs first), to measure what the lifecycle keeps. ``fake_model``: the model is
+    :mod:`bench.replay_model`'s fake, and the model calls per user message are counted."""
     from bench.hot_path import scratch_database
 
     started = time.perf_counter()
@@ -63,7 +65,11 @@ def run(path: Path, out_dir: Path, database_url: str | None = None, *, limit: in
         conversations = [asked_later(conversation, ask_after_days) for conversation in conversations]
     rows: list[dict] = []
     junk = Junk()
-    with scratch_database(database_url) as url, _product_logs_quiet(), _wired(url) as wiring:
+    with ExitStack() as stack:
+        llm = stack.enter_context(replay_model.fake_model()) if fake_model else None
+        url = stack.enter_context(scratch_database(database_url))
+        stack.enter_context(_product_logs_quiet())
+        wiring = stack.enter_context(_wired(url, llm))
         progress = Progress(conversations)
         for number, conversation in enumerate(conversations):
             progress.next_conversation()
@@ -71,6 +77,7 @@ def run(path: Path, out_dir: Path, database_url: str | None = None, *, limit: in
             rows += found
             junk.add(stored)
         progress.done()
+    user_messages = sum(1 for conversation in conversations for turn in conversation.turns if turn.role == "user")
     figures = figures_of(rows, junk) | {
         "file": str(path), "conversations": len(conversations), "quick": quick,
         "model": wiring.settings.llm_model if wiring.settings.llm_base_url else "offline rules",
@@ -78,6 +85,7 @@ def run(path: Path, out_dir: Path, database_url: str | None = None, *, limit: in
                    "memory_budget_tokens": wiring.config.memory_budget_tokens},
         "worker": {"jobs_run": wiring.worker.jobs_run, "nights": wiring.worker.nights},
         "ask_after_days": ask_after_days,
+        "model_calls": replay_model.model_calls(llm, user_messages) if llm is not None else None,
         "elapsed_s": round(time.perf_counter() - started, 1)}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -166,7 +174,7 @@ def _row(conversation: ReplayConversation, question, asked: Asked, baseline: Ask
 
 
 @contextmanager
-def _wired(url: str) -> Iterator[Wiring]:
+def _wired(url: str, llm=None) -> Iterator[Wiring]:
     from bench.prompt_evidence import product_config
     from shared.conversation.service import ConversationService
     from shared.db.engine import make_engine, session_factory
@@ -176,6 +184,9 @@ def _wired(url: str) -> Iterator[Wiring]:
     from worker.context import running_with
 
     settings, config = load_settings(), product_config()
+    if llm is not None:
+        settings = settings.model_copy(update={"llm_base_url": llm.base_url, "llm_model": "fake-chat",
+                                               "llm_server_slots": 0})
     engine = make_engine(url)
     sessions = session_factory(engine)
     clock, script, model = ReplayClock(datetime.now(UTC)), Script(), ChatModel.from_settings(settings)

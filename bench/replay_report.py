@@ -79,4 +79,10 @@ def report(figures: dict) -> str:
                  f"{figures['elapsed_s']:.0f} s")
     if figures.get("ask_after_days"):
         lines.append(f"questions asked {figures['ask_after_days']} days after their own time")
+    if calls := figures.get("model_calls"):
+        lines.append(f"hot_path_model_calls_per_message: {calls['hot_path_per_message']:.3f}")
+        lines.append(f"background_model_calls_per_message: {calls['background_per_message']:.3f} (by kind: "
+                     + ", ".join(f"{kind} {share:.3f}" for kind, share in calls["per_message"].items()
+                                 if kind != "turn")
+                     + f"; the nightly maintenance's {calls['nightly_per_message']:.3f} not counted)")
     return "\n".join(lines)

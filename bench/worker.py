@@ -20,7 +20,7 @@ import asyncio
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from bench.hot_path import REPLY, build_service, message_at, scratch_database
 from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, TURN, count_kinds, per_message, request_kind
 from bench.prompt_cost import load_replays, prompt_tokens
 from bench.worker_process import WORKER_START_SECONDS, running_worker, wait_for
+from shared.conversation.extraction_timing import ExtractionTiming
 
 CONCURRENCIES = (1, 2)
 BACKLOG_JOBS = {("redis", False): 1000, ("redis", True): 200, ("postgresql", False): 60, ("postgresql", True): 10}
@@ -108,13 +109,19 @@ class Bench:
 
 
 def store_backlog(bench: Bench, texts: list[str], tag: str) -> list[int]:
-    """One message from each of ``len(texts)`` new users; returns their jobs, left pending in the outbox."""
+    """One message from each of ``len(texts)`` new users, each owing its extraction at once (a backlog of one-turn
+    reads, as a busy day of sittings that closed leaves); returns their jobs, left pending in the outbox."""
     async def send() -> None:
         for index, text in enumerate(texts):
             await bench.service.handle_message(message_at(f"{tag}-{index}", f"{tag}-{index}", text,
                                                           datetime.now(UTC)))
 
-    asyncio.run(send())
+    config = bench.service.config
+    bench.service.config = replace(config, extraction=ExtractionTiming(batch_turns=1))
+    try:
+        asyncio.run(send())
+    finally:
+        bench.service.config = config
     with bench.engine.connect() as connection:
         return list(connection.exec_driver_sql("SELECT id FROM jobs_outbox WHERE status = 'pending' ORDER BY id")
                     .scalars())

@@ -27,6 +27,7 @@ def running_worker(database_url: str, redis_url: str | None, llm: FakeOpenAI, co
         env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "LLM_BASE_URL", "EMBEDDING_BASE_URL"}}
         env.update(DATABASE_URL=database_url, MNEMO_DATA_DIR=data_dir, PYTHONPATH=str(ROOT), LOG_LEVEL="INFO",
                    LLM_BASE_URL=llm.base_url, LLM_API_KEY="bench", LLM_MODEL="fake-chat", LLM_TIMEOUT_SECONDS="30",
+                   LLM_SERVER_SLOTS="0",  # a hosted model's many slots, not a local one's
                    **({"REDIS_URL": redis_url} if redis_url else {}))
         log = Path(data_dir) / "worker.log"
         with open(log, "wb") as out:

@@ -51,6 +51,9 @@ class Settings(AccessSettings, BaseSettings):
         "auto", description="send photos to the model as image parts: auto (until the server refuses one), on, off")
     llm_max_output_tokens: Annotated[int, Field(ge=64, le=32768)] = 1024
     llm_context_tokens: Annotated[int, Field(ge=512, le=10_000_000)] = 8192
+    llm_server_slots: Annotated[int | None, Field(ge=0, le=1024)] = Field(
+        None, description="requests the model server runs at once, shared by bots and workers (background calls "
+                          "yield to users' turns); unset = 1 for a server on this machine, none otherwise; 0 = none")
     """The most a turn's prompt and its reply may take together; the server's own context window when it reports
     a smaller one (llama.cpp's /props, vLLM's model list, or a refusal of a prompt that was too long)."""
     llm_extra_body: Annotated[dict[str, Any], NoDecode] = Field(
@@ -112,6 +115,12 @@ class Settings(AccessSettings, BaseSettings):
     reminder_scan_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
     reminder_lease_seconds: Annotated[float, Field(ge=5, le=86400)] = 300.0
     outbox_redispatch_seconds: Annotated[float, Field(ge=0, le=86400)] = 120.0
+    extraction_batch_turns: Annotated[int, Field(ge=1, le=10)] = 10
+    """The knowledge monitor reads a sitting once this many of its turns wait (1: every turn at once)."""
+    extraction_max_delay_minutes: Annotated[float, Field(ge=0, le=24 * 60)] = 15.0
+    """... or once the oldest waiting turn is this old; the rest when the sitting goes idle and closes."""
+    outbox_claim_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
+    """A worker's claim on the job it runs; renewed every third of it while the worker lives."""
     worker_concurrency: Annotated[int, Field(ge=1, le=64)] = 2
     metrics_host: str = "127.0.0.1"
     metrics_port: Annotated[int | None, Field(ge=0, le=65535)] = Field(

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db.engine import make_engine, session_factory
+from shared.db.model_gate import model_gate
 from shared.llm.client import ChatModel
 from shared.recall.embeddings import Embedder, make_embedder
 from shared.repositories.uow import UnitOfWork
@@ -52,7 +53,8 @@ def context() -> WorkerContext:
         if not settings.database_url:
             raise RuntimeError("workers need DATABASE_URL (`mnemo worker` sets it for the embedded database)")
         engine = make_engine(settings.database_url, pool_size=2)
-        _context = WorkerContext(settings=settings, engine=engine, chat_model=ChatModel.from_settings(settings),
+        chat_model = ChatModel.from_settings(settings, model_gate(settings, engine))
+        _context = WorkerContext(settings=settings, engine=engine, chat_model=chat_model,
                                  embedder=make_embedder(settings), vectors=VectorIndex(),
                                  sessions=session_factory(engine),
                                  quota=QuotaPolicy.from_settings(settings))

@@ -11,7 +11,8 @@ its traceback: retrying it would only repeat paid model calls for minutes.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from kombu.exceptions import OperationalError as BrokerConnectionError
@@ -66,12 +67,16 @@ def send_task(task: str, payload: dict) -> None:
         raise BrokerUnavailable(f"the broker did not take {task}: {exc}") from exc
 
 
-def _outbox_job(job_id: int | None) -> bool:
-    """True when the job still has to be done, now (its user's allowance is not spent today)."""
+@contextmanager
+def _owed(job_id: int | None) -> Iterator[bool]:
+    """True inside the block when this worker does the job now: not done yet, its user's allowance not spent
+    today, and no other worker running it (claimed while the block runs, :func:`shared.lifecycle.outbox.running`)."""
     ctx = context()
-    if jobs.job_is_done(ctx.uow, job_id):
-        return False
-    return not quota.put_off_if_over(ctx.uow, ctx.quota, job_id, ctx.now())
+    if jobs.job_is_done(ctx.uow, job_id) or quota.put_off_if_over(ctx.uow, ctx.quota, job_id, ctx.now()):
+        yield False
+        return
+    with jobs.running(ctx.uow, job_id, ctx.now, timedelta(seconds=ctx.settings.outbox_claim_seconds)) as mine:
+        yield mine
 
 
 def _done(job_id: int | None) -> None:
@@ -80,7 +85,9 @@ def _done(job_id: int | None) -> None:
 
 @mnemo_task("extract_turn")
 def extract_turn(job_id: int | None = None, turn_id: int = 0, recalled_memory_ids: list[int] | None = None) -> None:
-    if _outbox_job(job_id):
+    with _owed(job_id) as owed:
+        if not owed:
+            return
         ctx = context()
         with ctx.uow() as uow:  # turns of the same session still waiting go into the same LLM call
             batch = uow.turns.waiting_with(turn_id, knowledge.MAX_TURNS_PER_BATCH)
@@ -91,7 +98,9 @@ def extract_turn(job_id: int | None = None, turn_id: int = 0, recalled_memory_id
 @mnemo_task("embed_memory")
 def embed_memory(job_id: int | None = None, memory_id: int = 0, user_id: int = 0) -> None:
     ctx = context()
-    if _outbox_job(job_id):
+    with _owed(job_id) as owed:
+        if not owed:
+            return
         if ctx.embedder is not None:
             embedding.embed_memories(ctx.uow, ctx.embedder, ctx.vectors, user_id, [memory_id], now=ctx.now())
         _done(job_id)
@@ -100,7 +109,9 @@ def embed_memory(job_id: int | None = None, memory_id: int = 0, user_id: int = 0
 @mnemo_task("embed_round")
 def embed_round(job_id: int | None = None, turn_id: int = 0, user_id: int = 0) -> None:
     ctx = context()
-    if _outbox_job(job_id):
+    with _owed(job_id) as owed:
+        if not owed:
+            return
         if ctx.embedder is not None:
             embedding.embed_rounds(ctx.uow, ctx.embedder, ctx.vectors, user_id, [turn_id], now=ctx.now())
         _done(job_id)
@@ -108,8 +119,11 @@ def embed_round(job_id: int | None = None, turn_id: int = 0, user_id: int = 0) -
 
 @mnemo_task("close_session")
 def close_session(job_id: int | None = None, session_id: int = 0) -> None:
-    if _outbox_job(job_id):
+    with _owed(job_id) as owed:
+        if not owed:
+            return
         ctx = context()
+        knowledge.extract_sitting(ctx.uow, ctx.chat_model, session_id, ctx.now())  # what still waits, first
         episodes.summarise_session(ctx.uow, ctx.chat_model, session_id, ctx.now(),
                                    default_timezone=ctx.settings.default_timezone)
         _done(job_id)
@@ -117,7 +131,9 @@ def close_session(job_id: int | None = None, session_id: int = 0) -> None:
 
 @mnemo_task("summarise_session")
 def summarise_session(job_id: int | None = None, session_id: int = 0, part: int | None = None) -> None:
-    if _outbox_job(job_id):
+    with _owed(job_id) as owed:
+        if not owed:
+            return
         ctx = context()
         episodes.summarise_session(ctx.uow, ctx.chat_model, session_id, ctx.now(), part=part,
                                    default_timezone=ctx.settings.default_timezone)

@@ -80,6 +80,42 @@ class RecordedRequest:
 
 
 @dataclass(frozen=True)
+class ServedChat:
+    """A chat request on a server with :attr:`FakeOpenAI.slots`: when it arrived, got a slot, and was answered
+    (``time.monotonic()``)."""
+
+    body: Any
+    arrived: float
+    started: float
+    finished: float
+
+
+class _Slots:
+    """A server's parallel slots, taken in the order requests arrived (llama.cpp's queue)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._busy = 0
+        self._queue: deque[object] = deque()
+        self._changed = threading.Condition()
+
+    def take(self, stopping: threading.Event) -> None:
+        ticket = object()
+        with self._changed:
+            self._queue.append(ticket)
+            while not (self._queue[0] is ticket and self._busy < self.count) and not stopping.is_set():
+                self._changed.wait(0.1)
+            self._queue.remove(ticket)
+            self._busy += 1
+            self._changed.notify_all()
+
+    def give_back(self) -> None:
+        with self._changed:
+            self._busy -= 1
+            self._changed.notify_all()
+
+
+@dataclass(frozen=True)
 class _Reply:
     content: Content
     delay: float = 0.0
@@ -329,8 +365,12 @@ class FakeOpenAI(LoopbackFake):
         stream_chunk_delay: float = 0.0,
         embedding_trickle: float = 0.0,
         context_window: int | None = None,
+        slots: int | None = None,
     ) -> None:
         super().__init__()
+        self.slots = _Slots(slots) if slots else None
+        """Chat requests answered at once (the rest wait their turn in arrival order, :attr:`served`); None: all."""
+        self.served: list[ServedChat] = []
         self.context_window = context_window
         """Tokens a prompt (and, where the personality counts it, the reply's room) may take; None: no limit.
         Prompts are counted as the fake counts usage (about four characters a token)."""
@@ -393,6 +433,7 @@ class FakeOpenAI(LoopbackFake):
             self._chat_script.clear()
             self._embedding_failures.clear()
             self._responder = default_responder
+            self.served.clear()
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -436,6 +477,19 @@ class FakeOpenAI(LoopbackFake):
             body = None
         with self._lock:
             self._records.append(RecordedRequest(method, path, headers, body))
+        if self.slots is None or not path.startswith("/v1/chat/"):
+            return self._answered(method, path, headers, body, raw)
+        arrived = time.monotonic()
+        self.slots.take(self._stopping)
+        started = time.monotonic()
+        try:
+            return self._answered(method, path, headers, body, raw)
+        finally:
+            self.slots.give_back()
+            with self._lock:
+                self.served.append(ServedChat(body, arrived, started, time.monotonic()))
+
+    def _answered(self, method: str, path: str, headers: dict[str, str], body: Any, raw: bytes) -> _Response:
         response = self._route(method, path.split("?", 1)[0], headers, body, bool(raw))
         if path.startswith("/v1/chat/"):
             with self._lock:

@@ -83,6 +83,7 @@ def conversation_service(rt: Runtime) -> ConversationService:
     """The hot path wired for this process: LLM (or offline), embedder and vector index when present."""
     from shared.conversation.config import ConversationConfig
     from shared.conversation.service import ConversationService
+    from shared.db.model_gate import model_gate
     from shared.limits import SharedLimit, shared_storage
     from shared.llm.client import ChatModel
     from shared.llm.transcription import Transcriber
@@ -93,7 +94,7 @@ def conversation_service(rt: Runtime) -> ConversationService:
     message_limit = (SharedLimit(shared_storage(rt.settings.redis_url, rt.engine), "messages", rate)
                      if rate else None)
     return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
-                               chat_model=ChatModel.from_settings(rt.settings),
+                               chat_model=ChatModel.from_settings(rt.settings, model_gate(rt.settings, rt.engine)),
                                embedder=make_embedder(rt.settings), vectors=VectorIndex(),
                                dispatch=job_dispatcher(rt), message_limit=message_limit,
                                transcriber=Transcriber.from_settings(rt.settings))

@@ -26,12 +26,14 @@ def as_of(value: str) -> datetime:
 
 def run_maintenance_command(settings: Settings, args: argparse.Namespace) -> int:
     from shared.app.bootstrap import runtime
+    from shared.db.model_gate import model_gate
     from shared.lifecycle.maintenance import run_maintenance
     from shared.llm.client import ChatModel
     from shared.usage.policy import QuotaPolicy
 
     with runtime(settings) as rt:
-        report = run_maintenance(rt.uow, args.now or datetime.now(UTC), chat_model=ChatModel.from_settings(settings),
+        chat_model = ChatModel.from_settings(settings, model_gate(settings, rt.engine))
+        report = run_maintenance(rt.uow, args.now or datetime.now(UTC), chat_model=chat_model,
                                  eviction_threshold=settings.memory_eviction_threshold,
                                  conversation_retention_days=settings.conversation_retention_days,
                                  quota=QuotaPolicy.from_settings(settings))

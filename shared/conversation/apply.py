@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from shared.conversation.attached import round_line
+from shared.conversation.extraction_timing import ExtractionTiming, WaitingTurn
 from shared.conversation.turn_reminders import store_turn_reminders
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.models import ConversationTurn
@@ -89,7 +90,7 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
     reminders = store_turn_reminders(uow, prepared, trusted.todos if trusted else (), trusted and trusted.timezone,
                                      now=now, default_timezone=config.default_timezone,
                                      heads_up=config.deadline_heads_up)
-    job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted)
+    job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted, config.extraction, now)
     if prepared.quota.over:  # owed from the next day, when the user's allowance is back; not sent now
         job_ids = ()
     return AppliedTurn(memory_ids=memory_ids, todo_ids=reminders.todo_ids, warnings=warnings + reminders.warnings,
@@ -132,15 +133,22 @@ def _store_memories(uow: UnitOfWork, prepared: PreparedTurn, output: TurnOutput,
 
 
 def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tuple[int, ...], turn_count: int,
-                         embeddings_wanted: bool) -> tuple[int, ...]:
-    """Jobs for the workers, in this transaction (the outbox relay sends them after commit)."""
+                         embeddings_wanted: bool, extraction: ExtractionTiming, now: datetime) -> tuple[int, ...]:
+    """Jobs for the workers, in this transaction (the outbox relay sends them after commit). The knowledge monitor
+    is owed a call only when the sitting's waiting turns are due (:mod:`shared.conversation.extraction_timing`);
+    otherwise they wait for more turns, or for the sitting's close."""
     user_id = prepared.user_id
     if prepared.paused:  # nothing is learnt from this turn, now or later
         uow.turns.mark_extracted(user_id, [prepared.user_turn_id])
         return ()
-    owed: list[tuple[str, dict, str]] = [
-        ("extract_turn", {"turn_id": prepared.user_turn_id, "recalled_memory_ids": list(prepared.prompt.memory_ids)},
-         f"extract:{prepared.user_turn_id}")]
+    owed: list[tuple[str, dict, str]] = []
+    owed_up_to = uow.outbox.extraction_owed_up_to(user_id)  # those turns a job owed already will read
+    waiting = [WaitingTurn(said_at, tokens) for turn_id, said_at, tokens
+               in uow.turns.waiting_in_session(user_id, prepared.session_id) if turn_id > owed_up_to]
+    if extraction.due(waiting, now):
+        owed.append(("extract_turn", {"turn_id": prepared.user_turn_id,
+                                      "recalled_memory_ids": list(prepared.prompt.memory_ids)},
+                     f"extract:{prepared.user_turn_id}"))
     if embeddings_wanted:
         owed += [("embed_memory", {"memory_id": memory_id, "user_id": user_id}, f"embed:{memory_id}")
                  for memory_id in memory_ids]

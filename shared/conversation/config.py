@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.pressure import PressureConfig
 from shared.reminders.deadlines import DEFAULT_HEADS_UP
 from shared.settings import Settings
@@ -32,6 +33,9 @@ class ConversationConfig:
     """How many turns of this process wait for the model at once, and for how long."""
     deadline_heads_up: timedelta = DEFAULT_HEADS_UP
     """How long before a deadline its reminder pings (``DEADLINE_HEADS_UP_MINUTES``)."""
+    extraction: ExtractionTiming = field(default_factory=ExtractionTiming)
+    """When the knowledge monitor reads a sitting's waiting turns (``EXTRACTION_BATCH_TURNS``,
+    ``EXTRACTION_MAX_DELAY_MINUTES``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConversationConfig:
@@ -45,4 +49,7 @@ class ConversationConfig:
                    pressure=PressureConfig(slots=settings.turn_llm_concurrency, queue_limit=settings.turn_queue_limit,
                                            busy_after=settings.turn_busy_notice_seconds,
                                            give_up_after=settings.turn_queue_seconds),
-                   deadline_heads_up=timedelta(minutes=settings.deadline_heads_up_minutes))
+                   deadline_heads_up=timedelta(minutes=settings.deadline_heads_up_minutes),
+                   extraction=ExtractionTiming(
+                       batch_turns=settings.extraction_batch_turns,
+                       max_delay=timedelta(minutes=settings.extraction_max_delay_minutes)))

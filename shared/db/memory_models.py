@@ -215,6 +215,7 @@ class OutboxJob(Base):
     __tablename__ = "jobs_outbox"
     __table_args__ = (
         Index("ix_jobs_outbox_owed", "available_at", postgresql_where=text("status IN ('pending', 'sent')")),
+        Index("ix_jobs_outbox_owed_by_user", "user_id", "task", postgresql_where=text("status IN ('pending', 'sent')")),
         Index("uq_jobs_outbox_dedup_key", "dedup_key", unique=True,
               postgresql_where=text("dedup_key IS NOT NULL")),
         one_of("status", OUTBOX_STATUSES),
@@ -229,6 +230,8 @@ class OutboxJob(Base):
     available_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    running_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """A worker runs the job until then at least (it renews this while it lives): not sent again, not run twice."""
     last_error: Mapped[str | None] = mapped_column(Text)
     log_context: Mapped[dict[str, str] | None] = mapped_column(JSONB(none_as_null=True))
     """The turn, platform and user hash of the work that owed the job (shared/log_context.py), for the worker's logs."""

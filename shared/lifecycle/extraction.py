@@ -20,6 +20,7 @@ from itertools import groupby
 from typing import Any
 
 from shared.commands.memories import forget_for_real, forget_rounds
+from shared.conversation.extraction_timing import BATCH_TURNS
 from shared.conversation.offline import extract_statements
 from shared.db.memory_models import Memory
 from shared.llm.client import ChatModel, LLMUnavailable
@@ -35,10 +36,14 @@ from shared.search.tokenizer import keywords, query_terms
 from shared.speech.forget_requests import forget_request, named_words
 from shared.text import clean_text, is_invisible
 
-MAX_TURNS_PER_BATCH = 10
+MAX_TURNS_PER_BATCH = BATCH_TURNS
+MAX_RECALLED = 30
+"""The most recalled memories one monitor call is shown (a batch's prompts showed them, newest first)."""
 MAX_OPERATIONS = 20
 BOOST_STEP = 0.3
 EXTRACTION_MAX_TOKENS = 800
+"""The answer's room for one turn; a batch gets ``EXTRACTION_TOKENS_PER_MORE_TURN`` more for each further turn."""
+EXTRACTION_TOKENS_PER_MORE_TURN = 200
 MAX_PROMPT_LINE_CHARS = 600
 """Memories the monitor may never update or delete."""
 GENERIC_WORDS = frozenset({"user", "users", "用户"})
@@ -292,15 +297,31 @@ def _load_batches(uow_factory: Callable[[], UnitOfWork], turn_ids: list[int],
         rows = uow.turns.waiting_for_extraction(turn_ids)
         batches = []
         for (user_id, session_id), group in groupby(rows, key=lambda t: (t.user_id, t.session_id)):
-            memories = _recalled(uow, user_id, recalled_memory_ids)
-            paused = _paused(uow, user_id)
             rows_of_group = list(group)
+            memories = _recalled(uow, user_id, _shown_to(rows_of_group, recalled_memory_ids))
+            paused = _paused(uow, user_id)
             turns = [BatchTurn(t.id, t.text, uow.turns.reply_text_in_chat(user_id, t.chat_id, t.id), t.created_at)
                      for t in rows_of_group]
             for start in range(0, len(turns), MAX_TURNS_PER_BATCH):
                 batches.append(_Batch(user_id, rows_of_group[0].chat_id, session_id,
                                       tuple(turns[start:start + MAX_TURNS_PER_BATCH]), memories, paused))
     return batches
+
+
+def _shown_to(rows: Sequence[Any], recalled_memory_ids: list[int]) -> list[int]:
+    """The memories the batch's prompts showed (each turn keeps its own), newest turn first, after those given:
+    what the user may have corrected and the replies may have used."""
+    shown = [*recalled_memory_ids, *(i for row in reversed(rows) for i in (row.memory_ids or ()))]
+    return list(dict.fromkeys(shown))[:MAX_RECALLED]
+
+
+def extract_sitting(uow_factory: Callable[[], UnitOfWork], chat_model: ChatModel | None, session_id: int,
+                    now: datetime) -> ExtractionReport:
+    """Whatever of a closed sitting the monitor has not read yet, in as few calls as it takes."""
+    with uow_factory() as uow:
+        session = uow.sessions.to_summarise(session_id)
+        waiting = uow.turns.waiting_in_session(session.user_id, session_id) if session is not None else []
+    return extract_turns(uow_factory, chat_model, [turn_id for turn_id, _at, _tokens in waiting], [], now)
 
 
 def _paused(uow: UnitOfWork, user_id: int) -> bool:
@@ -319,7 +340,8 @@ def _ask_model(chat_model: ChatModel, batch: _Batch, part: ExtractionReport) -> 
     """The batch's validated operations; None when the model cannot answer (the rules take over)."""
     try:
         answer: dict[str, Any] | None = chat_model.complete_json(
-            build_extraction_messages(batch.turns, batch.memories), EXTRACTION_MAX_TOKENS)
+            build_extraction_messages(batch.turns, batch.memories),
+            EXTRACTION_MAX_TOKENS + EXTRACTION_TOKENS_PER_MORE_TURN * (len(batch.turns) - 1))
     except LLMUnavailable as exc:
         log.warning("knowledge monitor: LLM unavailable, using rule extraction (%s)", exc)
         return None

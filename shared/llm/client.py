@@ -18,6 +18,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Generator, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -25,6 +26,7 @@ from shared.attachments.vision import image_count, refuses_image, with_image
 from shared.llm import metering
 from shared.llm.answers import strip_reasoning
 from shared.llm.context_window import DEFAULT_WINDOW, ContextWindow, context_refusal, estimate_chat
+from shared.llm.gate import GatedCalls, ModelGate
 from shared.llm.modes import (
     JSON_LADDER,
     OutputFormat,
@@ -176,8 +178,10 @@ class ChatModel:
     def __init__(self, base_url: str, api_key: str | None, model: str, timeout_seconds: float = 30.0, *,
                  output_mode: str = "auto", max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
                  extra_body: Mapping[str, Any] | None = None, context_tokens: int = DEFAULT_WINDOW,
-                 vision: str = "auto") -> None:
+                 vision: str = "auto", gate: GatedCalls | None = None) -> None:
         self.model = model
+        self.gate = gate
+        """Where background calls yield to live turns on a shared model server (None: every call goes at once)."""
         self.timeout_seconds = timeout_seconds
         self.max_output_tokens = max_output_tokens
         self.window = ContextWindow(configured=context_tokens)
@@ -191,15 +195,16 @@ class ChatModel:
         self._async_client = openai.AsyncOpenAI(**self._options)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ChatModel | None:
-        """The configured model, or None in offline mode (``LLM_BASE_URL`` unset)."""
+    def from_settings(cls, settings: Settings, gate: ModelGate | None = None) -> ChatModel | None:
+        """The configured model, or None in offline mode (``LLM_BASE_URL`` unset); its calls pass ``gate`` (the
+        deployment's shared model gate, :func:`shared.db.model_gate.model_gate`) when there is one."""
         if settings.llm_base_url is None:
             return None
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         return cls(settings.llm_base_url, key, settings.llm_model, settings.llm_timeout_seconds,
                    output_mode=settings.llm_output_mode, max_output_tokens=settings.llm_max_output_tokens,
                    extra_body=settings.llm_extra_body, context_tokens=settings.llm_context_tokens,
-                   vision=settings.llm_vision)
+                   vision=settings.llm_vision, gate=GatedCalls(gate) if gate is not None else None)
 
     @property
     def mode(self) -> str:
@@ -420,8 +425,7 @@ class ChatModel:
                 await client.close()
         return asyncio.run(drive())
 
-    @staticmethod
-    async def _drive(plan: _Plan[T], client: openai.AsyncOpenAI) -> T:
+    async def _drive(self, plan: _Plan[T], client: openai.AsyncOpenAI) -> T:
         answer: Any = None
         failure: openai.OpenAIError | None = None
         while True:
@@ -435,14 +439,21 @@ class ChatModel:
                 continue
             started = time.perf_counter()
             try:
-                sent_at = time.perf_counter()
-                answer = await send_chat(client, _without_stream(step.request), step.timeout,
-                                         stream=bool(step.request.get("stream")), cut_at=step.cut_at)
+                async with self._turn_on_the_server(step):
+                    sent_at = time.perf_counter()
+                    answer = await send_chat(client, _without_stream(step.request), step.timeout,
+                                             stream=bool(step.request.get("stream")), cut_at=step.cut_at)
                 metering.note_chat(step.request, answer.usage, answer.text, time.perf_counter() - sent_at)
             except openai.OpenAIError as exc:
                 failure = exc
             record.llm_request(step.kind, step.mode, request_status(failure), time.perf_counter() - started,
                                answer.usage if failure is None else None)
+
+    def _turn_on_the_server(self, step: _Call) -> AbstractAsyncContextManager:
+        """A user's turn goes at once (the gate knows it is there); a background call waits for its turn."""
+        if self.gate is None:
+            return nullcontext()
+        return self.gate.live(step.timeout) if step.kind == "turn" else self.gate.background(step.timeout)
 
 
 def _error_object(exc: openai.OpenAIError) -> Mapping[str, Any]:

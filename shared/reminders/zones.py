@@ -143,8 +143,8 @@ _ZH_FOLLOWERS = re.compile(r"$|[，,。.!！~～;；、\s]|工作|生活|上班|
 _EN_FOLLOWERS = re.compile(r"\s*(?:$|[,.!;:~)]|(?:and|so|but|now|right\s+now|currently|these\s+days|at\s+the\s+moment"
                            r"|today|too|as\s+well|btw|nowadays|for\s+work|lol|haha)(?![A-Za-z]))", re.I)
 """The same in English: "I'm in Paris next week" and "I'm in Paris?" do not say where the speaker is now."""
-_ZH_WHERE = re.compile(r"(?:我(?:(?:现在|目前|如今|这会儿|平时|一直)?人?(?:住|待|呆|定居)?在|(?:已经|刚)?搬(?:到|去)了?)"
-                       r"|(?:^|(?<=[，,。；;！!]))\s*(?:现在|目前|如今|一直)?(?:住|定居)在)"
+_ZH_WHERE = re.compile(r"(?:我(?:(?:现在|目前|如今|这会儿|平时|一直)?人?(?:住|待|呆|定居)?在"
+                       r"|(?:已经|刚)?搬(?:到|去)了?)|(?:^|(?<=[，,。；;！!]))\s*(?:现在|目前|如今|一直)?(?:住|定居)在)"
                        r"(?P<place>[\u3400-\u9fff（）]{2,10})")
 """Where a Chinese message says where the speaker is: "我在…", "我住在…", "我搬到…"; and "住在…" opening a clause,
 its subject "我" left out as Chinese does ("我叫小雨，住在成都")."""

@@ -279,6 +279,16 @@ class TurnRepository:
         )
         return sorted(self.session.scalars(query)) or [turn_id]
 
+    def waiting_in_session(self, user_id: int, session_id: int) -> list[tuple[int, datetime, int]]:
+        """The session's user turns the knowledge monitor has not read yet: (id, said at, tokens), oldest first."""
+        query = (
+            select(ConversationTurn.id, ConversationTurn.created_at, ConversationTurn.token_estimate)
+            .where(ConversationTurn.user_id == user_id, ConversationTurn.session_id == session_id,
+                   ConversationTurn.role == "user", ConversationTurn.extracted.is_(False))
+            .order_by(ConversationTurn.id)
+        )
+        return [(row.id, row.created_at, row.token_estimate or 0) for row in self.session.execute(query)]
+
     def waiting_for_extraction(self, turn_ids: list[int]) -> list[ConversationTurn]:
         """Those of the turns that are user turns not yet extracted, whoever's, ordered by user, session
         and id: the knowledge monitor's job carries only turn ids, and each row says whose it is."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -47,10 +47,12 @@ class OutboxRepository:
                       skip_conflicts=True)
 
     def owed(self, older_than: datetime, limit: int = 100) -> list[OutboxJob]:
-        """Jobs not done whose last dispatch (or creation) is older than ``older_than``."""
+        """Jobs not done whose last dispatch (or creation) is older than ``older_than``, and that no worker has
+        been running since then (a job whose worker still renews its claim is never owed again)."""
         query = (
             select(OutboxJob)
-            .where(OutboxJob.status.in_(("pending", "sent")), OutboxJob.available_at <= older_than)
+            .where(OutboxJob.status.in_(("pending", "sent")), OutboxJob.available_at <= older_than,
+                   or_(OutboxJob.running_until.is_(None), OutboxJob.running_until <= older_than))
             .order_by(OutboxJob.available_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
@@ -88,6 +90,30 @@ class OutboxRepository:
         """Mark a job done; its task and when it was owed, or None when it already was done (the task ran twice)."""
         row = self.session.execute(
             update(OutboxJob).where(OutboxJob.id == job_id, OutboxJob.status != "done")
-            .values(status="done", done_at=now).returning(OutboxJob.task, OutboxJob.created_at)
+            .values(status="done", done_at=now, running_until=None).returning(OutboxJob.task, OutboxJob.created_at)
         ).one_or_none()
         return (row.task, row.created_at) if row is not None else None
+
+    def extraction_owed_up_to(self, user_id: int) -> int:
+        """The latest user turn an extraction job still owed for the user reads up to (0: none owed)."""
+        turn_id = OutboxJob.payload["turn_id"].as_integer()
+        query = select(func.max(turn_id)).where(OutboxJob.user_id == user_id, OutboxJob.task == "extract_turn",
+                                                OutboxJob.status.in_(("pending", "sent")))
+        return self.session.scalar(query) or 0
+
+    def claim(self, job_id: int, now: datetime, until: datetime) -> bool:
+        """This worker runs the job until ``until``; False when it is done, or another worker's claim still runs."""
+        claimed = self.session.execute(
+            update(OutboxJob).where(OutboxJob.id == job_id, OutboxJob.status != "done",
+                                    or_(OutboxJob.running_until.is_(None), OutboxJob.running_until <= now))
+            .values(running_until=until).returning(OutboxJob.id)
+        ).one_or_none()
+        return claimed is not None
+
+    def renew_claim(self, job_id: int, until: datetime) -> None:
+        self.session.execute(update(OutboxJob).where(OutboxJob.id == job_id, OutboxJob.status != "done")
+                             .values(running_until=until))
+
+    def release_claim(self, job_id: int) -> None:
+        """The worker stopped running the job without finishing it (it failed, or was put off)."""
+        self.session.execute(update(OutboxJob).where(OutboxJob.id == job_id).values(running_until=None))

@@ -124,7 +124,7 @@ def run_companions(url: str, log_dir: Path, roles: tuple[str, ...], while_runnin
 
 def say_something(units_of_work: Callable[[], UnitOfWork], url: str) -> None:
     """One user turn, answered offline, whose extraction job goes to the broker as a front-end sends it."""
-    settings = load_settings(database_url=url)
+    settings = load_settings(database_url=url, extraction_batch_turns=1)  # the turn owes its extraction at once
     configure(broker_url(settings, url))
     service = ConversationService(units_of_work, ConversationConfig.from_settings(settings), chat_model=None,
                                   dispatch=lambda ids: jobs.dispatch_jobs(units_of_work, send_task, ids,

@@ -148,7 +148,8 @@ def api_beside(data_dir: Path) -> bool:
 def test_mnemo_chat_runs_a_real_worker_beat_and_api_and_stops_them_on_exit(empty_data_dir, migrated_system_db):
     """With --workers (the default on the embedded database) the console starts all three and stops them."""
     env = embedded_env(empty_data_dir) | COMPANION_ENV | {"DATABASE_URL": migrated_system_db,
-                                                          "REMINDER_SCAN_SECONDS": "2"}
+                                                          "REMINDER_SCAN_SECONDS": "2",
+                                                          "EXTRACTION_BATCH_TURNS": "1"}  # a job owed at once
     chat = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "chat", "--user", "tester", "--workers"], env=env,
                             cwd=empty_data_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)

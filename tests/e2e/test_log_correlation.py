@@ -23,6 +23,7 @@ from bench.databases import create_database, drop_database
 from bench.fakes.openai_server import FakeOpenAI
 from shared.app.bootstrap import broker_url
 from shared.conversation.config import ConversationConfig
+from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
@@ -42,7 +43,8 @@ SAID = "I keep bees on my balcony in Quxbridge"
 FACT = "keeps bees in Quxbridge"
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC")
+                            default_timezone="UTC",
+                            extraction=ExtractionTiming(batch_turns=1))  # each turn owes its extraction at once
 TURN = {"emotion": {"primary": "happy", "category": "positive", "confidence": 0.9, "indicators": []},
         "response": "Bees! How lovely.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
         "topic": "bees", "context_variables": []}

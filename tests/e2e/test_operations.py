@@ -93,7 +93,7 @@ def _environment(deployment_env: dict[str, str], role: str, reminders: FakeTeleg
                  telegram: FakeTelegram) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("LOG_", "LLM_", "REDIS_", "TELEGRAM_", "DISCORD_", "METRICS_", "PROMETHEUS_"))}
-    env.update(deployment_env)
+    env.update(deployment_env, EXTRACTION_BATCH_TURNS="1")  # each turn's own extraction job, at once
     outgoing = reminders if role == "worker" else telegram  # the worker pings through a fake of its own
     env.update(TELEGRAM_TOKEN=outgoing.token, TELEGRAM_API_BASE_URL=outgoing.base_url)
     return env

@@ -24,6 +24,7 @@ from sqlalchemy import func, select
 from bench.databases import create_database, drop_database
 from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
+from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db import migrate
@@ -39,9 +40,12 @@ from worker.tasks import send_task
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/15"
 FACT = "I keep bees on my balcony"
+CLAIM_SECONDS = 3
+"""The workers' claim on a job they run (``OUTBOX_CLAIM_SECONDS``): short, so a dead worker's job is owed soon."""
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC")
+                            default_timezone="UTC",
+                            extraction=ExtractionTiming(batch_turns=1))  # each turn owes its extraction at once
 TURN = {"emotion": {"primary": "happy", "category": "positive", "confidence": 0.9, "indicators": []},
         "response": "Bees! How lovely.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
         "topic": "bees", "context_variables": []}
@@ -145,7 +149,7 @@ def workers(broker, llm, tmp_path) -> Iterator[Callable[[str], Worker]]:
     started: list[Worker] = []
 
     def start(name: str) -> Worker:
-        worker = Worker(broker[0], broker[1], llm, tmp_path, name)
+        worker = Worker(broker[0], broker[1], llm, tmp_path, name, {"OUTBOX_CLAIM_SECONDS": f"{CLAIM_SECONDS:g}"})
         started.append(worker)
         return worker
 
@@ -203,10 +207,11 @@ def test_a_worker_killed_mid_task_loses_nothing_and_doubles_nothing(uow_of, llm,
         converse(uow_of, llm, broker, "I keep bees on my balcony, they are calm.")
         wait_for(lambda: held["asked"] == 1, 60, "the task to be in flight")
         first.kill()
+        assert sweep_now(uow_of, broker) == 0  # the dead worker's claim holds the job for a moment
     finally:
         first_is_dead.set()
     workers("w2")
-    sweep_now(uow_of, broker)
+    wait_for(lambda: sweep_now(uow_of, broker), CLAIM_SECONDS * 5, "the dead worker's claim to run out")
     wait_for(lambda: jobs_done(uow_of), 60, "the job to be done by the second worker")
     assert facts(uow_of).count(FACT) == 1
 

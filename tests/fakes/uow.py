@@ -536,6 +536,27 @@ class FakeOutboxRepository(_Repository):
         if job is not None and job.status != "done":
             job.status, job.available_at = "pending", until
 
+    def extraction_owed_up_to(self, user_id: int) -> int:
+        return max((job.payload["turn_id"] for job in self._rows.select(OutboxJob, user_id=user_id, task="extract_turn")
+                    if job.status in (None, "pending", "sent")), default=0)
+
+    def claim(self, job_id: int, now: datetime, until: datetime) -> bool:
+        job = self._rows.table(OutboxJob).get(job_id)
+        if job is None or job.status == "done" or (job.running_until is not None and job.running_until > now):
+            return False
+        job.running_until = until
+        return True
+
+    def renew_claim(self, job_id: int, until: datetime) -> None:
+        job = self._rows.table(OutboxJob).get(job_id)
+        if job is not None and job.status != "done":
+            job.running_until = until
+
+    def release_claim(self, job_id: int) -> None:
+        job = self._rows.table(OutboxJob).get(job_id)
+        if job is not None:
+            job.running_until = None
+
 
 class FakeOneTimeTokenRepository(_Repository):
     def issue(self, token: str, user_id: int, purpose: str, payload: dict[str, Any], *, now: datetime,

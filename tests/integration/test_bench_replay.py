@@ -67,7 +67,7 @@ def test_two_conversations_played_through_the_write_path_show_what_each_user_sta
     assert rows["piano"]["shown"] == [] and not rows["piano"]["evidence_in_prompt"], "the other user's words"
     assert written["overall"]["evidence_in_prompt"] == 0.8
     assert written["overall"]["memories_stored"] >= 4 and written["overall"]["junk_rate"] == 0.0
-    assert written["worker"]["nights"] >= 3 and written["worker"]["jobs_run"] >= 5
+    assert written["worker"]["nights"] >= 3 and written["worker"]["jobs_run"] >= 3  # sittings read as they close
     assert 0 < written["overall"]["context_tokens_mean"] <= written["prompt"]["memory_budget_tokens"]
     assert "overall" in (tmp_path / "out" / "report.md").read_text()
     assert rows["bees"]["sides"] == ["memory"] and rows["dog"]["sides"] == ["user"]

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from bench.fakes.openai_server import FakeOpenAI
 from shared.commands.memories import forget_memories
 from shared.conversation.config import ConversationConfig
+from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.prompt import app_note
 from shared.conversation.service import ConversationService
@@ -47,9 +48,13 @@ def turn(response: str = "好的", *, emotion: str = "neutral", confidence: floa
             "context_variables": [{"key": k, "value": v} for k, v in variables]}
 
 
+PER_TURN = ExtractionTiming(batch_turns=1)
+"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
+sitting is read (tests/integration/test_sitting_extraction.py)."""
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Asia/Shanghai")
+                            default_timezone="Asia/Shanghai",
+                            extraction=PER_TURN)
 
 
 @pytest.fixture

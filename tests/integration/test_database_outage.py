@@ -26,6 +26,7 @@ from shared.commands import texts
 from shared.commands.panel import PanelService
 from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.config import ConversationConfig
+from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
@@ -39,9 +40,13 @@ from tests.waiting import until
 
 pytestmark = pytest.mark.committed
 
+PER_TURN = ExtractionTiming(batch_turns=1)
+"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
+sitting is read (tests/integration/test_sitting_extraction.py)."""
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Europe/Lisbon", database_patience=timedelta(seconds=60))
+                            default_timezone="Europe/Lisbon", database_patience=timedelta(seconds=60),
+                            extraction=PER_TURN)
 
 
 def llm_turn(response: str) -> dict:

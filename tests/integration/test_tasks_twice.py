@@ -10,6 +10,7 @@ from sqlalchemy import func, select, update
 
 from bench.fakes.telegram_api import FakeTelegram
 from shared.conversation.config import ConversationConfig
+from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
@@ -22,9 +23,13 @@ from shared.settings import Settings
 from worker import context as worker_context
 from worker import tasks
 
+PER_TURN = ExtractionTiming(batch_turns=1)
+"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
+sitting is read (tests/integration/test_sitting_extraction.py)."""
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Asia/Shanghai")
+                            default_timezone="Asia/Shanghai",
+                            extraction=PER_TURN)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 
 from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
+from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.usage_models import MAX_MODEL_CHARS, UsageTotals
@@ -25,9 +26,13 @@ QUESTION = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "
 TURN = {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
         "response": "Oolong it is.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
         "topic": None, "context_variables": []}
+PER_TURN = ExtractionTiming(batch_turns=1)
+"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
+sitting is read (tests/integration/test_sitting_extraction.py)."""
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC")
+                            default_timezone="UTC",
+                            extraction=PER_TURN)
 
 
 def model_of(server: FakeOpenAI) -> ChatModel:

@@ -145,19 +145,20 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
         env = {**os.environ, "DATABASE_URL": fresh_system_db, "LLM_BASE_URL": proxy.base_url,
                "LLM_MODEL": MODEL_ALIAS, "LLM_TIMEOUT_SECONDS": "90", "LLM_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS),
                "MNEMO_DATA_DIR": str(tmp_path),
-               "API_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1", "DEFAULT_TIMEZONE": "Europe/Lisbon"}
+               "API_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1", "DEFAULT_TIMEZONE": "Europe/Lisbon",
+               "EXTRACTION_BATCH_TURNS": str(len(MESSAGES))}  # the sitting's turns read in one call after the last
         env["REDIS_URL"] = BROKER  # Redis, as compose runs it: the database broker's polling would share the two cores
         _flush(BROKER)
         console = Console(env)
         console.wait_for("Talking to Mnemo", timeout=120)
         time.sleep(STARTUP_SECONDS)
         turns = []
-        for text in MESSAGES:  # like a person who reads each reply: the worker has caught up meanwhile
+        for text in MESSAGES:
             try:
                 turns.append(console.say(text, timeout=TURN_LIMIT_SECONDS * 2))
             except queue.Empty:
                 pytest.fail(f"no reply to {text!r} within {TURN_LIMIT_SECONDS * 2} s\n{_story(console, tmp_path)}")
-            extracted = _wait_extracted(fresh_system_db, len(turns))
+        extracted = _wait_extracted(fresh_system_db, len(MESSAGES))  # one read of the sitting, after its last turn
         exit_code = console.close()
         requests = proxy.chat_requests()
 

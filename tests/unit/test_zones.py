@@ -131,7 +131,8 @@ def test_a_message_that_says_where_the_user_is_names_their_zone(message, zone, s
 
 @pytest.mark.parametrize("message", [
     "我明天在杭州", "我在杭州的时候很开心", "我在杭州吗？", "我不在杭州", "我在家", "我在杭州路上", "我在公司加班",
-    "我在北京时间下午三点开会", "他在伦敦", "他住在伦敦", "我妈妈住在广州", "我叫阿杰，住在广州的时候很开心", "I'm in Denver next week", "I'm not in Denver", "I was in Lisbon",
+    "我在北京时间下午三点开会", "他在伦敦", "他住在伦敦", "我妈妈住在广州",
+    "我叫阿杰，住在广州的时候很开心", "I'm in Denver next week", "I'm not in Denver", "I was in Lisbon",
     "I'm in Denver?", "I'm in a meeting", "I'm in love", "My friend lives in Auckland", "I'm in PT on Tuesdays",
     "what is my time zone?", "my time zone is something else", "I'm in Lisbonland", "",
 ])
