@@ -22,7 +22,9 @@ pytestmark = pytest.mark.e2e
 
 def test_quick_load_answers_every_message_and_reports_each_stage(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOG_", "LLM_", "REDIS_", "DATABASE_"))}
-    env.update(PYTHONPATH=str(ROOT), MNEMO_DATA_DIR=str(tmp_path / "data"))
+    # every turn owes its read at once, so a short stage has extraction jobs whose lag it measures (by default a
+    # sitting is read after 10 turns or when it goes idle, later than a quick stage lasts)
+    env.update(PYTHONPATH=str(ROOT), MNEMO_DATA_DIR=str(tmp_path / "data"), EXTRACTION_BATCH_TURNS="1")
     finished = subprocess.run([sys.executable, "-m", "shared.app.cli", "bench", "load", "--quick",
                                "--database-url", SYSTEM_PG_ADMIN_URL, "--redis-url", REDIS_URL,
                                "--out", str(tmp_path)], env=env, capture_output=True, text=True, timeout=600)
