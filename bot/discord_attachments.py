@@ -34,24 +34,24 @@ def carries_attachment(message: discord.Message) -> bool:
 
 
 async def with_attachments(incoming: IncomingMessage, message: discord.Message, *,
-                           hearing: bool = False) -> IncomingMessage:
+                           hearing: bool = False, allowed: bool = True) -> IncomingMessage:
     """``incoming`` with the message's attachments fetched, and its text the round's line; voice is fetched only
-    when there is a transcriber (``hearing``)."""
+    when there is a transcriber (``hearing``), and nothing when the sender's allowance is spent (not ``allowed``)."""
     attached = [Attachment(kind="sticker", name=sticker.name, emoji=f"[sticker {sticker.name}]")
                 for sticker in message.stickers]
     voice = message.flags.voice
     for item in message.attachments[:MAX_ATTACHMENTS]:
-        attached.append(await _attachment(item, voice=voice, hearing=hearing))
+        attached.append(await _attachment(item, voice=voice, hearing=hearing, allowed=allowed))
     found = tuple(attached)
     return replace(incoming, text=turn_line(incoming.text, found), attachments=found)
 
 
-async def _attachment(item: discord.Attachment, *, voice: bool, hearing: bool) -> Attachment:
+async def _attachment(item: discord.Attachment, *, voice: bool, hearing: bool, allowed: bool = True) -> Attachment:
     name, mime = item.filename, (item.content_type or "").split(";")[0].strip()
     kind = "voice" if voice else file_kind(name, mime)
     if kind == "voice" and not hearing:
         return Attachment(kind="voice", name=name, mime_type=mime, size=item.size, outcome="unheard")
-    refused = admit(kind or "file", item.size, readable=kind is not None)
+    refused = admit(kind or "file", item.size, readable=kind is not None, allowed=allowed)
     if refused is not None:
         return Attachment(kind=kind or "file", name=name, mime_type=mime, size=item.size, outcome=refused)
     data = await _download(item)

@@ -186,7 +186,9 @@ class MnemoBot(discord.AutoShardedClient):
                 not await admit_message(self.access, message, _locale(incoming)):
             return
         if carries_attachment(message):  # fetched once the sender is let in
-            incoming = await with_attachments(incoming, message, hearing=self.conversation.transcriber is not None)
+            allowed = not message.attachments or await self.conversation.may_fetch("discord", str(message.author.id))
+            incoming = await with_attachments(incoming, message, hearing=self.conversation.transcriber is not None,
+                                              allowed=allowed)
         async def tell_waiting() -> None:
             await message.reply(texts.waiting_for_database_text(_locale(incoming)))
 

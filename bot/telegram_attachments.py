@@ -26,20 +26,22 @@ def carries_attachment(message: Message) -> bool:
     return bool(message.photo or message.sticker or message.voice or message.audio or message.document)
 
 
-async def attachments_of(bot: Bot, message: Message, *, hearing: bool = False) -> tuple[Attachment, ...]:
+async def attachments_of(bot: Bot, message: Message, *, hearing: bool = False,
+                         allowed: bool = True) -> tuple[Attachment, ...]:
     """The message's attachments, fetched and made fit for the turn (a failure is an attachment too, not an error);
-    voice notes are fetched only when there is a transcriber (``hearing``)."""
+    voice notes are fetched only when there is a transcriber (``hearing``), and nothing is fetched when the sender's
+    allowance is spent (not ``allowed``)."""
     if message.sticker is not None:
         return (Attachment(kind="sticker", emoji=message.sticker.emoji or ""),)
     if message.photo:
-        return (await _photo(bot, _nearest_size(message.photo)),)
+        return (await _photo(bot, _nearest_size(message.photo), allowed=allowed),)
     if message.voice is not None or message.audio is not None:
         sound = message.voice or message.audio
         name = getattr(sound, "file_name", None) or "voice.ogg"
         return (await _voice(bot, sound.file_id, name, sound.mime_type or "audio/ogg", sound.file_size,
-                             float(sound.duration or 0), hearing=hearing),)
+                             float(sound.duration or 0), hearing=hearing, allowed=allowed),)
     if message.document is not None:
-        return (await _document(bot, message.document, hearing=hearing),)
+        return (await _document(bot, message.document, hearing=hearing, allowed=allowed),)
     return ()
 
 
@@ -49,8 +51,9 @@ def _nearest_size(sizes: tuple[PhotoSize, ...]) -> PhotoSize:
     return next((size for size in ordered if max(size.width, size.height) >= IMAGE_MAX_SIDE), ordered[-1])
 
 
-async def _photo(bot: Bot, size: PhotoSize, name: str = "photo.jpg", mime: str = "image/jpeg") -> Attachment:
-    refused = admit("photo", size.file_size)
+async def _photo(bot: Bot, size: PhotoSize, name: str = "photo.jpg", mime: str = "image/jpeg", *,
+                 allowed: bool = True) -> Attachment:
+    refused = admit("photo", size.file_size, allowed=allowed)
     if refused is not None:
         return Attachment(kind="photo", name=name, mime_type=mime, size=size.file_size, outcome=refused)
     data = await _download(bot, size.file_id)
@@ -65,8 +68,8 @@ async def _photo(bot: Bot, size: PhotoSize, name: str = "photo.jpg", mime: str =
 
 
 async def _voice(bot: Bot, file_id: str, name: str, mime: str, size: int | None, duration: float, *,
-                 hearing: bool) -> Attachment:
-    refused = admit("voice", size) if hearing else "unheard"
+                 hearing: bool, allowed: bool = True) -> Attachment:
+    refused = admit("voice", size, allowed=allowed) if hearing else "unheard"
     if refused is not None:
         return Attachment(kind="voice", name=name, mime_type=mime, size=size, outcome=refused)
     data = await _download(bot, file_id)
@@ -75,14 +78,15 @@ async def _voice(bot: Bot, file_id: str, name: str, mime: str, size: int | None,
     return Attachment(kind="voice", name=name, mime_type=mime, size=len(data), audio=data, duration=duration)
 
 
-async def _document(bot: Bot, document: Document, *, hearing: bool = False) -> Attachment:
+async def _document(bot: Bot, document: Document, *, hearing: bool = False, allowed: bool = True) -> Attachment:
     name, mime = document.file_name or "", document.mime_type or ""
     kind: Kind | None = file_kind(name, mime)
     if kind == "photo":
-        return await _photo(bot, document, name, mime)
+        return await _photo(bot, document, name, mime, allowed=allowed)
     if kind == "voice":
-        return await _voice(bot, document.file_id, name, mime, document.file_size, 0.0, hearing=hearing)
-    refused = admit("file", document.file_size, readable=kind is not None)
+        return await _voice(bot, document.file_id, name, mime, document.file_size, 0.0, hearing=hearing,
+                            allowed=allowed)
+    refused = admit("file", document.file_size, readable=kind is not None, allowed=allowed)
     if refused is not None:
         return Attachment(kind="file", name=name, mime_type=mime, size=document.file_size, outcome=refused)
     data = await _download(bot, document.file_id)

@@ -19,6 +19,7 @@ from telegram.error import TelegramError
 from bot import telegram_render as render
 from bot.telegram_attachments import attachments_of, carries_attachment
 from bot.telegram_handlers import Context, user_locale
+from shared.attachments.kinds import Attachment
 from shared.attachments.texts import turn_line
 from shared.commands import texts
 from shared.conversation.messages import IncomingMessage, Reply
@@ -89,8 +90,10 @@ class ChatHandler:
             return
         said = addressed_text(message, context.bot.bot)
         hearing = self.service.transcriber is not None
-        attached = (await attachments_of(context.bot, message, hearing=hearing)
-                    if said is not None and carries_attachment(message) else ())
+        attached: tuple[Attachment, ...] = ()
+        if said is not None and carries_attachment(message):  # a sticker is its emoji: nothing to fetch
+            allowed = message.sticker is not None or await self.service.may_fetch("telegram", str(user.id))
+            attached = await attachments_of(context.bot, message, hearing=hearing, allowed=allowed)
         if not said and not attached:
             return
         private = message.chat.type == ChatType.PRIVATE

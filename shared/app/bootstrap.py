@@ -91,13 +91,14 @@ def conversation_service(rt: Runtime) -> ConversationService:
     from shared.repositories.vectors import VectorIndex
 
     rate = rt.settings.message_rate_per_user
-    message_limit = (SharedLimit(shared_storage(rt.settings.redis_url, rt.engine), "messages", rate)
-                     if rate else None)
+    storage = shared_storage(rt.settings.redis_url, rt.engine) if rate else None
+    message_limit = SharedLimit(storage, "messages", rate) if storage is not None else None
+    fetch_limit = SharedLimit(storage, "attachment-fetches", rate) if storage is not None else None
     return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
                                chat_model=ChatModel.from_settings(rt.settings, model_gate(rt.settings, rt.engine)),
                                embedder=make_embedder(rt.settings), vectors=VectorIndex(),
                                dispatch=job_dispatcher(rt), message_limit=message_limit,
-                               transcriber=Transcriber.from_settings(rt.settings))
+                               transcriber=Transcriber.from_settings(rt.settings), fetch_limit=fetch_limit)
 
 
 def memory_commands(rt: Runtime, *, embeddings_wanted: bool) -> MemoryCommands:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["photo", "sticker", "voice", "file"]
-Outcome = Literal["fetched", "too_large", "unread_type", "failed", "unheard", "not_transcribed"]
+Outcome = Literal["fetched", "too_large", "unread_type", "failed", "unheard", "not_transcribed", "over_limit"]
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 """The largest photo fetched (Telegram compresses photos well below; Discord allows bigger uploads)."""
@@ -65,14 +65,15 @@ def file_kind(name: str, mime_type: str) -> Kind | None:
     return None
 
 
-def admit(kind: Kind, size: int | None, *, readable: bool = True) -> Outcome | None:
-    """None when the attachment may be fetched, else why not (decided before any download: the platform's size)."""
+def admit(kind: Kind, size: int | None, *, readable: bool = True, allowed: bool = True) -> Outcome | None:
+    """None when the attachment may be fetched, else why not (decided before any download: the platform's size,
+    and ``allowed``: whether the sender's allowance of fetches, as for messages, has room)."""
     if not readable:
         return "unread_type"
     limit = {"photo": MAX_IMAGE_BYTES, "voice": MAX_AUDIO_BYTES, "file": MAX_TEXT_FILE_BYTES}.get(kind)
     if limit is not None and size is not None and size > limit:
         return "too_large"
-    return None
+    return None if allowed else "over_limit"
 
 
 def _suffix(name: str) -> str:

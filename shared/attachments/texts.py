@@ -23,7 +23,7 @@ PHOTO_SEARCH_WORDS = "photo picture image 照片 图片 相片"
 """Keys a round with a photo is also found by ("the photo I sent", "我发的照片"), in both languages."""
 _REASONS_EN = {"too_large": "too large to read", "unread_type": "not read: not a kind of file I read",
                "failed": "could not be fetched", "unheard": "not heard: no transcriber",
-               "not_transcribed": "could not be transcribed"}
+               "not_transcribed": "could not be transcribed", "over_limit": "not fetched: too many files just now"}
 _NOTICE_EN = {
     "unseen": "I can't see images with this setup, so I only read your words.",
     "too_large": "{name} is too large for me to open (limit {limit}).",
@@ -32,6 +32,7 @@ _NOTICE_EN = {
     "unheard": "I can't hear voice messages with this setup; please type it instead.",
     "cut": "{name} was long: I read only its beginning.",
     "not_transcribed": "I couldn't make out your voice message; please try again or type it.",
+    "over_limit": "You've sent a lot of files just now, so I didn't open {name}; please send it again in a minute.",
 }
 _NOTICE_ZH = {
     "unseen": "现在的配置下我看不到图片，只读了你写的文字。",
@@ -41,6 +42,7 @@ _NOTICE_ZH = {
     "unheard": "现在的配置下我听不了语音，请打字告诉我。",
     "cut": "{name} 太长了，我只读了开头部分。",
     "not_transcribed": "我没能听清你的语音，请再试一次或打字。",
+    "over_limit": "你刚才发的文件有点多，{name} 我先没打开，请过一分钟再发一次。",
 }
 
 

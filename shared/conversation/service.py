@@ -75,7 +75,8 @@ class ConversationService:
                  chat_model: ChatModel | None, embedder: Embedder | None = None, vectors=None,
                  offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None,
                  dispatch: Callable[[tuple[int, ...]], None] | None = None,
-                 message_limit: SharedLimit | None = None, transcriber: Transcriber | None = None) -> None:
+                 message_limit: SharedLimit | None = None, transcriber: Transcriber | None = None,
+                 fetch_limit: SharedLimit | None = None) -> None:
         self.uow_factory = uow_factory
         self.config = config
         self.chat_model = chat_model
@@ -90,6 +91,18 @@ class ConversationService:
         """Messages one user may have answered by the model (``MESSAGE_RATE_PER_USER``), shared by replicas."""
         self.transcriber = transcriber
         """Hears voice notes (``TRANSCRIPTION_BASE_URL``); None: front-ends do not fetch them, the user is told."""
+        self.fetch_limit = fetch_limit
+        """Messages whose attachments one platform user may have fetched (the rate of ``MESSAGE_RATE_PER_USER``)."""
+
+    async def may_fetch(self, platform: str, platform_user_id: str) -> bool:
+        """Whether a front-end may download this sender's attachments now: counted per platform user, before the
+        turn (and its user) exist, so one user's flood of files costs no downloads beyond their message rate."""
+        if self.fetch_limit is None:
+            return True
+        wait = await asyncio.to_thread(self.fetch_limit.hit, platform, platform_user_id)
+        if wait is not None:
+            log.info("over MESSAGE_RATE_PER_USER for attachments: not fetched")
+        return wait is None
 
     async def handle_message(self, message: IncomingMessage, *, resume: bool = False,
                              on_delay: OnDelay | None = None, on_busy: OnBusy | None = None) -> Reply:

@@ -10,6 +10,7 @@ import io
 from collections.abc import Iterator
 
 import pytest
+from limits.storage import MemoryStorage
 from PIL import Image
 from sqlalchemy import select
 
@@ -22,6 +23,7 @@ from shared.attachments.kinds import MAX_TEXT_FILE_BYTES
 from shared.commands.service import MemoryCommands
 from shared.conversation.service import ConversationService
 from shared.db.models import ConversationTurn
+from shared.limits import SharedLimit
 from shared.llm.client import ChatModel
 from shared.llm.transcription import Transcriber
 from tests.integration.test_discord_bot import CONFIG, Bot
@@ -41,10 +43,11 @@ def fake_discord() -> Iterator[FakeDiscord]:
 
 
 def run(fake: FakeDiscord, uow_factory, llm: FakeOpenAI | None, *messages: dict,
-        ears: FakeTranscriber | None = None) -> None:
+        ears: FakeTranscriber | None = None, fetch_limit: SharedLimit | None = None) -> None:
     model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10) if llm else None
     transcriber = Transcriber(ears.base_url, None, "whisper-1") if ears else None
-    service = ConversationService(uow_factory, CONFIG, chat_model=model, transcriber=transcriber)
+    service = ConversationService(uow_factory, CONFIG, chat_model=model, transcriber=transcriber,
+                                  fetch_limit=fetch_limit)
 
     async def main() -> None:
         async with Bot(fake, service, MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")) as bot:
@@ -113,6 +116,18 @@ def test_a_text_file_is_read_an_oversized_or_unread_one_never_fetched(fake_disco
     assert ("I can't read report.pdf" if language == "en" else "我读不了 report.pdf") in reply
     [line] = user_turns(uow_factory)
     assert line.startswith(f"{CAPTIONS[language]}\n[file notes.csv]\n[file big.txt, too large")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_files_past_the_senders_message_rate_are_named_not_fetched(fake_discord, uow_factory, language):
+    notes = [fake_discord.add_attachment(f"day{number}.txt", b"walked 5 km", "text/plain") for number in range(2)]
+    sent = [fake_discord.incoming_message(CAPTIONS[language], user_id=ALICE, attachments=(note,)) for note in notes]
+    run(fake_discord, uow_factory, None, *sent,
+        fetch_limit=SharedLimit(MemoryStorage(), "attachment-fetches", "1/minute"))
+    assert fake_discord.cdn_reads == [f"{CDN_PREFIX}/{notes[0]['id']}/day0.txt"]
+    over = {"en": "sent a lot of files just now", "zh": "发的文件有点多"}[language]
+    assert [over in reply for reply in replies(fake_discord)] == [False, True]
+    assert user_turns(uow_factory)[1].endswith("[file day1.txt, not fetched: too many files just now]")
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from limits.storage import MemoryStorage
 from PIL import Image
 from pydantic import SecretStr
 from sqlalchemy import select
@@ -31,6 +32,7 @@ from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationTurn
 from shared.db.usage_models import UsageCall
+from shared.limits import SharedLimit
 from shared.llm.client import ChatModel
 from shared.llm.transcription import Transcriber
 from shared.settings import Settings
@@ -92,12 +94,12 @@ def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Setting
 
 
 def run_bot(settings: Settings, uow_factory, llm: FakeOpenAI | None, scenario, *,
-            ears: FakeTranscriber | None = None, vision: str = "auto") -> None:
+            ears: FakeTranscriber | None = None, vision: str = "auto", fetch_limit: SharedLimit | None = None) -> None:
     model = (ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10, vision=vision)
              if llm else None)
     transcriber = Transcriber(ears.base_url, "test", "whisper-1") if ears else None
     service = ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model,
-                                  transcriber=transcriber)
+                                  transcriber=transcriber, fetch_limit=fetch_limit)
     commands = MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
 
     async def main() -> None:
@@ -360,6 +362,33 @@ def test_an_oversized_or_unread_file_is_named_never_downloaded_and_the_user_told
     assert said[language] in reply["text"] and name in reply["text"]
     [line] = user_turns(uow_factory)
     assert line.startswith(f"{CAPTION[language]}\n[file {name}, ")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_flood_of_files_is_fetched_only_within_the_senders_message_rate_and_the_rest_named(
+        telegram, settings, uow_factory, language):
+    user, chat = USERS[language]
+    other, other_chat = USERS["zh" if language == "en" else "en"]
+    allowance = SharedLimit(MemoryStorage(), "attachment-fetches", "2/minute")
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            for number in range(3):
+                document = telegram.add_file(f"note {number}".encode(), f"note{number}.txt", "text/plain")
+                telegram.push_message(chat, user, CAPTION[language], document=document)
+                await until(lambda n=number: len(telegram.messages_to(chat)) > n, what="a reply")
+            document = telegram.add_file(b"their own note", "theirs.txt", "text/plain")
+            telegram.push_message(other_chat, other, "a note", document=document)  # another sender: their own allowance
+            await until(lambda: telegram.messages_to(other_chat), what="the other reply")
+
+        run_bot(settings, uow_factory, llm, scenario, fetch_limit=allowance)
+    assert len([call for call in telegram.calls if call.method == "getFile"]) == 3  # two of three, and the other's
+    replies = [reply["text"] for reply in telegram.messages_to(chat)]
+    over = {"en": "sent a lot of files just now", "zh": "发的文件有点多"}[language]
+    assert [over in text for text in replies] == [False, False, True] and "note2.txt" in replies[2]
+    assert user_turns(uow_factory)[2].endswith("[file note2.txt, not fetched: too many files just now]")
+    assert over not in telegram.messages_to(other_chat)[0]["text"]
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

@@ -72,6 +72,8 @@ def test_size_and_type_are_checked_before_any_download():
     assert admit("photo", MAX_IMAGE_BYTES) is None and admit("photo", MAX_IMAGE_BYTES + 1) == "too_large"
     assert admit("file", MAX_TEXT_FILE_BYTES + 1) == "too_large" and admit("file", None) is None
     assert admit("file", 10, readable=False) == "unread_type"
+    assert admit("photo", 10, allowed=False) == "over_limit"  # the sender's allowance spent: not fetched
+    assert admit("photo", MAX_IMAGE_BYTES + 1, allowed=False) == "too_large"  # what it is, before the allowance
 
 
 def test_a_text_file_is_read_whole_or_cut_at_the_cap_on_a_line():
