@@ -150,6 +150,12 @@ def _run_api(settings: Settings, args: argparse.Namespace) -> int:
 
 
 WORKER_KINDS = ("all", "cpu", "model")
+ONE_POOL = "one-pool"
+"""How a worker that answers SIGTERM with a cold shutdown (``REMAP_SIGTERM=SIGQUIT``: the one a front-end starts
+beside itself, shared/app/processes.py) runs: every queue on its prefork slots, reminders first, as before the
+model pool. A cold shutdown puts a running task back on the broker by stopping its process, and a thread waiting
+on the model cannot be stopped (Celery's thread pool refuses to), so a model pool would hold the front-end's exit
+for as long as the model takes. A console chat's few users do not need the model pool."""
 MODEL_POOL_CHILD = "MNEMO_MODEL_POOL_CHILD"
 """Set in the model pool a ``mnemo worker`` starts beside itself: it serves no operations port of its own (its
 parent's ``/metrics`` reads its samples) and stops with its parent."""
@@ -183,7 +189,10 @@ def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
             app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
                             daily_hour_utc=settings.daily_maintenance_hour_utc)
             banner = ["--quiet"] if settings.log_format == "json" else []  # JSON lines only: no banner
-            if args.only == "model":
+            only = args.only
+            if only == "all" and os.environ.get("REMAP_SIGTERM") == "SIGQUIT":
+                only = ONE_POOL  # a worker that stops cold (beside a front-end)
+            if only == "model":
                 from shared.llm.sdk import openai
 
                 openai.OpenAI  # noqa: B018  (loaded now: the lazy module is not safe to load first from many threads)
@@ -191,22 +200,23 @@ def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
                         ",".join(MODEL_QUEUES)]
                 name = args.name or f"mnemo-model-{os.getpid()}@%h"
             else:
+                queues = (*QUEUES, *MODEL_QUEUES) if only == ONE_POOL else QUEUES
                 pool = ["--pool", args.pool, "--concurrency", str(args.concurrency or settings.worker_concurrency),
-                        "-Q", ",".join(QUEUES)]
+                        "-Q", ",".join(queues)]
                 name = args.name or f"mnemo-{os.getpid()}@%h"
             operations = contextlib.nullcontext() if child else serve_operations(
                 settings, url, "worker", registry=multiprocess_registry())
-            with operations, _model_pool_beside(args, name):
+            with operations, _model_pool_beside(only, name):
                 app.worker_main([*banner, "worker", "--loglevel", settings.log_level, *pool, "--hostname", name,
                                  "--without-mingle", "--without-gossip"])
     return 0
 
 
 @contextlib.contextmanager
-def _model_pool_beside(args: argparse.Namespace, name: str):
+def _model_pool_beside(only: str, name: str):
     """For ``--only all``: ``mnemo worker --only model`` as a child process, told to stop when this worker
     begins to (the same signal, so a warm shutdown stays warm), and killed should this one die."""
-    if args.only != "all":
+    if only != "all":
         yield
         return
     import ctypes

@@ -118,7 +118,7 @@ def test_model_jobs_wait_together_on_threads_while_cpu_jobs_and_reminders_run(da
             assert re.search(rf"concurrency:\s+{THREADS} \(thread\)", text()), text()
 
             configure(REDIS_URL)
-            warm = [app.send_task(name) for name in ("mnemo.scan_reminders", "mnemo.retokenize_search") * 2]
+            warm = [app.send_task(name) for name in ("mnemo.scan_reminders", "mnemo.retokenize_search")]
             wait_for(lambda: all(succeeded_at(log, task.id) for task in warm), 60,  # each process's first task
                      lambda: f"the prefork slots' first tasks:\n{text()}")  # builds its context: not timed here
             llm.latency = MODEL_SECONDS
