@@ -651,9 +651,9 @@ class Sampler:
                         self._depths.append(connection.execute(text(
                             "SELECT count(*) FROM jobs_outbox WHERE status <> 'done'")).scalar_one())
                 if client is not None:
-                    from worker.celery_app import QUEUES
+                    from worker.celery_app import MODEL_QUEUES, QUEUES
 
-                    self._depths.append(sum(int(client.llen(queue)) for queue in QUEUES))
+                    self._depths.append(sum(int(client.llen(queue)) for queue in (*QUEUES, *MODEL_QUEUES)))
             except Exception:  # a sample missed; the figures are maxima
                 continue
 

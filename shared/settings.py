@@ -122,6 +122,10 @@ class Settings(AccessSettings, BaseSettings):
     outbox_claim_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
     """A worker's claim on the job it runs; renewed every third of it while the worker lives."""
     worker_concurrency: Annotated[int, Field(ge=1, le=64)] = 2
+    """Prefork processes per ``mnemo worker`` for reminders and the CPU-bound jobs (dedup, decay, reindexing)."""
+    worker_llm_concurrency: Annotated[int, Field(ge=1, le=256)] = 16
+    """Threads per ``mnemo worker`` for the jobs that wait on the model (extraction, episode summaries, reviews):
+    at most this many of its model calls in flight (``LLM_SERVER_SLOTS`` still bounds a local server's)."""
     metrics_host: str = "127.0.0.1"
     metrics_port: Annotated[int | None, Field(ge=0, le=65535)] = Field(
         None, description="each process's /metrics, /livez and /readyz; unset = none, 0 = any free port (logged)")

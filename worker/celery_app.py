@@ -9,11 +9,20 @@ from worker.schedule import beat_schedule
 
 QUEUE = "mnemo"
 REMINDER_QUEUE = "mnemo-reminders"
-"""Reminders travel apart from the rest, and a worker takes from this queue first: a backlog of extraction
-jobs (each waiting on the model) must not make a reminder late."""
+"""Reminders travel apart from the rest, and a worker takes from this queue first: a backlog of other jobs
+must not make a reminder late."""
+MODEL_QUEUE = "mnemo-model"
+"""Jobs that spend their time waiting on the language model. A worker runs them on a pool of threads
+(``WORKER_LLM_CONCURRENCY`` of them), apart from the prefork slots of the CPU-bound jobs, so a job waiting on
+the model holds neither a process nor a core."""
 QUEUES = (REMINDER_QUEUE, QUEUE)
-"""What a worker consumes, in the order it prefers."""
+"""What a worker's prefork pool consumes, in the order it prefers."""
+MODEL_QUEUES = (MODEL_QUEUE,)
+"""What a worker's thread pool consumes."""
 REMINDER_TASKS = ("mnemo.scan_reminders", "mnemo.deliver_reminder")
+MODEL_TASKS = ("mnemo.extract_turn", "mnemo.close_session", "mnemo.summarise_session", "mnemo.run_reviews")
+"""The knowledge monitor, episode summaries and reviews: one model call (or a few) and little else. Dedup, decay,
+reindexing and the daily maintenance (mostly database work) stay on :data:`QUEUE`."""
 SOFT_SHUTDOWN_SECONDS = 2.0
 """How long a cold shutdown lets running tasks finish before it stops them and puts their messages back on
 the broker (they are acks_late and idempotent, so they simply run again). The worker a front-end starts
@@ -31,7 +40,8 @@ def configure(broker_url: str, *, reminder_scan_seconds: float = 60.0, daily_hou
         broker_connection_retry_on_startup=True,
         broker_transport_options=_transport_options(broker_url),
         task_default_queue=QUEUE,
-        task_routes={name: {"queue": REMINDER_QUEUE} for name in REMINDER_TASKS},
+        task_routes={**{name: {"queue": REMINDER_QUEUE} for name in REMINDER_TASKS},
+                     **{name: {"queue": MODEL_QUEUE} for name in MODEL_TASKS}},
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         task_ignore_result=True,

@@ -7,6 +7,7 @@ telegram, api, bench) are added here as they are built, so ``mnemo --help`` list
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -148,34 +149,108 @@ def _run_api(settings: Settings, args: argparse.Namespace) -> int:
     return run_api(settings, host=args.host, port=args.port)
 
 
+WORKER_KINDS = ("all", "cpu", "model")
+ONE_POOL = "one-pool"
+"""How a worker that answers SIGTERM with a cold shutdown (``REMAP_SIGTERM=SIGQUIT``: the one a front-end starts
+beside itself, shared/app/processes.py) runs: every queue on its prefork slots, reminders first, as before the
+model pool. A cold shutdown puts a running task back on the broker by stopping its process, and a thread waiting
+on the model cannot be stopped (Celery's thread pool refuses to), so a model pool would hold the front-end's exit
+for as long as the model takes. A console chat's few users do not need the model pool."""
+MODEL_POOL_CHILD = "MNEMO_MODEL_POOL_CHILD"
+"""Set in the model pool a ``mnemo worker`` starts beside itself: it serves no operations port of its own (its
+parent's ``/metrics`` reads its samples) and stops with its parent."""
+
+
 def _worker_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--concurrency", type=int, help="processes or threads (default: WORKER_CONCURRENCY)")
+    parser.add_argument("--concurrency", type=int, help="prefork processes, or threads with --pool threads, for "
+                        "reminders and CPU-bound jobs (default: WORKER_CONCURRENCY)")
     parser.add_argument("--pool", default="prefork", choices=("prefork", "threads", "solo"))
     parser.add_argument("--name", default=None, help="node name (default: mnemo-<pid>@<host>)")
+    parser.add_argument("--only", default="all", choices=WORKER_KINDS,
+                        help="all (default): reminders and CPU-bound jobs here, and the jobs that wait on the model "
+                        "on WORKER_LLM_CONCURRENCY threads in a second process started beside it; cpu: the first "
+                        "only; model: the second only")
 
 
 def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
     import os
 
-    from shared.app.multiprocess_metrics import multiprocess_metrics, multiprocess_registry
+    from shared.app.multiprocess_metrics import MULTIPROCESS_VARIABLE, multiprocess_metrics, multiprocess_registry
 
-    with multiprocess_metrics():  # first: the pool processes count into files the main process serves
+    child = os.environ.get(MODEL_POOL_CHILD) == "1" and MULTIPROCESS_VARIABLE in os.environ
+    metrics = contextlib.nullcontext() if child else multiprocess_metrics()
+    with metrics:  # first: the pool processes count into files the main process serves
         from shared.app.bootstrap import broker_url, database_url
         from shared.app.ops_server import serve_operations
-        from worker.celery_app import QUEUES, configure
+        from worker.celery_app import MODEL_QUEUES, QUEUES, configure
 
         with database_url(settings) as url:
             os.environ["DATABASE_URL"] = url  # the worker's processes build their own engines from it
             app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
                             daily_hour_utc=settings.daily_maintenance_hour_utc)
             banner = ["--quiet"] if settings.log_format == "json" else []  # JSON lines only: no banner
-            with serve_operations(settings, url, "worker", registry=multiprocess_registry()):
-                concurrency = str(args.concurrency or settings.worker_concurrency)
-                app.worker_main([*banner, "worker", "--loglevel", settings.log_level, "--pool", args.pool, "-Q",
-                                 ",".join(QUEUES), "--concurrency", concurrency,
-                                 "--hostname", args.name or f"mnemo-{os.getpid()}@%h", "--without-mingle",
-                                 "--without-gossip"])
+            only = args.only
+            if only == "all" and os.environ.get("REMAP_SIGTERM") == "SIGQUIT":
+                only = ONE_POOL  # a worker that stops cold (beside a front-end)
+            if only == "model":
+                from shared.llm.sdk import openai
+
+                openai.OpenAI  # noqa: B018  (loaded now: the lazy module is not safe to load first from many threads)
+                pool = ["--pool", "threads", "--concurrency", str(settings.worker_llm_concurrency), "-Q",
+                        ",".join(MODEL_QUEUES)]
+                name = args.name or f"mnemo-model-{os.getpid()}@%h"
+            else:
+                queues = (*QUEUES, *MODEL_QUEUES) if only == ONE_POOL else QUEUES
+                pool = ["--pool", args.pool, "--concurrency", str(args.concurrency or settings.worker_concurrency),
+                        "-Q", ",".join(queues)]
+                name = args.name or f"mnemo-{os.getpid()}@%h"
+            operations = contextlib.nullcontext() if child else serve_operations(
+                settings, url, "worker", registry=multiprocess_registry())
+            with operations, _model_pool_beside(only, name):
+                app.worker_main([*banner, "worker", "--loglevel", settings.log_level, *pool, "--hostname", name,
+                                 "--without-mingle", "--without-gossip"])
     return 0
+
+
+@contextlib.contextmanager
+def _model_pool_beside(only: str, name: str):
+    """For ``--only all``: ``mnemo worker --only model`` as a child process, told to stop when this worker
+    begins to (the same signal, so a warm shutdown stays warm), and killed should this one die."""
+    if only != "all":
+        yield
+        return
+    import ctypes
+    import os
+    import signal
+    import subprocess
+
+    from celery.signals import worker_shutting_down
+
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded here: the forked child only makes the call
+
+    def die_with_parent() -> None:
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: SIGTERM to the child when this process ends
+
+    node, _, host = name.partition("@")
+    command = [sys.executable, "-m", "shared.app.cli", "worker", "--only", "model", "--name",
+               f"{node}-model@{host}"]
+    child = subprocess.Popen(command, env={**os.environ, MODEL_POOL_CHILD: "1"}, preexec_fn=die_with_parent)
+
+    def stop_child(sig: str = "", how: str = "", **_kwargs) -> None:
+        if child.poll() is None:
+            child.send_signal(signal.SIGQUIT if how == "Cold" else signal.SIGTERM)
+
+    worker_shutting_down.connect(stop_child, weak=False)
+    try:
+        yield
+    finally:
+        worker_shutting_down.disconnect(stop_child)
+        stop_child()
+        try:
+            child.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
 
 def _run_beat(settings: Settings, _args: argparse.Namespace) -> int:

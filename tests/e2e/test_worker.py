@@ -34,7 +34,7 @@ from shared.lifecycle import outbox as jobs
 from shared.llm.client import ChatModel
 from shared.repositories.uow import UnitOfWork
 from tests.waiting import wait_for
-from worker.celery_app import QUEUE, app, configure
+from worker.celery_app import MODEL_QUEUE, QUEUE, app, configure
 from worker.tasks import send_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,12 +124,13 @@ class Worker:
         return self.log.read_text(errors="replace")
 
     def finish_what_is_queued(self, broker: tuple[str, str | None]) -> None:
-        """Queue a task that does nothing here (a reminder scan with nothing due) behind whatever the
-        broker holds and wait until this worker has run it: everything queued before it was delivered."""
+        """Queue a task that does nothing here (a reminder scan with nothing due) behind whatever each of the
+        broker's queues holds and wait until this worker has run them: everything queued before was delivered."""
         configure(broker_url(*broker))
-        marker = app.send_task("mnemo.scan_reminders", queue=QUEUE)  # on the main queue, behind the rest
-        wait_for(lambda: f"Task mnemo.scan_reminders[{marker.id}] succeeded" in self.text(), 60,
-                 lambda: f"the worker to run the marker task:\n{self.text()}")
+        markers = [app.send_task("mnemo.scan_reminders", queue=queue) for queue in (QUEUE, MODEL_QUEUE)]
+        for marker in markers:  # on the main queue and the model pool's, behind the rest
+            wait_for(lambda marker=marker: f"Task mnemo.scan_reminders[{marker.id}] succeeded" in self.text(), 60,
+                     lambda: f"the worker to run the marker task:\n{self.text()}")
 
     def kill(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)

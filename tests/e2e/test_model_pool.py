@@ -1,0 +1,151 @@
+"""``mnemo worker`` runs the jobs that wait on the model on a pool of threads beside its prefork slots.
+
+A real worker (the command itself, prefork for reminders and CPU-bound jobs, and the thread pool it starts
+beside itself) on Redis, against a fake model that takes 2 s a call: eight extraction jobs with
+``WORKER_LLM_CONCURRENCY=4`` take about two calls' time (not eight, as one slot would; not one, as an unbounded
+pool would), and a reminder scan and a CPU-bound job sent behind them run at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import redis
+from sqlalchemy import select
+
+from bench.databases import create_database, drop_database
+from bench.fakes.openai_server import FakeOpenAI
+from shared.conversation.config import ConversationConfig
+from shared.conversation.extraction_timing import ExtractionTiming
+from shared.conversation.messages import IncomingMessage
+from shared.conversation.service import ConversationService
+from shared.db.engine import make_engine, session_factory
+from shared.db.memory_models import OutboxJob
+from shared.lifecycle import outbox as jobs
+from shared.llm.client import ChatModel
+from shared.repositories.uow import UnitOfWork
+from tests.waiting import wait_for
+from worker.celery_app import app, configure
+from worker.tasks import send_task
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS_URL = "redis://127.0.0.1:6379/7"
+MODEL_SECONDS = 2.0
+JOBS = 8
+THREADS = 4
+CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
+                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
+                            default_timezone="UTC",
+                            extraction=ExtractionTiming(batch_turns=1))  # each turn owes its extraction at once
+TURN = {"emotion": {"primary": "happy", "category": "positive", "confidence": 0.9, "indicators": []},
+        "response": "Nice!", "memory_update": {"should_store": False, "entries": []}, "todos": [],
+        "topic": "hobbies", "context_variables": []}
+MONITOR = {"operations": [{"op": "ADD", "type": "fact", "subject": "user", "predicate": "hobby",
+                           "content": "I keep bees", "tier": "long"}]}
+
+
+def answer(request: dict) -> dict:
+    """Hot-path turns ask for the json_schema; the knowledge monitor asks for a JSON object."""
+    return TURN if (request.get("response_format") or {}).get("type") == "json_schema" else MONITOR
+
+
+@pytest.fixture
+def database(system_pg_admin_url, migrated_system_template) -> Iterator[str]:
+    url = create_database(system_pg_admin_url, template=migrated_system_template)
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    yield url
+    drop_database(system_pg_admin_url, url)
+
+
+@pytest.fixture
+def uow_of(database):
+    engine = make_engine(database)
+    sessions = session_factory(engine)
+    yield lambda: UnitOfWork(sessions)
+    engine.dispose()
+
+
+def owe_extractions(uow_of, llm: FakeOpenAI, users: int) -> None:
+    """One turn each for ``users`` users; their extraction jobs wait in the outbox, not yet sent."""
+    model = ChatModel(llm.base_url, "test", "fake-chat", timeout_seconds=10)
+    service = ConversationService(uow_of, CONFIG, chat_model=model, dispatch=None)
+    for user in range(users):
+        message = IncomingMessage(platform="telegram", chat_id=str(100 + user), user_id=str(100 + user),
+                                  text=f"I keep bees on my balcony, number {user}.", sent_at=datetime.now(UTC))
+        asyncio.run(service.handle_message(message))
+
+
+def extractions(uow_of) -> list[str]:
+    with uow_of() as uow:
+        return list(uow.session.scalars(select(OutboxJob.status).where(OutboxJob.task == "extract_turn")))
+
+
+def succeeded_at(log: Path, task_id: str) -> float | None:
+    """When the worker's log first said the task succeeded (polled by the caller), or None."""
+    return time.monotonic() if f"[{task_id}] succeeded" in log.read_text(errors="replace") else None
+
+
+def test_model_jobs_wait_together_on_threads_while_cpu_jobs_and_reminders_run(database, uow_of, tmp_path):
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(answer)
+        owe_extractions(uow_of, llm, JOBS)
+        assert extractions(uow_of) == ["pending"] * JOBS
+
+        env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "LLM_BASE_URL", "METRICS_PORT"}}
+        env.update(DATABASE_URL=database, REDIS_URL=REDIS_URL, MNEMO_DATA_DIR=str(tmp_path), PYTHONPATH=str(ROOT),
+                   LOG_LEVEL="INFO", LLM_BASE_URL=llm.base_url, LLM_API_KEY="test", LLM_MODEL="fake-chat",
+                   LLM_TIMEOUT_SECONDS="30", LLM_SERVER_SLOTS="0",  # a hosted model: no gate between the calls
+                   WORKER_CONCURRENCY="2", WORKER_LLM_CONCURRENCY=str(THREADS))
+        log = tmp_path / "worker.log"
+        with open(log, "wb") as out:
+            worker = subprocess.Popen([sys.executable, "-m", "shared.app.cli", "worker", "--name", "pool@test"],
+                                      env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+        try:
+            text = lambda: log.read_text(errors="replace")  # noqa: E731
+            wait_for(lambda: text().count("ready.") == 2, 90, lambda: f"both pools to start:\n{text()}")
+            assert re.search(r"concurrency:\s+2 \(prefork\)", text()), text()
+            assert re.search(rf"concurrency:\s+{THREADS} \(thread\)", text()), text()
+
+            configure(REDIS_URL)
+            warm = [app.send_task(name) for name in ("mnemo.scan_reminders", "mnemo.retokenize_search")]
+            wait_for(lambda: all(succeeded_at(log, task.id) for task in warm), 60,  # each process's first task
+                     lambda: f"the prefork slots' first tasks:\n{text()}")  # builds its context: not timed here
+            llm.latency = MODEL_SECONDS
+            started = time.monotonic()
+            assert jobs.sweep_jobs(uow_of, send_task, datetime.now(UTC), redispatch_after=timedelta(0)) == JOBS
+            reminder = app.send_task("mnemo.scan_reminders")  # sent behind the model jobs
+            cpu_job = app.send_task("mnemo.retokenize_search")  # a CPU-bound job, behind them too
+            finished: dict[str, float] = {}
+
+            def all_done() -> bool:
+                for name, task_id in (("reminder", reminder.id), ("cpu", cpu_job.id)):
+                    if name not in finished and (at := succeeded_at(log, task_id)) is not None:
+                        finished[name] = at
+                return extractions(uow_of) == ["done"] * JOBS and len(finished) == 2
+
+            wait_for(all_done, 60, lambda: f"the jobs to finish:\n{text()}")
+            elapsed = time.monotonic() - started
+        finally:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=60)
+
+    calls = JOBS // THREADS
+    # four at a time: two calls' time and some, not eight calls (one slot) nor one call (no bound)
+    assert calls * MODEL_SECONDS <= elapsed < (calls + 1.5) * MODEL_SECONDS, (elapsed, text())
+    # the reminder and the CPU-bound job did not wait behind the model: done before the first call came back
+    assert finished["reminder"] - started < MODEL_SECONDS, (finished, text())
+    assert finished["cpu"] - started < MODEL_SECONDS, (finished, text())
+    assert worker.returncode == 0, text()
+    # both pools stopped the warm way (the thread pool told by its parent, and by the group's signal too)
+    assert text().count("worker: Warm shutdown") >= 2 and "Cold shutdown" not in text(), text()
