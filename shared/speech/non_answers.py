@@ -85,6 +85,8 @@ _EN_TAG = re.compile(r",\s*(?:right|isn't it|aren't you|don't you|didn't you|won
 _REQUEST = re.compile(r"^(?:remind|pick|choose|guess|name|count|rate|score|give|tell|say|set|add|list|send|call me)\b|"
                       r"^(?:提醒|记得提醒|帮我|给我|请|随便|挑|选|猜|说)", re.IGNORECASE)
 """Requests the speech rules do not name, that a figure may answer ("pick a number from 1 to 10")."""
+_PICK = re.compile(r"^(?:pick|choose|guess|count|rate|score|name)\b|^(?:随便)?(?:挑|选|猜|数|打分|评分)", re.IGNORECASE)
+"""Requests whose figures a figure answers ("pick one from 1 to 10", "猜一个1到100的数")."""
 _ASKS_FOR_A_FIGURE = re.compile(
     r"\bhow\s+(?:many|much|old|long|far|often|tall|big|heavy|late|early|soon|fast)\b|"
     r"\bwhat\s+(?:number|percent|percentage|size|age|score|year|time|date|day|month|hour)\b|"
@@ -211,7 +213,11 @@ def _read(message: str) -> _Message:
     questions = [sentence for sentence in read if sentence.kind == "question"]
     question = bool(questions) or is_question(message)
     request = any(sentence.kind == "request" or _REQUEST.match(sentence.body or sentence.text) for sentence in read)
-    figure = (question or request) and bool(_ASKS_FOR_A_FIGURE.search(message) or _DIGIT.search(message))
+    # a figure in the message makes a figure an answer to a question ("what's 12 times 3?") or to a request for one
+    # ("pick one from 1 to 10"), never to a reminder's time ("remind me in 2 minutes …" is not answered by "0")
+    picks = any(_PICK.match(sentence.body or sentence.text) for sentence in read) or bool(_PICK.match(message))
+    figure = ((question or request) and bool(_ASKS_FOR_A_FIGURE.search(message))) or \
+        ((question or picks) and bool(_DIGIT.search(message)))
     return _Message(question=question, yes_no=any(_asks_yes_or_no(sentence) for sentence in questions),
                     figure=figure, small_talk=_small_talk(message, read))
 

@@ -36,6 +36,8 @@ REAL_NON_ANSWERS = [
 ]
 NON_ANSWERS = [
     *REAL_NON_ANSWERS,
+    ("0", "remind me in 2 minutes to check the kettle", "only a number"),  # Gemma 3 270M, on the real server
+    ("5", "10分钟后提醒我关火", "only a number"),
     ("1456280", "Hi! My name is Lin and I live in Lisbon.", "only a number"),
     ("703165", "我很喜欢喝茉莉花茶。", "only a number"),
     ("2026-11-26 03:47:59", "Can you tell me a bit about yourself", "only a date or time"),
@@ -66,6 +68,8 @@ NON_ANSWERS = [
 ]
 
 ANSWERS = [
+    ("7", "pick one from 1 to 10"),
+    ("42", "猜一个1到100的数"),
     # yes or no to a question that asks for one
     ("Yes", "Do you remember my cat's name?"),
     ("No.", "Is it going to rain tomorrow?"),
