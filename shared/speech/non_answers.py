@@ -135,8 +135,10 @@ def non_answer(reply: str, message: str, instructions: str = "") -> str | None:
     words = [word.lower() for word in _WORD.findall(_HAN.sub(" ", reply)) if len(word) > 1]
     bare = _bare_word(han, words)
     if bare is None and not (han or words):
-        if _DIGIT.search(reply) or any(unicodedata.category(char) == "So" for char in reply):
+        if any(unicodedata.category(char) == "So" for char in reply):
             bare = _EMOJI  # figures and emoji, or emoji alone: a reaction without words
+        elif _DIGIT.search(reply):
+            return "only a number"  # figures among punctuation (":1234567890", the real server's answer)
         else:
             return "no words"
     if bare is None:

@@ -38,6 +38,8 @@ NON_ANSWERS = [
     *REAL_NON_ANSWERS,
     ("0", "remind me in 2 minutes to check the kettle", "only a number"),  # Gemma 3 270M, on the real server
     ("5", "10分钟后提醒我关火", "only a number"),
+    (":1234567890", "Hi, I'm Sam and I live in Denver.", "only a number"),  # the real server, through Telegram
+    ("(2) 3-4", "我今天去爬山了", "only a number"),
     ("1456280", "Hi! My name is Lin and I live in Lisbon.", "only a number"),
     ("703165", "我很喜欢喝茉莉花茶。", "only a number"),
     ("2026-11-26 03:47:59", "Can you tell me a bit about yourself", "only a date or time"),
