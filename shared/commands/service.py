@@ -253,7 +253,8 @@ class MemoryCommands:
 
     def pause(self, caller: Caller) -> None:
         def pause(uow: UnitOfWork, me: Identity) -> None:
-            if uow.users.get(me.user_id).paused_at is None:
+            user = uow.users.get(me.user_id)  # gone only when the account was deleted meanwhile: nothing to pause
+            if user is not None and user.paused_at is None:
                 uow.users.set_paused(me.user_id, self.clock())
 
         self._run(caller, pause)
@@ -262,7 +263,11 @@ class MemoryCommands:
         self._run(caller, lambda uow, me: uow.users.set_paused(me.user_id, None))
 
     def is_paused(self, caller: Caller) -> bool:
-        return self._run(caller, lambda uow, me: uow.users.get(me.user_id).paused_at is not None)
+        def paused(uow: UnitOfWork, me: Identity) -> bool:
+            user = uow.users.get(me.user_id)
+            return user is not None and user.paused_at is not None
+
+        return self._run(caller, paused)
 
     # Identity links
 
