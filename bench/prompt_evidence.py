@@ -81,8 +81,8 @@ def baseline_packed(config, archive: dict[str, ArchiveItem], scored: Sequence[tu
                     now: datetime) -> Packed:
     """A baseline's best memories (as many as the product's recall offers, each with its score relative to
     the best) packed by the product's prompt builder under the same rules."""
-    from shared.conversation.packing import candidate_count
-    from shared.conversation.prompt import MemoryLine, PromptInputs, build_turn_prompt
+    from shared.conversation.packing import MemoryLine, candidate_count
+    from shared.conversation.prompt import PromptInputs, build_turn_prompt
     from shared.emotion import PLAIN_STRATEGY
     from shared.text import clean_text
 

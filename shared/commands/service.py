@@ -30,9 +30,9 @@ from shared.commands.memories import (
     MemoryPage,
 )
 from shared.commands.reminder_actions import ACTION_WORDS, ReminderAction, action_of, reminder_action
-from shared.db.kinds import TodoKind, TodoStatus
+from shared.db.kinds import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, TodoKind, TodoStatus
 from shared.db.memory_models import Todo
-from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
+from shared.db.models import Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.limits import SharedLimit
 from shared.reminders.deadlines import DEFAULT_HEADS_UP, reads_as_deadline, timing, todo_content

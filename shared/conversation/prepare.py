@@ -18,16 +18,8 @@ from shared.conversation.messages import OPERATOR_CONSOLE, IncomingMessage, Repl
 from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
 from shared.conversation.offline_replies import MODEL_HINT_MARKER
 from shared.conversation.offline_view import RoundNote
-from shared.conversation.packing import candidate_count
-from shared.conversation.prompt import (
-    BuiltPrompt,
-    MemoryLine,
-    PastTurn,
-    PromptInputs,
-    RoundLine,
-    build_turn_prompt,
-    history_window,
-)
+from shared.conversation.packing import MemoryLine, RoundLine, candidate_count
+from shared.conversation.prompt import BuiltPrompt, PastTurn, PromptInputs, build_turn_prompt, history_window
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationSession, ConversationTurn
