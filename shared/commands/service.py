@@ -32,7 +32,7 @@ from shared.commands.memories import (
 from shared.commands.reminder_actions import ACTION_WORDS, ReminderAction, action_of, reminder_action
 from shared.db.kinds import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, TodoKind, TodoStatus
 from shared.db.memory_models import Todo
-from shared.db.models import Identity
+from shared.db.models import Chat, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.limits import SharedLimit
 from shared.reminders.deadlines import DEFAULT_HEADS_UP, reads_as_deadline, timing, todo_content
@@ -360,7 +360,7 @@ class MemoryCommands:
                                                                  snooze=snooze, **values))
 
     @staticmethod
-    def _chat(uow: UnitOfWork, caller: Caller, *, private: bool = False):
+    def _chat(uow: UnitOfWork, caller: Caller, *, private: bool = False) -> Chat:
         """The chat the command was typed in, or the private chat with the caller (when asked, or none given)."""
         if private or caller.platform_chat_id is None:
             return uow.chats.get_or_create(caller.platform, caller.platform_user_id, "private")

@@ -35,6 +35,7 @@ from shared.usage.quota import WITHIN, QuotaState, quota_state
 
 if TYPE_CHECKING:
     from shared.conversation.config import ConversationConfig
+    from shared.repositories.vectors import VectorIndex
 
 MAX_MESSAGE_CHARS = 8000
 """Longer messages are cut before they reach the prompt (the user is told)."""
@@ -85,7 +86,7 @@ class PreparedTurn:
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
-                 query_vector: Sequence[float] | None, vectors, resume: bool = False,
+                 query_vector: Sequence[float] | None, vectors: VectorIndex | None, resume: bool = False,
                  prompt_budget: int | None = None) -> PreparedTurn | Reply:
     """Step 1; a message handled before gets the reply given then (a :class:`Reply` marked ``duplicate``)
     and nothing is prepared. With ``resume``, a message recorded before but never answered (the process stopped, or

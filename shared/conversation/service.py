@@ -50,8 +50,9 @@ from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, Warn
 from shared.emotion import UNKNOWN, Emotion
 from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
-from shared.llm.client import ChatModel, ContextOverflow, LLMUnavailable, TurnCompletion
+from shared.llm.client import ChatModel, ContextOverflow, TurnCompletion
 from shared.llm.metering import CallUsage, metered
+from shared.llm.retries import LLMUnavailable
 from shared.llm.transcription import Transcriber
 from shared.llm.turn_schema import TurnOutput
 from shared.metrics import record
@@ -74,7 +75,7 @@ class ConversationService:
     def __init__(self, uow_factory: Callable[[], UnitOfWork], config: ConversationConfig, *,
                  chat_model: ChatModel | None, embedder: Embedder | None = None, vectors=None,
                  offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None,
-                 dispatch: Callable[[tuple[int, ...]], None] | None = None,
+                 dispatch: Callable[[tuple[int, ...]], object] | None = None,
                  message_limit: SharedLimit | None = None, transcriber: Transcriber | None = None) -> None:
         self.uow_factory = uow_factory
         self.config = config
