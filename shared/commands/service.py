@@ -413,7 +413,8 @@ def command_text(value: object, limit: int, empty_key: str) -> str:
         raise InvalidCommand(empty_key)
     if is_invisible(value):
         raise InvalidCommand("invisible_text")
-    return without_bidi_controls(value).strip()
+    cleaned: str = without_bidi_controls(value)
+    return cleaned.strip()
 
 
 def record_id(value: object, not_found: str) -> int:

@@ -32,6 +32,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from shared import log_context
 from shared.attachments.vision import IMAGE_TOKENS
@@ -63,6 +64,9 @@ from shared.speech.non_answers import non_answer
 from shared.usage.quota import QuotaHold, QuotaState, call_ceiling, reserve, settle
 from shared.usage.texts import quota_notice
 
+if TYPE_CHECKING:
+    from shared.repositories.vectors import VectorIndex
+
 log = logging.getLogger(__name__)
 
 MAX_UNANSWERED = 100
@@ -73,7 +77,7 @@ class ConversationService:
     """Answers messages. One instance per process, shared by every chat."""
 
     def __init__(self, uow_factory: Callable[[], UnitOfWork], config: ConversationConfig, *,
-                 chat_model: ChatModel | None, embedder: Embedder | None = None, vectors=None,
+                 chat_model: ChatModel | None, embedder: Embedder | None = None, vectors: VectorIndex | None = None,
                  offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None,
                  dispatch: Callable[[tuple[int, ...]], object] | None = None,
                  message_limit: SharedLimit | None = None, transcriber: Transcriber | None = None) -> None:
