@@ -25,8 +25,9 @@ services:  ## make sure PostgreSQL and Redis are up on 127.0.0.1 (tests use both
 
 TEST_WORKERS ?= 3
 
-test: install services  ## the import contracts, then the whole suite (unit, integration, e2e) on TEST_WORKERS processes
+test: install services  ## the import contracts, the type check, then the whole suite (unit, integration, e2e) on TEST_WORKERS processes
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 RUNS ?= 20
@@ -58,4 +59,4 @@ doctor: install
 	$(BIN)/mnemo doctor
 
 clean:
-	rm -rf $(VENV) $(LLM_VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LLM_VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -29,7 +29,8 @@ from bench.databases import create_database, drop_database  # noqa: E402
 from bench.fakes.openai_server import FakeOpenAI  # noqa: E402
 from bench.stats import percentile  # noqa: E402
 
-REPLY = {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
+REPLY: dict[str, object] = {
+         "emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
          "response": "Sounds good.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
          "topic": None, "context_variables": []}
 AB_SIDES = ("with_usage", "without_usage", "without_usage_again")

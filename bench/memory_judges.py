@@ -55,7 +55,7 @@ def is_question(content: str, source: str) -> bool:
     if at < 0:
         return False
     end = _SENTENCE_END.search(source, at + len(core) if source.find(core) == at else at)
-    return bool(end) and end.group() in "?？"
+    return end is not None and end.group() in "?？"
 
 
 def said_by_bot(content: str, replies: list[str]) -> bool:

@@ -62,7 +62,7 @@ def mnemo_packed(new_uow: Callable, config, platform_user_id: str, lines: Sequen
     """The memories the product's step 1 packs for the last of ``lines``, the user's lines of one chat
     (the earlier ones are sent first, so they are the conversation the recall widens with)."""
     from shared.conversation.messages import IncomingMessage
-    from shared.conversation.prepare import prepare_turn
+    from shared.conversation.prepare import PreparedTurn, prepare_turn
 
     with new_uow() as uow:  # never committed: the question leaves nothing behind
         for index, line in enumerate(lines):
@@ -72,6 +72,8 @@ def mnemo_packed(new_uow: Callable, config, platform_user_id: str, lines: Sequen
                                       text=line, sent_at=sent_at)
             prepared = prepare_turn(uow, message, config, now=sent_at, query_vector=vector if last else None,
                                     vectors=vectors if last else None)
+    if not isinstance(prepared, PreparedTurn):  # a message without an id is never a duplicate
+        raise RuntimeError("a chat line was taken for a message handled before")
     return Packed(tuple(keys[memory_id] for memory_id in prepared.prompt.memory_ids), context_tokens(prepared.prompt))
 
 
@@ -79,8 +81,8 @@ def baseline_packed(config, archive: dict[str, ArchiveItem], scored: Sequence[tu
                     now: datetime) -> Packed:
     """A baseline's best memories (as many as the product's recall offers, each with its score relative to
     the best) packed by the product's prompt builder under the same rules."""
-    from shared.conversation.packing import candidate_count
-    from shared.conversation.prompt import MemoryLine, PromptInputs, build_turn_prompt
+    from shared.conversation.packing import MemoryLine, candidate_count
+    from shared.conversation.prompt import PromptInputs, build_turn_prompt
     from shared.emotion import PLAIN_STRATEGY
     from shared.text import clean_text
 

@@ -28,7 +28,7 @@ def run(locomo: Path, madial: Path, database_url: str | None, out_dir: Path, qui
                      "madial": from_madial(Path(madial), QUICK_DIALOGUES if quick else None)}
     if quick:
         conversations["locomo"] = [cut(conversation, QUICK_TURNS) for conversation in conversations["locomo"]]
-    results = {"quick": quick}
+    results: dict[str, object] = {"quick": quick}
     with tempfile.TemporaryDirectory(prefix="mnemo-replay-") as directory:
         for name, found in conversations.items():
             path = Path(directory) / f"{name}.jsonl"

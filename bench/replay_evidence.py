@@ -89,13 +89,15 @@ class Provenance:
 
 def ask(provenance: Provenance, config, question: ReplayQuestion) -> Asked:
     """The question at its time through step 1, rolled back; what its prompt shows."""
-    from shared.conversation.prepare import prepare_turn
+    from shared.conversation.prepare import PreparedTurn, prepare_turn
 
     player = provenance.player
     player.clock.now = question.at
     with player.new_uow() as uow:  # never committed: the question leaves nothing behind
         prepared = prepare_turn(uow, player.message(question.text, None), config, now=question.at,
                                 query_vector=None, vectors=None)
+    if not isinstance(prepared, PreparedTurn):  # a message without an id is never a duplicate
+        raise RuntimeError("a question was taken for a message handled before")
     return Asked(frozenset(provenance.shown(prepared.prompt)), context_tokens(prepared.prompt))
 
 

@@ -88,7 +88,7 @@ def steps(turns: tuple[ReplayTurn, ...], idle: timedelta) -> list[Step]:
     for turn in turns:
         last = found[-1] if found else None
         previous = (last.replies or (last.turn,))[-1] if last else None
-        if (turn.role == "assistant" and last is not None and last.turn.role == "user"
+        if (turn.role == "assistant" and last is not None and previous is not None and last.turn.role == "user"
                 and turn.at - previous.at <= idle):
             found[-1] = Step(last.turn, (*last.replies, turn))
         else:

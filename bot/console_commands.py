@@ -32,7 +32,7 @@ from shared.app.logs import PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE
 from shared.commands import texts
 from shared.commands.reminder_actions import ACTION_WORDS
 from shared.commands.service import Caller, MemoryCommands, confirmation_code
-from shared.db.models import MEMORY_TYPES
+from shared.db.kinds import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
 from shared.reminders import zone_texts
 from shared.text import is_chinese, language_of

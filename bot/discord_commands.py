@@ -28,7 +28,7 @@ from shared.access.texts import change_text, listing_text
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands, MemoryPage, confirmation_code
-from shared.db.models import MEMORY_TYPES
+from shared.db.kinds import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.reminders import zone_texts
 from shared.usage import texts as usage_texts

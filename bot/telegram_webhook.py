@@ -91,16 +91,20 @@ class UpdateReceiver(tornado.web.RequestHandler):
         try:
             data = parse_json_body(body)
         except (json.JSONDecodeError, RecursionError) as exc:
-            return _dropped(f"a body of {len(body)} bytes that is not JSON the bot reads", exc)
+            _dropped(f"a body of {len(body)} bytes that is not JSON the bot reads", exc)
+            return None
         if not isinstance(data, dict):
-            return _dropped(f"a JSON {type(data).__name__} instead of an update")
+            _dropped(f"a JSON {type(data).__name__} instead of an update")
+            return None
         if not readable_update_id(data.get("update_id")):
-            return _dropped(f"an update the bot cannot read: its update_id is not a whole number from 0 to "
-                            f"2^63-1 (a JSON {type(data.get('update_id')).__name__})")
+            _dropped(f"an update the bot cannot read: its update_id is not a whole number from 0 to "
+                     f"2^63-1 (a JSON {type(data.get('update_id')).__name__})")
+            return None
         try:
             return Update.de_json(data, self.bot_application.bot)
         except Exception as exc:  # whatever PTB cannot read is dropped, never retried
-            return _dropped(f"update {data.get('update_id')!r:.20} that PTB cannot read", exc)
+            _dropped(f"update {data.get('update_id')!r:.20} that PTB cannot read", exc)
+            return None
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         """One line, never the request (its headers hold the secret token)."""

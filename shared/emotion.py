@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -121,7 +121,7 @@ class ResponseStrategy:
         if not isinstance(data, Mapping):
             return STRATEGY_TABLE["neutral"]
         base = STRATEGY_TABLE.get(_normalise_name(data.get("emotion")), STRATEGY_TABLE["neutral"])
-        valid = {
+        valid: dict[str, Callable[[Any], bool]] = {
             "tone": lambda v: isinstance(v, str) and v in TONE_GUIDANCE,
             "max_length": lambda v: type(v) is int and v > 0,
             "use_memory": lambda v: isinstance(v, bool),

@@ -54,7 +54,7 @@ class Transport(SQLAlchemyTransport):
     Channel = Channel
     polling_interval = IDLE_POLL_SECONDS
 
-    def drain_events(self, connection, timeout: float | None = None) -> None:
+    def drain_events(self, connection, timeout: float | None = None) -> None:  # type: ignore[override]  # kombu passes timeout= only
         """Wait for one message at most :data:`STOP_CHECK_SECONDS` (the caller loops; a timeout is normal)."""
         wait = STOP_CHECK_SECONDS if timeout is None else min(timeout, STOP_CHECK_SECONDS)
         super().drain_events(connection, timeout=wait)

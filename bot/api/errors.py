@@ -11,6 +11,7 @@ exception goes no further, so the server neither logs it again nor drops the con
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -47,7 +48,7 @@ def request_language(request: Request) -> Language:
     return accepted_language(request.headers.get("accept-language"))
 
 
-def error_response(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(status: int, code: str, detail: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"code": code, "detail": detail}, status_code=status, headers=headers)
 
 
@@ -127,7 +128,7 @@ class ServerErrors:
 
 
 def _refused(request: Request, status: int, code: str, detail: str,
-             headers: dict[str, str] | None = None) -> JSONResponse:
+             headers: Mapping[str, str] | None = None) -> JSONResponse:
     log_refusal(request.method, request.url.path, status, code)
     return error_response(status, code, detail, headers)
 

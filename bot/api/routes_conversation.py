@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
@@ -10,7 +10,7 @@ from bot.api.auth import Principal, context, principal
 from bot.api.json_body import CheckedJsonRoute
 from bot.api.schemas import Deleted, ErrorOut, RoundOut, RoundPageOut
 
-ERRORS = {status: {"model": ErrorOut} for status in (401, 403, 404, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorOut} for status in (401, 403, 404, 422)}
 Caller = Annotated[Principal, Depends(principal)]
 MAX_OFFSET = 10**9
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
 from fastapi.responses import Response as PlainResponse
@@ -31,7 +31,7 @@ from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands.editing import WorkingMemory
 from shared.errors import NotFound
 
-ERRORS = {status: {"model": ErrorOut} for status in (401, 403, 404, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorOut} for status in (401, 403, 404, 422)}
 Caller = Annotated[Principal, Depends(principal)]
 Adder = Annotated[Principal, Depends(adding_principal)]
 """The caller of what adds or costs: a blocked user's panel session is refused."""

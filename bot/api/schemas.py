@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.commands.editing import MAX_BATCH_IDS, UNSET, MemoryDraft
-from shared.db.models import MEMORY_TYPES
+from shared.db.kinds import MEMORY_TYPES
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from shared.reminders.zones import MAX_ZONE_CHARS
 

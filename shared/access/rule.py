@@ -79,11 +79,11 @@ class Facts:
         if kind == "user":
             return frozenset({self.user_id})
         if kind == "guild":
-            return frozenset({self.guild_id} - {None})
+            return frozenset(found for found in (self.guild_id,) if found is not None)
         if kind == "role":
             return self.role_ids if self.guild_id is not None else frozenset()
         if kind in ("chat", "channel"):
-            return frozenset({self.chat_id, self.parent_id} - {None})
+            return frozenset(found for found in (self.chat_id, self.parent_id) if found is not None)
         return frozenset()
 
 

@@ -91,9 +91,11 @@ def conversation_service(rt: Runtime) -> ConversationService:
     from shared.repositories.vectors import VectorIndex
 
     rate = rt.settings.message_rate_per_user
-    storage = shared_storage(rt.settings.redis_url, rt.engine) if rate else None
-    message_limit = SharedLimit(storage, "messages", rate) if storage is not None else None
-    fetch_limit = SharedLimit(storage, "attachment-fetches", rate) if storage is not None else None
+    message_limit = fetch_limit = None
+    if rate:
+        storage = shared_storage(rt.settings.redis_url, rt.engine)
+        message_limit = SharedLimit(storage, "messages", rate)
+        fetch_limit = SharedLimit(storage, "attachment-fetches", rate)
     return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
                                chat_model=ChatModel.from_settings(rt.settings, model_gate(rt.settings, rt.engine)),
                                embedder=make_embedder(rt.settings), vectors=VectorIndex(),

@@ -11,7 +11,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from shared.app.backups import backup_arguments, restore_arguments, run_backup, run_restore
@@ -213,7 +213,7 @@ def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _model_pool_beside(only: str, name: str):
+def _model_pool_beside(only: str, name: str) -> Iterator[None]:
     """For ``--only all``: ``mnemo worker --only model`` as a child process, told to stop when this worker
     begins to (the same signal, so a warm shutdown stays warm), and killed should this one die."""
     if only != "all":
@@ -236,7 +236,7 @@ def _model_pool_beside(only: str, name: str):
                f"{node}-model@{host}"]
     child = subprocess.Popen(command, env={**os.environ, MODEL_POOL_CHILD: "1"}, preexec_fn=die_with_parent)
 
-    def stop_child(sig: str = "", how: str = "", **_kwargs) -> None:
+    def stop_child(sig: str = "", how: str = "", **_kwargs: object) -> None:
         if child.poll() is None:
             child.send_signal(signal.SIGQUIT if how == "Cold" else signal.SIGTERM)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from sqlalchemy import pool, text
+from sqlalchemy import Connection, pool, text
 
 from shared.app.bootstrap import database_url
 from shared.app.check import Check, first_line
@@ -14,7 +14,7 @@ from shared.app.doctor_compose import compose_check
 from shared.app.doctor_llm import DOCTOR_LLM_SECONDS, list_models, llm_check
 from shared.db import migrate
 from shared.db.engine import make_engine
-from shared.db.vectors import vector_status
+from shared.db.vectors import VectorStatus, vector_status
 from shared.errors import MnemoError
 from shared.metrics.record import MAINTENANCE_CHANGES
 from shared.redaction import redact
@@ -81,7 +81,7 @@ def _database_checks(settings: Settings, url: str) -> list[Check]:
     return checks + ([maintenance] if maintenance else [])
 
 
-def _maintenance_check(connection) -> Check:
+def _maintenance_check(connection: Connection) -> Check:
     """The last daily maintenance run's report (shared/lifecycle/maintenance.py)."""
     row = connection.execute(text("SELECT finished_at, report FROM maintenance_runs ORDER BY id DESC LIMIT 1")).first()
     if row is None:
@@ -93,7 +93,7 @@ def _maintenance_check(connection) -> Check:
                                       f"{row.report.get('as_of', '?')[:16]}: {changes}")
 
 
-def _vector_check(settings: Settings, vectors) -> Check:
+def _vector_check(settings: Settings, vectors: VectorStatus) -> Check:
     if not vectors.available:
         return Check("pgvector", "info", "not installed: lexical search only (install pgvector for hybrid search)")
     if not vectors.enabled:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import httpx
@@ -71,7 +71,7 @@ class Readiness:
         wait(futures.values(), timeout=PROBE_TIMEOUT_SECONDS + 0.5)
         return ReadinessReport({name: self._verdict(future) for name, future in futures.items()})
 
-    def _verdict(self, future) -> str:
+    def _verdict(self, future: Future[None]) -> str:
         if not future.done():
             return f"no answer within {PROBE_TIMEOUT_SECONDS:g} s"
         exc = future.exception()
@@ -101,7 +101,10 @@ def broker_probe(settings: Settings, database_url: str) -> Probe:
 
     client = redis.Redis.from_url(settings.redis_url, socket_connect_timeout=PROBE_TIMEOUT_SECONDS,
                                   socket_timeout=PROBE_TIMEOUT_SECONDS)
-    return Probe("broker", lambda: client.ping() and None)
+    def ping() -> None:
+        client.ping()
+
+    return Probe("broker", ping)
 
 
 class EndpointRefused(Exception):

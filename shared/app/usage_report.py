@@ -37,7 +37,7 @@ def run_usage(settings: Settings, args: argparse.Namespace) -> int:
         if wanted and user_id is None:
             print(f"mnemo usage: no user {wanted!r} ({USER_HELP})")
             return 1
-        if args.lift or args.restore:
+        if user_id is not None and (args.lift or args.restore):
             uow.users.set_quota_lifted(user_id, now if args.lift else None)
             uow.commit()
             print(f"User {user_id}: the daily token quota {'no longer applies' if args.lift else 'applies again'}.")

@@ -17,8 +17,9 @@ from typing import Any
 from shared.accounts.user_data import storable_json
 from shared.commands.memories import forget_memories
 from shared.commands.service import command_text
+from shared.db.kinds import MEMORY_TYPES
 from shared.db.memory_models import Memory
-from shared.db.models import MEMORY_TYPES, ConversationSession, ConversationTurn
+from shared.db.models import ConversationSession, ConversationTurn
 from shared.errors import InvalidCommand, NotFound
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from shared.memory.writes import normalise_key

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shared.accounts import panel_access
+from shared.db.kinds import MEMORY_TYPES
 from shared.db.memory_models import Memory
-from shared.db.models import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.memory import recycle_bin
 from shared.memory.policy import DEFAULT_IMPORTANCE, importance_for

@@ -30,9 +30,9 @@ from shared.commands.memories import (
     MemoryPage,
 )
 from shared.commands.reminder_actions import ACTION_WORDS, ReminderAction, action_of, reminder_action
-from shared.db.kinds import TodoKind, TodoStatus
+from shared.db.kinds import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, TodoKind, TodoStatus
 from shared.db.memory_models import Todo
-from shared.db.models import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, Identity
+from shared.db.models import Chat, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.limits import SharedLimit
 from shared.reminders.deadlines import DEFAULT_HEADS_UP, reads_as_deadline, timing, todo_content
@@ -253,7 +253,8 @@ class MemoryCommands:
 
     def pause(self, caller: Caller) -> None:
         def pause(uow: UnitOfWork, me: Identity) -> None:
-            if uow.users.get(me.user_id).paused_at is None:
+            user = uow.users.get(me.user_id)  # gone only when the account was deleted meanwhile: nothing to pause
+            if user is not None and user.paused_at is None:
                 uow.users.set_paused(me.user_id, self.clock())
 
         self._run(caller, pause)
@@ -262,7 +263,11 @@ class MemoryCommands:
         self._run(caller, lambda uow, me: uow.users.set_paused(me.user_id, None))
 
     def is_paused(self, caller: Caller) -> bool:
-        return self._run(caller, lambda uow, me: uow.users.get(me.user_id).paused_at is not None)
+        def paused(uow: UnitOfWork, me: Identity) -> bool:
+            user = uow.users.get(me.user_id)
+            return user is not None and user.paused_at is not None
+
+        return self._run(caller, paused)
 
     # Identity links
 
@@ -355,7 +360,7 @@ class MemoryCommands:
                                                                  snooze=snooze, **values))
 
     @staticmethod
-    def _chat(uow: UnitOfWork, caller: Caller, *, private: bool = False):
+    def _chat(uow: UnitOfWork, caller: Caller, *, private: bool = False) -> Chat:
         """The chat the command was typed in, or the private chat with the caller (when asked, or none given)."""
         if private or caller.platform_chat_id is None:
             return uow.chats.get_or_create(caller.platform, caller.platform_user_id, "private")
@@ -408,7 +413,8 @@ def command_text(value: object, limit: int, empty_key: str) -> str:
         raise InvalidCommand(empty_key)
     if is_invisible(value):
         raise InvalidCommand("invisible_text")
-    return without_bidi_controls(value).strip()
+    cleaned: str = without_bidi_controls(value)
+    return cleaned.strip()
 
 
 def record_id(value: object, not_found: str) -> int:

@@ -50,7 +50,7 @@ WHOLE_PARAMS = frozenset({"what", "path", "cwd"})
 _SOURCES = {"user_stated": ("conversation", "对话"), "inferred": ("inferred", "推断"), "system": ("system", "系统"),
             "manual": ("manual", "手动"), "imported": ("import", "导入"), "operator": ("operator", "运营者"),
             "remembered": ("/remember", "/remember")}
-_STATUSES = {TodoStatus.PENDING: ("pending", "待提醒"), TodoStatus.SENT: ("sent", "已发送"),
+_STATUSES: dict[str, tuple[str, str]] = {TodoStatus.PENDING: ("pending", "待提醒"), TodoStatus.SENT: ("sent", "已发送"),
              TodoStatus.DONE: ("done", "已完成"), TodoStatus.CANCELLED: ("cancelled", "已取消")}
 _SECTIONS = (("memories", "memory", "记忆"), ("episodes", "summary", "摘要"), ("todos", "reminder", "提醒"),
              ("turns", "message", "聊天记录"), ("profile", "profile", "档案"))

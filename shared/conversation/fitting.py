@@ -64,8 +64,9 @@ def fit_conversation(past: Sequence[PastCost], message: str, room: int) -> Fitte
         if over <= 0:
             break
         if costs[index] - turn.fixed > SHORT_TURN_TOKENS:
-            texts[index] = cut_to_tokens(turn.text, SHORT_TURN_TOKENS) + PAST_CUT_MARK
-            cost = estimate_tokens(texts[index]) + turn.fixed
+            short_text = cut_to_tokens(turn.text, SHORT_TURN_TOKENS) + PAST_CUT_MARK
+            texts[index] = short_text
+            cost = estimate_tokens(short_text) + turn.fixed
             over, costs[index] = over - (costs[index] - cost), cost
     left_out = 0
     while over > 0 and left_out < len(past):

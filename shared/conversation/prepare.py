@@ -18,16 +18,8 @@ from shared.conversation.messages import OPERATOR_CONSOLE, IncomingMessage, Repl
 from shared.conversation.offline import OFFLINE_HINT_KEY, MemoryNote, OfflineView, lookup_keys
 from shared.conversation.offline_replies import MODEL_HINT_MARKER
 from shared.conversation.offline_view import RoundNote
-from shared.conversation.packing import candidate_count
-from shared.conversation.prompt import (
-    BuiltPrompt,
-    MemoryLine,
-    PastTurn,
-    PromptInputs,
-    RoundLine,
-    build_turn_prompt,
-    history_window,
-)
+from shared.conversation.packing import MemoryLine, RoundLine, candidate_count
+from shared.conversation.prompt import BuiltPrompt, PastTurn, PromptInputs, build_turn_prompt, history_window
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationSession, ConversationTurn
@@ -43,6 +35,7 @@ from shared.usage.quota import WITHIN, QuotaState, quota_state
 
 if TYPE_CHECKING:
     from shared.conversation.config import ConversationConfig
+    from shared.repositories.vectors import VectorIndex
 
 MAX_MESSAGE_CHARS = 8000
 """Longer messages are cut before they reach the prompt (the user is told)."""
@@ -71,7 +64,6 @@ class PreparedTurn:
     offline_view: OfflineView
     paused: bool
     warnings: tuple[TurnWarning, ...]
-    duplicate: Reply | None = None
     recall_seconds: float = 0.0
     """Time spent finding what to remember (retrieval and the looked-up keys), for the metrics."""
     quota: QuotaState = WITHIN
@@ -94,9 +86,10 @@ class PreparedTurn:
 
 
 def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: ConversationConfig, *, now: datetime,
-                 query_vector: Sequence[float] | None, vectors, resume: bool = False,
-                 prompt_budget: int | None = None) -> PreparedTurn:
-    """Step 1. With ``resume``, a message recorded before but never answered (the process stopped, or
+                 query_vector: Sequence[float] | None, vectors: VectorIndex | None, resume: bool = False,
+                 prompt_budget: int | None = None) -> PreparedTurn | Reply:
+    """Step 1; a message handled before gets the reply given then (a :class:`Reply` marked ``duplicate``)
+    and nothing is prepared. With ``resume``, a message recorded before but never answered (the process stopped, or
     the database went away, in between) is answered now instead of being treated as a duplicate. The prompt is
     fitted to ``prompt_budget`` estimated tokens when it is given (the model's context window)."""
     identity = uow.users.identify(message.platform, message.user_id, display_name=message.display_name,
@@ -119,9 +112,10 @@ def prepare_turn(uow: UnitOfWork, message: IncomingMessage, config: Conversation
     if seen is not None:
         turn_id = seen.id
     else:
-        turn_id = _record_user_turn(uow, message, user_id, chat.id, session.id, text, paused=paused)
-        if turn_id is None:  # the same message was recorded by another process a moment ago
+        recorded = _record_user_turn(uow, message, user_id, chat.id, session.id, text, paused=paused)
+        if recorded is None:  # the same message was recorded by another process a moment ago
             return _duplicate(uow, uow.turns.by_platform_message(chat.id, "user", str(message.message_id)))
+        turn_id = recorded
         session.turn_count += 1
     session.updated_at = now
     strategy = ResponseStrategy.from_json(session.next_strategy) if config.emotion_enabled else PLAIN_STRATEGY
@@ -291,16 +285,12 @@ def _never_answered(uow: UnitOfWork, seen: ConversationTurn) -> bool:
     return uow.turns.reply_in_session(seen.user_id, seen.session_id, seen.id) is None
 
 
-def _duplicate(uow: UnitOfWork, seen: ConversationTurn | None) -> PreparedTurn:
+def _duplicate(uow: UnitOfWork, seen: ConversationTurn | None) -> Reply:
     """A message handled before: the reply given then (empty while it is still being answered)."""
     if seen is None:
         raise RuntimeError("a duplicate message vanished while it was being checked")
     answer = uow.turns.reply_in_session(seen.user_id, seen.session_id, seen.id)
-    reply = Reply(text=answer.text if answer else "", emotion=UNKNOWN, strategy=PLAIN_STRATEGY, duplicate=True)
-    return PreparedTurn(user_id=seen.user_id, chat_id=seen.chat_id, session_id=seen.session_id or 0,
-                        user_turn_id=seen.id, timezone="UTC", is_private=True, text=seen.text,
-                        strategy=PLAIN_STRATEGY, recall=None, prompt=None, offline_view=None, paused=False,
-                        warnings=(), duplicate=reply)
+    return Reply(text=answer.text if answer else "", emotion=UNKNOWN, strategy=PLAIN_STRATEGY, duplicate=True)
 
 
 def _sent_at(message: IncomingMessage, now: datetime) -> datetime:

@@ -32,6 +32,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from shared import log_context
 from shared.attachments.vision import IMAGE_TOKENS
@@ -50,8 +51,9 @@ from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, Warn
 from shared.emotion import UNKNOWN, Emotion
 from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
-from shared.llm.client import ChatModel, ContextOverflow, LLMUnavailable, TurnCompletion
+from shared.llm.client import ChatModel, ContextOverflow, TurnCompletion
 from shared.llm.metering import CallUsage, metered
+from shared.llm.retries import LLMUnavailable
 from shared.llm.transcription import Transcriber
 from shared.llm.turn_schema import TurnOutput
 from shared.metrics import record
@@ -61,6 +63,9 @@ from shared.repositories.uow import UnitOfWork
 from shared.speech.non_answers import non_answer
 from shared.usage.quota import QuotaHold, QuotaState, call_ceiling, reserve, settle
 from shared.usage.texts import quota_notice
+
+if TYPE_CHECKING:
+    from shared.repositories.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +77,9 @@ class ConversationService:
     """Answers messages. One instance per process, shared by every chat."""
 
     def __init__(self, uow_factory: Callable[[], UnitOfWork], config: ConversationConfig, *,
-                 chat_model: ChatModel | None, embedder: Embedder | None = None, vectors=None,
+                 chat_model: ChatModel | None, embedder: Embedder | None = None, vectors: VectorIndex | None = None,
                  offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None,
-                 dispatch: Callable[[tuple[int, ...]], None] | None = None,
+                 dispatch: Callable[[tuple[int, ...]], object] | None = None,
                  message_limit: SharedLimit | None = None, transcriber: Transcriber | None = None,
                  fetch_limit: SharedLimit | None = None) -> None:
         self.uow_factory = uow_factory
@@ -134,8 +139,8 @@ class ConversationService:
         budget = await self.chat_model.aprompt_budget() if self.chat_model is not None else None
         prepared = await patiently(lambda retrying: self._prepare(message, vector, resume or retrying, budget),
                                    self.config.database_patience, on_delay, what="a message")
-        if prepared.duplicate is not None:
-            return prepared.duplicate
+        if isinstance(prepared, Reply):  # handled before: the reply given then
+            return prepared
         prepared, hold = await self._reserve(prepared, on_delay)
         prepared_at = time.perf_counter()
         with metered("turn") as answering:
@@ -185,7 +190,7 @@ class ConversationService:
                                 chat_title=row.chat.title) for row in rows]
 
     def _prepare(self, message: IncomingMessage, vector: list[float] | None, resume: bool,
-                 budget: int | None) -> PreparedTurn:
+                 budget: int | None) -> PreparedTurn | Reply:
         with self.uow_factory() as uow:
             prepared = prepare_turn(uow, message, self.config, now=self.clock(), query_vector=vector,
                                     vectors=self.vectors, resume=resume, prompt_budget=budget)
@@ -239,7 +244,8 @@ class ConversationService:
     async def _complete(self, prepared: PreparedTurn, on_busy: OnBusy | None) -> TurnResult:
         """The one LLM call; offline when there is no LLM, the user is over quota, no model slot came free
         in time, the call fails, or its answer holds nothing to show."""
-        if self.chat_model is None:
+        model = self.chat_model
+        if model is None:
             return self._offline(prepared, warning=None)
         if prepared.quota.over:  # the operator reads it here and in ``mnemo usage``; the user, a notice
             log.info("over today's token allowance (LLM_DAILY_TOKENS_PER_%s): answered offline",
@@ -254,23 +260,23 @@ class ConversationService:
                                notice=flood_notice(prepared.language.chinese, wait))
         async with self.gate.slot(on_busy) as admitted:
             if admitted:
-                return await self._ask_model(prepared)
+                return await self._ask_model(model, prepared)
         log.warning("every model slot stayed taken (TURN_LLM_CONCURRENCY, TURN_QUEUE_SECONDS): answered offline")
         return replace(self._offline(prepared, warning=WarningCode.BUSY, busy=True),
                        notice=busy_notice(prepared.language.chinese))
 
-    async def _ask_model(self, prepared: PreparedTurn, *, refit: bool = True) -> TurnResult:
+    async def _ask_model(self, model: ChatModel, prepared: PreparedTurn, *, refit: bool = True) -> TurnResult:
         try:
             image = image_for_model(prepared.attachments)
-            completion = await (self.chat_model.acomplete_turn(prepared.prompt.messages, image=image) if image
-                                else self.chat_model.acomplete_turn(prepared.prompt.messages))
+            completion = await (model.acomplete_turn(prepared.prompt.messages, image=image) if image
+                                else model.acomplete_turn(prepared.prompt.messages))
         except ContextOverflow as exc:
-            refitted = await self._refit(prepared) if refit else None
+            refitted = await self._refit(model, prepared) if refit else None
             if refitted is None:
                 log.warning("the prompt does not fit the model's context window, answering offline: %s", exc)
                 return self._offline(prepared, warning=WarningCode.CONTEXT_OVERFLOW)
             log.info("%s: asking again with the conversation fitted to it", exc)
-            return replace(await self._ask_model(refitted, refit=False), prompt=refitted.prompt)
+            return replace(await self._ask_model(model, refitted, refit=False), prompt=refitted.prompt)
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, answering offline: %s", exc)
             return self._offline(prepared, warning=WarningCode.MODEL_UNAVAILABLE)
@@ -294,11 +300,11 @@ class ConversationService:
         untrusted = TurnWarning.of(WarningCode.MODEL_ANSWER_UNTRUSTED, problem=completion.problem or "")
         return TurnResult(output=reply, emotion=UNKNOWN, offline=False, trusted=False, warnings=(untrusted,))
 
-    async def _refit(self, prepared: PreparedTurn) -> PreparedTurn | None:
+    async def _refit(self, model: ChatModel, prepared: PreparedTurn) -> PreparedTurn | None:
         """``prepared`` with its prompt built again for the window the model just named, when that is smaller than
         the one it was built for (None: it is not, and asking again cannot help)."""
         inputs = prepared.prompt_inputs
-        budget = await self.chat_model.aprompt_budget()
+        budget = await model.aprompt_budget()
         if inputs is None or (inputs.prompt_budget_tokens is not None and budget >= inputs.prompt_budget_tokens):
             return None
         inputs = replace(inputs, prompt_budget_tokens=budget)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -25,8 +27,9 @@ def make_engine(url: str, **options: object) -> Engine:
                                    "connect_args": {"prepare_threshold": None}}
     if "poolclass" not in options:
         defaults.update(pool_size=5, max_overflow=10)
-    if "connect_args" in options:
-        options = {**options, "connect_args": {"prepare_threshold": None, **options["connect_args"]}}
+    given = options.get("connect_args")
+    if isinstance(given, Mapping):
+        options = {**options, "connect_args": {"prepare_threshold": None, **given}}
     defaults.update(options)
     return create_engine(sqlalchemy_url(url), **defaults)
 

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, TextClause, text
 
 from shared.db.lease_models import LeaseRow
 
@@ -62,7 +62,8 @@ class Lease:
 
     def current_holder(self) -> str | None:
         with self.engine.connect() as connection:
-            return connection.scalar(HOLDER_OF, {"name": self.name})
+            holder: str | None = connection.scalar(HOLDER_OF, {"name": self.name})
+        return holder
 
     @contextmanager
     def kept(self, on_lost: Callable[[], None]) -> Iterator[None]:
@@ -98,8 +99,8 @@ class Lease:
                 on_lost()
                 return
 
-    def _run(self, statement) -> bool:
+    def _run(self, statement: TextClause) -> bool:
         with self.engine.begin() as connection:
-            holder = connection.scalar(statement, {"name": self.name, "holder": self.holder,
-                                                   "seconds": self.seconds})
+            holder: str | None = connection.scalar(statement, {"name": self.name, "holder": self.holder,
+                                                               "seconds": self.seconds})
         return holder == self.holder

@@ -27,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import Mapped, mapped_column, validates
 
-from shared.db.models import (
+from shared.db.kinds import (
     EVENT_ACTIONS,
     EVENT_ACTORS,
     MEMORY_SOURCES,
@@ -36,12 +36,8 @@ from shared.db.models import (
     OUTBOX_STATUSES,
     TODO_KINDS,
     TODO_STATUSES,
-    TSVECTOR_SQL,
-    Base,
-    created_column,
-    one_of,
-    user_fk,
 )
+from shared.db.models import TSVECTOR_SQL, Base, created_column, one_of, user_fk
 from shared.text import without_bidi_controls
 
 

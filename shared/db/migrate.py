@@ -7,7 +7,7 @@ from pathlib import Path
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import pool
+from sqlalchemy import Connection, pool
 
 from alembic import command
 from shared.db.engine import make_engine
@@ -54,5 +54,5 @@ def current_revision(database_url: str) -> str | None:
         engine.dispose()
 
 
-def current_revision_of(connection) -> str | None:
+def current_revision_of(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()

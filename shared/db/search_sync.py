@@ -8,7 +8,10 @@ never do. A bulk insert (:mod:`shared.repositories.bulk_rows`) fills them with
 
 from __future__ import annotations
 
-from sqlalchemy import event, inspect
+from typing import Any
+
+from sqlalchemy import Connection, event, inspect
+from sqlalchemy.orm import InstanceState, Mapper
 
 from shared.db.memory_models import Episode, Memory
 from shared.search.tokenizer import TOKENIZER_VERSION, search_text
@@ -25,12 +28,12 @@ def refresh_search_tokens(target: Memory | Episode) -> None:
     target.tokenizer_version = TOKENIZER_VERSION
 
 
-def _before_insert(_mapper, _connection, target) -> None:
+def _before_insert(_mapper: Mapper[Any], _connection: Connection, target: Memory | Episode) -> None:
     refresh_search_tokens(target)
 
 
-def _before_update(_mapper, _connection, target) -> None:
-    state = inspect(target)
+def _before_update(_mapper: Mapper[Any], _connection: Connection, target: Memory | Episode) -> None:
+    state: InstanceState[Memory | Episode] = inspect(target)
     stale = target.tokenizer_version != TOKENIZER_VERSION
     if stale or any(state.attrs[name].history.has_changes() for name in _WATCHED[type(target)]):
         refresh_search_tokens(target)

@@ -32,6 +32,7 @@ from datetime import timedelta
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
+from shared.db.results import rows_changed
 from shared.db.update_models import PlatformUpdate
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class UpdateInHand:
     def mark(self, session: Session) -> None:
         """Mark it handled in ``session``'s transaction; raises when another attempt did."""
         values = {"platform": self.platform, "update_id": self.update_id, "attempt": self.attempt}
-        if session.execute(MARK, values).rowcount == 0:
+        if rows_changed(session.execute(MARK, values)) == 0:
             raise UpdateHandledElsewhere(f"update {self.update_id} was handled by another attempt")
 
 

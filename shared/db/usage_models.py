@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, Index, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from shared.db.models import USAGE_KINDS, Base, created_column, one_of
+from shared.db.kinds import USAGE_KINDS
+from shared.db.models import Base, created_column, one_of
 
 MAX_MODEL_CHARS = 200
 NO_CHAT = 0

@@ -35,8 +35,9 @@ from itertools import groupby
 from typing import Any
 
 from shared.db.memory_models import Memory
-from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.client import ChatModel
 from shared.llm.metering import CallUsage, metered
+from shared.llm.retries import LLMUnavailable
 from shared.memory.policy import DEDUP_TIERS, PREFERRED_TIERS
 from shared.repositories.memories import snapshot
 from shared.repositories.memory_sweeps import DedupRow

@@ -23,12 +23,14 @@ from shared.commands.memories import forget_for_real, forget_rounds
 from shared.conversation.extraction_timing import BATCH_TURNS
 from shared.conversation.offline import extract_statements
 from shared.db.memory_models import Memory
-from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.client import ChatModel
 from shared.llm.metering import metered
+from shared.llm.retries import LLMUnavailable
 from shared.llm.turn_schema import TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
 from shared.memory.about import read_entities, read_when
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS, MODEL_CHANGED_TIERS, importance_of
-from shared.memory.writes import StatedMemory, store_stated_memories
+from shared.memory.stated import StatedMemory
+from shared.memory.writes import store_stated_memories
 from shared.recall.round_keys import rekey_rounds
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork

@@ -10,6 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from shared.db.models import Chat, ConversationSession, ConversationTurn, Identity
+from shared.db.results import rows_changed
 from shared.text import clean_text
 
 
@@ -97,7 +98,7 @@ class SessionRepository:
             .where(ConversationSession.id == session_id, ConversationSession.closed_at.is_(None))
             .values(closed_at=now)
         )
-        return result.rowcount == 1
+        return rows_changed(result) == 1
 
 
 class TurnRepository:

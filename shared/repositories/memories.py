@@ -111,7 +111,7 @@ class MemoryRepository:
             return []
         query_expr = func.to_tsquery(literal_column("'simple'::regconfig"), tsquery)
         rank = func.ts_rank(Memory.search_tsv, query_expr).label("rank")
-        query: Select = (
+        query: Select[Memory, float] = (
             select(Memory, rank)
             .where(Memory.user_id == user_id, active(), Memory.search_tsv.op("@@")(query_expr))
             .order_by(rank.desc(), Memory.id.desc())

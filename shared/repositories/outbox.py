@@ -31,11 +31,11 @@ class OutboxRepository:
                                   "log_context": log_context.carried() or None}
         if available_at is not None:
             values["available_at"] = available_at
-        statement = insert(OutboxJob).values(**values).returning(OutboxJob.id)
+        statement = insert(OutboxJob).values(**values)
         if dedup_key is not None:
             statement = statement.on_conflict_do_nothing(
                 index_elements=["dedup_key"], index_where=OutboxJob.dedup_key.is_not(None))
-        return self.session.execute(statement).scalar_one_or_none()
+        return self.session.execute(statement.returning(OutboxJob.id)).scalar_one_or_none()
 
     def add_each(self, task: str, jobs: dict[str, dict[str, Any]], *, user_id: int | None = None) -> None:
         """Record one job per dedup key (key) with its payload (value), in one statement; a key already

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import BigInteger, Float, text
+from sqlalchemy import BigInteger, Float, TextClause, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from shared.db.memory_models import Memory
@@ -153,7 +153,7 @@ scoped lexemes already hold only the user's rows; the user is still tested, thro
 does not AND in every one of the user's index entries (43,000 for the heaviest, more than the matches)."""
 
 
-def bm25_statement(table: str, active: str, text_column: str, matches: str = SHARED_INDEX_OFF):
+def bm25_statement(table: str, active: str, text_column: str, matches: str = SHARED_INDEX_OFF) -> TextClause:
     """:data:`BM25_SQL_TEMPLATE` for one kind of searchable row (memories, rounds)."""
     shaped = (BM25_SQL_TEMPLATE.replace("{table}", table).replace("{active}", active)
               .replace("{text}", text_column).replace("{matches}", matches))

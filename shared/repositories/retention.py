@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Episode, MemoryEvent
 from shared.db.models import ConversationTurn
+from shared.db.results import rows_changed
 from shared.db.token_models import OneTimeToken
 
 Aging = type[Episode] | type[ConversationTurn] | type[MemoryEvent]
@@ -61,7 +62,7 @@ class RetentionRepository:
 
     def delete_expired_tokens(self, now: datetime) -> int:
         """Delete one-time tokens (confirmations, link codes, panel links) past their expiry; returns how many."""
-        return self.session.execute(delete(OneTimeToken).where(OneTimeToken.expires_at <= now)).rowcount
+        return rows_changed(self.session.execute(delete(OneTimeToken).where(OneTimeToken.expires_at <= now)))
 
     def _claim(self, model: Aging, condition: ColumnElement[bool], after_id: int, limit: int) -> list[int]:
         query = (select(model.id).where(condition, model.id > after_id).order_by(model.id).limit(limit)

@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
     DateTime,
     Float,
+    Row,
     Text,
     func,
     or_,
@@ -153,7 +155,8 @@ class RoundRepository:
                 .where(Memory.user_id == user_id, Memory.source_turn_id.in_(turn_ids),
                        Memory.deleted_at.is_(None), Memory.superseded_by.is_(None))
                 .order_by(Memory.id)):
-            facts.setdefault(source, []).append(content)
+            if source is not None:  # never: the query asks for the given turns
+                facts.setdefault(source, []).append(content)
         return [RoundMaterial(turn_id, line, reply_line, tuple(facts.get(turn_id, ())))
                 for turn_id, line, reply_line in rows]
 
@@ -201,7 +204,7 @@ def reply_text_of(turn: type[ConversationTurn]) -> ColumnElement[str | None]:
     return func.coalesce(by_link, first_after)
 
 
-def _round(row) -> Round:
+def _round(row: Row[Any]) -> Round:
     return Round(turn_id=row.id, said_at=row.created_at, session_id=row.session_id, line=row.text, reply=row.reply,
                  search_tokens=row.search_tokens)
 

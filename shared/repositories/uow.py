@@ -11,6 +11,7 @@ race (serialization failure, deadlock, lock or statement time-out) as :class:`Da
 from __future__ import annotations
 
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
@@ -28,6 +29,7 @@ from shared.repositories.operations import OperationsRepository
 from shared.repositories.outbox import OutboxRepository
 from shared.repositories.people import ChatRepository, UserRepository
 from shared.repositories.profiles import ProfileRepository
+from shared.repositories.protocol import UnitOfWorkProtocol
 from shared.repositories.reminders import TodoRepository
 from shared.repositories.retention import RetentionRepository
 from shared.repositories.round_records import RoundRecordRepository
@@ -102,3 +104,7 @@ class UnitOfWork:
 
     def rollback(self) -> None:
         self.session.rollback()
+
+
+if TYPE_CHECKING:  # mypy holds the real unit of work to the protocol the fake one keeps too
+    _conforms: type[UnitOfWorkProtocol] = UnitOfWork

@@ -58,13 +58,26 @@ def _record_statement(calls: int, kinds: int) -> TextClause:
 class SpentCall(Protocol):
     """One request as :class:`shared.llm.metering.CallUsage` describes it."""
 
-    kind: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    cached_tokens: int
-    estimated: bool
-    latency_ms: int
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    def completion_tokens(self) -> int: ...
+
+    @property
+    def cached_tokens(self) -> int: ...
+
+    @property
+    def estimated(self) -> bool: ...
+
+    @property
+    def latency_ms(self) -> int: ...
 
 
 class UsageRepository:

@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from shared.db.results import rows_changed
 from shared.db.web_session_models import WebSession
 
 
@@ -41,4 +42,4 @@ class WebSessionRepository:
         self.session.execute(delete(WebSession).where(WebSession.user_id == user_id))
 
     def drop_expired(self, now: datetime) -> int:
-        return self.session.execute(delete(WebSession).where(WebSession.expires_at <= now)).rowcount
+        return rows_changed(self.session.execute(delete(WebSession).where(WebSession.expires_at <= now)))

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from functools import cache, lru_cache
 from importlib import resources
 from itertools import pairwise
+from typing import Any
 
 TOKENIZER_VERSION = 4
 
@@ -136,7 +137,7 @@ def stop_words() -> frozenset[str]:
 
 
 @cache
-def _posseg():
+def _posseg() -> Any:  # jieba.posseg (jieba publishes no types)
     """jieba's tagger, initialised once (loading its dictionary takes about a second)."""
     import jieba
     import jieba.posseg
@@ -212,11 +213,12 @@ def search_text(parts: Iterable[str | None]) -> str:
 @lru_cache(maxsize=STEM_CACHE_WORDS)
 def _english_stem(word: str) -> str:
     with _STEMMER_LOCK:
-        return _stemmer().stemWord(word)
+        stem: str = _stemmer().stemWord(word)
+        return stem
 
 
 @cache
-def _stemmer():
+def _stemmer() -> Any:  # a snowballstemmer stemmer (the library publishes no types)
     import snowballstemmer  # 30 ms for all its languages: loaded on first use or by warm_up
 
     return snowballstemmer.stemmer(STEMMER_ALGORITHM)
@@ -233,8 +235,9 @@ def _words(chunk: str) -> Iterable[str]:
         yield word.replace("'", "")
 
 
-def _kept_repeats(match: re.Match) -> str:
-    return match.group(1) * REPEATS_KEPT
+def _kept_repeats(match: re.Match[str]) -> str:
+    repeated: str = match.group(1)
+    return repeated * REPEATS_KEPT
 
 
 def _chinese(run: str, expand: bool, budgets: tuple[HmmBudget, HmmBudget | None]) -> Iterable[str]:
@@ -254,7 +257,7 @@ def _chinese(run: str, expand: bool, budgets: tuple[HmmBudget, HmmBudget | None]
             yield word[-1]
 
 
-def _tagged(posseg, run: str, budgets: tuple[HmmBudget, HmmBudget | None]) -> list:
+def _tagged(posseg: Any, run: str, budgets: tuple[HmmBudget, HmmBudget | None]) -> list[Any]:
     """jieba's tagged words of ``run``: with its guesses at unknown words if they fit the budgets, else as
     the dictionary alone cuts them (the same words when there is nothing to guess)."""
     plain = list(posseg.cut(run, HMM=False))
@@ -268,7 +271,7 @@ def _tagged(posseg, run: str, budgets: tuple[HmmBudget, HmmBudget | None]) -> li
     return list(posseg.cut(run, HMM=True))
 
 
-def _guess_cost(plain: list, frequencies: dict[str, int]) -> int:
+def _guess_cost(plain: list[Any], frequencies: dict[str, int]) -> int:
     """State pairs the tagger's model would weigh on ``plain``'s unknown spans: runs of two or more
     one-character words that together are no dictionary word (exactly what ``HMM=True`` sends to it)."""
     cost = 0

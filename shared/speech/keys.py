@@ -38,6 +38,10 @@ def key_text(key: str | None, language: str) -> str | None:
     """The key as a reader of ``language`` (``en`` or ``zh``) sees it; None when there is no key."""
     if not key:
         return None
+    return _read(key, language)
+
+
+def _read(key: str, language: str) -> str:
     chinese = language == "zh"
     if key in WHOLE_KEYS:
         return WHOLE_KEYS[key][chinese]
@@ -54,7 +58,7 @@ def key_texts(key: str | None) -> dict[str, str] | None:
     """The key as read in each of :data:`LANGUAGES` (what the web panel picks from); None when there is none."""
     if not key:
         return None
-    return {language: key_text(key, language) for language in LANGUAGES}
+    return {language: _read(key, language) for language in LANGUAGES}
 
 
 def _topic(words: str, chinese: bool) -> str:

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from shared.speech.acts import Sentence, sentences
 from shared.speech.guard import near_same, said_by_bot
@@ -78,7 +79,7 @@ def statement_keys(text: str) -> list[tuple[str, str]]:
 
 def _in_sentence(sentence: Sentence) -> list[Statement]:
     body = sentence.body.replace("’", "'")
-    matches = _matches(body)
+    matches: list[Found] = list(_matches(body))
     clause_starts = [0] + [m.end() for m in _CLAUSE_BREAK.finditer(body)]
     if matches:  # one fact per memory: a clause that says another fact without its subject is a statement too
         matches = sorted(matches + _subjectless(body, clause_starts, matches), key=lambda pair: pair[0].start())
@@ -112,17 +113,21 @@ class _Shifted:
     def end(self) -> int:
         return self._end
 
-    def group(self, *names):
+    def group(self, *names: str | int) -> str | Any:
         return self._match.group(*names)
 
-    def groupdict(self):
+    def groupdict(self) -> dict[str, str | Any]:
         return self._match.groupdict()
 
 
-def _subjectless(body: str, clause_starts: list[int], found) -> list:
+Found = tuple[re.Match[str] | _Shifted, StatementRule]
+"""A rule's match in a sentence, or in one of its clauses with the subject put back."""
+
+
+def _subjectless(body: str, clause_starts: list[int], found: list[Found]) -> list[Found]:
     """Statements of the clauses no rule matched, read with the speaker put back as their subject: "我住在杭州，
     在一家银行工作" holds two facts, "I live in Porto, work at a bakery" too."""
-    extra = []
+    extra: list[Found] = []
     ends = [*clause_starts[1:], len(body) + 1]
     for start, end in zip(clause_starts, ends, strict=True):
         clause = body[start:end].rstrip("，,").strip()
@@ -155,11 +160,11 @@ def _matches(body: str) -> list[tuple[re.Match[str], StatementRule]]:
     return sorted(chosen, key=lambda pair: pair[0].start())
 
 
-def _object(match: re.Match[str]) -> str:
+def _object(match: re.Match[str] | _Shifted) -> str:
     return _OBJECT_TAIL.sub("", (match.groupdict().get("object") or "").strip(" '\"“”")).strip()
 
 
-def _key(rule: StatementRule, match: re.Match[str]) -> tuple[str, str] | None:
+def _key(rule: StatementRule, match: re.Match[str] | _Shifted) -> tuple[str, str] | None:
     """The (type, predicate) a match stands for; None when its object is not plausible."""
     obj = _object(match)
     if not plausible(rule.check, obj):

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shared.settings import Settings
 
 TOKENS_PER_PRICE_UNIT = 1_000_000
 """Prices are per million tokens (``LLM_PRICE_*_PER_MTOK``)."""
@@ -50,7 +54,7 @@ class QuotaPolicy:
         return self.per_chat is not None and used >= self.per_chat
 
     @classmethod
-    def from_settings(cls, settings) -> QuotaPolicy:
+    def from_settings(cls, settings: Settings) -> QuotaPolicy:
         return cls(settings.llm_daily_tokens_per_user, settings.llm_daily_tokens_per_chat)
 
     def remaining(self, used: int, *, lifted: bool) -> int | None:
@@ -68,7 +72,7 @@ class UsagePolicy:
     prices: Prices = field(default_factory=Prices)
 
     @classmethod
-    def from_settings(cls, settings) -> UsagePolicy:
+    def from_settings(cls, settings: Settings) -> UsagePolicy:
         return cls(QuotaPolicy.from_settings(settings),
                    Prices(settings.llm_price_input_per_mtok, settings.llm_price_cached_input_per_mtok,
                           settings.llm_price_output_per_mtok, settings.llm_price_currency))

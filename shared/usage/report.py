@@ -87,7 +87,9 @@ def user_usage(uow: UnitOfWork, user_id: int, now: datetime, policy: UsagePolicy
     lifted = user is not None and user.quota_lifted_at is not None
     used = windows[0].totals.tokens
     remaining = policy.quota.remaining(used, lifted=lifted)
-    allowance = None if remaining is None else Allowance(policy.quota.per_user, used, remaining, next_usage_day(now))
+    per_user = policy.quota.per_user
+    allowance = (None if remaining is None or per_user is None
+                 else Allowance(per_user, used, remaining, next_usage_day(now)))
     return UserUsage(windows, allowance, lifted, policy.prices.currency if policy.prices.known else None)
 
 

@@ -126,11 +126,12 @@ def test_the_prompt_says_which_rounds_it_shows(service, llm, clock, uow_factory)
     next_sitting(clock)
     with uow_factory() as uow:
         from shared.conversation.messages import IncomingMessage
-        from shared.conversation.prepare import prepare_turn
+        from shared.conversation.prepare import PreparedTurn, prepare_turn
 
         message = IncomingMessage(platform="telegram", chat_id="c1", user_id="u1", text="When do I fly to Tokyo?",
                                   sent_at=clock.now, is_private=True, display_name="Alice")
         prepared = prepare_turn(uow, message, CONFIG, now=clock.now, query_vector=None, vectors=None)
+        assert isinstance(prepared, PreparedTurn)
         assert turn_id in prepared.prompt.round_ids
         uow.rollback()
 

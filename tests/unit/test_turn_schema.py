@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.db.models import MEMORY_TYPES
+from shared.db.kinds import MEMORY_TYPES
 from shared.llm.turn_schema import (
     MAX_CONTEXT_VARIABLES,
     MAX_MEMORY_ENTRIES,
