@@ -44,6 +44,9 @@ _CODE = re.compile(r"(?<![A-Za-z0-9/_+=.-])[A-Za-z0-9/_+=.-]{8,256}")
 _LETTER = re.compile(r"[A-Za-z]")
 _IDENTIFIER = re.compile(r"(?<![\w\"'`])[\"'`]?[A-Za-z][A-Za-z0-9]{0,63}(?:_[A-Za-z0-9]{1,64}){1,8}[\"'`]?[.:,;]?")
 """A name from code or a schema ("user_reply", "memory_update"), never a reply."""
+_FIELD_LEAD = re.compile(r"\A[\"'`]?[a-z][a-z0-9]{0,63}(?:_[a-z0-9]{1,64}){1,8}[\"'`]?\s*[:=]")
+"""A reply that opens with such a name as a key ("your_reply_to_me: …", the real server's answer): the schema
+leaking, not speech."""
 _LINK = re.compile(r"(?:https?://|www\.)[^\s<>\"]+|(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[\w.-]+", re.IGNORECASE)
 _ASKS_FOR_A_LINK = re.compile(r"\b(?:links?|url|website|site|web ?page|e-?mail|address)\b|网址|链接|网站|邮箱",
                               re.IGNORECASE)
@@ -120,7 +123,7 @@ def non_answer(reply: str, message: str, instructions: str = "") -> str | None:
         return "the message repeated"
     if _only_links(reply):
         return None if _ASKS_FOR_A_LINK.search(message) else "only a link"
-    if _IDENTIFIER.fullmatch(reply.strip()):
+    if _IDENTIFIER.fullmatch(reply.strip()) or _FIELD_LEAD.match(reply.lstrip()):
         return "a field name"
     if _only_codes(reply):
         return None if asked.figure else "only a code"

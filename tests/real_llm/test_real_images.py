@@ -25,6 +25,7 @@ from shared.attachments.texts import turn_line
 from shared.attachments.vision import image_count
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
+from shared.conversation.warning_texts import WarningCode
 from shared.db.models import ConversationTurn
 from tests.fakes.recording_proxy import RecordingProxy
 from tests.real_llm.test_real_model_replies import CONFIG, model_on
@@ -57,10 +58,11 @@ def test_photos_sent_to_the_real_text_only_server_lose_no_turn(real_llm_url, uow
     print(json.dumps({"statuses": [request.status for request in requests],
                       "images": [image_count(request.body["messages"]) for request in requests],
                       "images_refused": model.endpoint.images_refused,
-                      "replies": [[reply.text, reply.offline, reply.notice] for reply in replies], "lines": lines},
+                      "replies": [[reply.text, reply.offline, reply.notice, [str(w) for w in reply.warnings]]
+                                  for reply in replies], "lines": lines},
                      ensure_ascii=False))
     assert any(image_count(request.body["messages"]) for request in requests)  # auto tried the image
     assert all(reply.text.strip() for reply in replies)  # every photo answered, by the model or offline
-    assert not any("unavailable" in warning for reply in replies for warning in reply.warnings)
+    assert not any(warning.code is WarningCode.MODEL_UNAVAILABLE for reply in replies for warning in reply.warnings)
     assert [line.split("\n")[0] for line in lines] == list(CAPTIONS)  # no turn lost, each with its caption
     assert all("[photo" in line for line in lines)

@@ -39,6 +39,8 @@ NON_ANSWERS = [
     ("0", "remind me in 2 minutes to check the kettle", "only a number"),  # Gemma 3 270M, on the real server
     ("5", "10分钟后提醒我关火", "only a number"),
     (":1234567890", "Hi, I'm Sam and I live in Denver.", "only a number"),  # the real server, through Telegram
+    ("your_reply_to_me: mochi@example.com", "Mochi again, on the sofa.", "a field name"),  # the real server
+    ('"memory_update": nothing to store', "我今天去爬山了", "a field name"),
     ("(2) 3-4", "我今天去爬山了", "only a number"),
     ("1456280", "Hi! My name is Lin and I live in Lisbon.", "only a number"),
     ("703165", "我很喜欢喝茉莉花茶。", "only a number"),
