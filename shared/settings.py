@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.access.config import AccessSettings
@@ -211,6 +211,13 @@ class Settings(AccessSettings, BaseSettings):
         if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be a redis://, rediss:// or unix:// URL")
         return value
+
+    @model_validator(mode="after")
+    def _panel_follows_the_api_port(self) -> Settings:
+        """Unset, the panel's address is the API's own on this machine: ``API_PORT=8090`` moves the /panel links too."""
+        if "panel_public_url" not in self.model_fields_set and self.api_port:
+            self.panel_public_url = f"http://127.0.0.1:{self.api_port}"
+        return self
 
     @field_validator("llm_base_url", "embedding_base_url", "discord_api_base_url", "telegram_api_base_url",
                      "transcription_base_url",

@@ -160,3 +160,11 @@ def test_the_secret_values_are_the_tokens_and_every_password_inside_a_url(monkey
     monkeypatch.setenv("LLM_BASE_URL", "https://llm.example/v1?key=llm-q-secret")
     found = load_settings().secret_values()
     assert {"42424242:tg-secret", "adm-" + "9" * 30, "pg%40pw", "pg@pw", "llm-q-secret"} <= set(found)
+
+
+def test_the_panels_address_follows_the_api_port_unless_it_is_set():
+    assert Settings(_env_file=None).panel_public_url == "http://127.0.0.1:8080"
+    assert Settings(_env_file=None, api_port=18123).panel_public_url == "http://127.0.0.1:18123"
+    assert Settings(_env_file=None, api_port=0).panel_public_url == "http://127.0.0.1:8080"  # a free port: as set
+    moved = Settings(_env_file=None, api_port=9000, panel_public_url="https://mnemo.example.org")
+    assert moved.panel_public_url == "https://mnemo.example.org"
