@@ -39,7 +39,7 @@ from worker.celery_app import app, configure
 from worker.tasks import send_task
 
 ROOT = Path(__file__).resolve().parents[2]
-REDIS_URL = "redis://127.0.0.1:6379/7"
+REDIS_URL = "redis://127.0.0.1:6379/7"  # shared with tests/integration/test_model_gate.py: the same xdist group
 MODEL_SECONDS = 2.0
 JOBS = 8
 THREADS = 4

@@ -36,7 +36,8 @@ from shared.settings import Settings
 from worker import context as worker_context
 from worker import tasks
 
-GATE_REDIS = "redis://127.0.0.1:6379/7"  # a Redis database no other test uses
+GATE_REDIS = "redis://127.0.0.1:6379/7"  # shared with tests/e2e/test_model_pool.py: every other database is taken
+pytestmark = pytest.mark.xdist_group("test_model_pool")  # so both run on one test process, one after the other
 CALL_SECONDS = 0.5
 """One call's time on the fake server."""
 BACKGROUND_CALLERS = 3
