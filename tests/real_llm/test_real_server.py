@@ -40,7 +40,7 @@ grammar (checked against its 262k-token vocabulary) brings it to about 6 tokens/
 EXTRACTION_WAIT_SECONDS = 300
 STARTUP_SECONDS = 20  # the worker, beat and API load beside the console before the person types
 BROKER = "redis://127.0.0.1:6379/10"  # a Redis database no other test uses
-REPLY = re.compile(r"(Mnemo(?: \(offline\))?)> (.*)")
+REPLY = re.compile(r"(Mnemo(?: \(offline\)|（离线）)?)> (.*)")  # bot/console.py OFFLINE_LABEL, per language
 FIELD_NAMES = ("memory_update", "should_store", "context_variables", '"response"')
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "real-llm.json"
 
