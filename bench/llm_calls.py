@@ -13,6 +13,8 @@ from typing import Any
 
 TURN = "turn"
 EXTRACTION = "extraction"
+SITTING = "sitting"
+"""A closed sitting's last monitor read and its summary in one call (shared/lifecycle/sitting.py)."""
 EPISODE_SUMMARY = "episode_summary"
 REVIEW = "review"
 DEDUP = "dedup"
@@ -26,10 +28,11 @@ def _signatures() -> tuple[tuple[str, str], ...]:
     from shared.lifecycle.episodes import SUMMARY_RULES
     from shared.lifecycle.extraction import MONITOR_RULES
     from shared.lifecycle.reviews import RULES
+    from shared.lifecycle.sitting import SITTING_MARK
 
     review_opening = RULES.split("{", 1)[0]
-    return ((EXTRACTION, MONITOR_RULES), (EPISODE_SUMMARY, SUMMARY_RULES), (DEDUP, CONFIRM_RULES),
-            (REVIEW, review_opening), (TURN, OUTPUT_RULES))
+    return ((SITTING, SITTING_MARK), (EXTRACTION, MONITOR_RULES), (EPISODE_SUMMARY, SUMMARY_RULES),
+            (DEDUP, CONFIRM_RULES), (REVIEW, review_opening), (TURN, OUTPUT_RULES))
 
 
 def request_kind(body: Mapping[str, Any]) -> str:

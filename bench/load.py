@@ -39,7 +39,7 @@ from bench.fakes.discord_gateway import FakeGateway
 from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from bench.hot_path import ROOT, scratch_database
-from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, TURN, count_kinds
+from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, SITTING, TURN, count_kinds
 from bench.stats import percentile
 from bench.worker import background_answer
 from bench.worker_process import stop_group, wait_for
@@ -419,7 +419,7 @@ def model_calls(llm: FakeOpenAI, load: Load, database_url: str) -> dict[str, Any
             waiting = connection.scalar(text(WAITING_TURNS))
     finally:
         engine.dispose()
-    background = sum(count for kind, count in counts.items() if kind in (EXTRACTION, EPISODE_SUMMARY))
+    background = sum(count for kind, count in counts.items() if kind in (EXTRACTION, EPISODE_SUMMARY, SITTING))
     return {"messages": messages, "calls": counts,
             "hot_path_per_message": counts.get(TURN, 0) / messages if messages else 0.0,
             "background_per_message": background / messages if messages else 0.0,

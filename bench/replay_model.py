@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from bench.fakes.openai_server import FakeOpenAI
-from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, TURN, count_kinds, per_message, request_kind
+from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, SITTING, TURN, count_kinds, per_message, request_kind
 
 USER_LINE = re.compile(r"^\[\d+\] USER \([^)]*\): (.+)$", re.MULTILINE)
 NEUTRAL = {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []}
 HOT_PATH = (TURN,)
-PER_MESSAGE = (EXTRACTION, EPISODE_SUMMARY)
+PER_MESSAGE = (EXTRACTION, EPISODE_SUMMARY, SITTING)
 """The background work messages cause; the rest (dedup, reviews) is the nightly maintenance's, per day."""
 
 
@@ -30,18 +30,22 @@ def answer(request: dict) -> dict:
     if kind == TURN:
         return {"emotion": NEUTRAL, "response": "I see.", "memory_update": {"should_store": False, "entries": []},
                 "todos": [], "topic": None, "context_variables": []}
-    if kind == EXTRACTION:
+    if kind in (EXTRACTION, SITTING):
         from shared.memory.policy import MAX_MEMORY_CHARS
 
-        said = USER_LINE.findall(request["messages"][-1]["content"])
-        return {"operations": [
+        said = USER_LINE.findall(request["messages"][-1]["content"])  # the lines it is to read, not [earlier] ones
+        operations = {"operations": [
             {"op": "ADD", "type": "event", "subject": "user", "source": "user_stated", "tier": "long",
              "predicate": f"said_{hashlib.sha1(line.encode()).hexdigest()[:8]}", "content": line[:MAX_MEMORY_CHARS]}
             for line in said] or [{"op": "SKIP"}]}
+        return {**operations, "episode": SUMMARY} if kind == SITTING else operations
     if kind == EPISODE_SUMMARY:
-        return {"summary": "talked about their week", "entities": [], "importance": 1.0,
-                "scratchpad": {"current_focus": "", "open_threads": [], "next_steps": []}, "core_summary": None}
+        return SUMMARY
     return {"operations": [{"op": "SKIP"}]}
+
+
+SUMMARY = {"summary": "talked about their week", "entities": [], "importance": 1.0,
+           "scratchpad": {"current_focus": "", "open_threads": [], "next_steps": []}, "core_summary": None}
 
 
 @contextmanager

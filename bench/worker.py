@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from bench.fakes.openai_server import FakeOpenAI
 from bench.hot_path import REPLY, build_service, message_at, scratch_database
-from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, TURN, count_kinds, per_message, request_kind
+from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, SITTING, TURN, count_kinds, per_message, request_kind
 from bench.prompt_cost import load_replays, prompt_tokens
 from bench.worker_process import WORKER_START_SECONDS, running_worker, wait_for
 from shared.conversation.extraction_timing import ExtractionTiming
@@ -48,19 +49,25 @@ UNSUMMARISED = ("SELECT count(*) FROM conversation_turns WHERE episode_id IS NUL
 
 
 def background_answer(request: dict) -> dict:
-    """The fake LLM at once: the turn reply, one ADD of the first user line, or a short summary."""
+    """The fake LLM at once: the turn reply, one ADD of the first user line to read, a short summary (a closed
+    sitting's shared call: both)."""
     kind = request_kind(request)
     if kind == TURN:
         return REPLY
-    if kind == EXTRACTION:
-        text = request["messages"][-1]["content"]
-        said = text.split(" USER (", 1)[-1].split("): ", 1)[-1].split("\n", 1)[0][:200]
-        return {"operations": [{"op": "ADD", "type": "event", "subject": "user", "predicate": "mentioned",
-                                "content": said, "tier": "long"}]}
+    if kind in (EXTRACTION, SITTING):
+        first = FIRST_LINE_TO_READ.search(request["messages"][-1]["content"])
+        said = first.group(1)[:200] if first else ""
+        operations = {"operations": [{"op": "ADD", "type": "event", "subject": "user", "predicate": "mentioned",
+                                      "content": said, "tier": "long"}] if said else [{"op": "SKIP"}]}
+        return {**operations, "episode": SUMMARY} if kind == SITTING else operations
     if kind == EPISODE_SUMMARY:
-        return {"summary": "talked about their week", "entities": [], "importance": 1.0,
-                "scratchpad": {"current_focus": "", "open_threads": [], "next_steps": []}, "core_summary": None}
+        return SUMMARY
     return {"operations": [{"op": "SKIP"}]}
+
+
+FIRST_LINE_TO_READ = re.compile(r"^\[\d+\] USER \([^)]*\): (.+)$", re.MULTILINE)
+SUMMARY = {"summary": "talked about their week", "entities": [], "importance": 1.0,
+           "scratchpad": {"current_focus": "", "open_threads": [], "next_steps": []}, "core_summary": None}
 
 
 def owed_jobs(engine, ids: list[int] | None = None) -> int:

@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 
 from shared.db.availability import named_failure
 from shared.errors import BrokerUnavailable, DatabaseConflict, DatabaseUnavailable
-from shared.lifecycle import decay, dedup, embedding, episodes, maintenance, reviews
+from shared.lifecycle import decay, dedup, embedding, episodes, maintenance, reviews, sitting
 from shared.lifecycle import extraction as knowledge
 from shared.lifecycle import outbox as jobs
 from shared.metrics import record
@@ -123,9 +123,8 @@ def close_session(job_id: int | None = None, session_id: int = 0) -> None:
         if not owed:
             return
         ctx = context()
-        knowledge.extract_sitting(ctx.uow, ctx.chat_model, session_id, ctx.now())  # what still waits, first
-        episodes.summarise_session(ctx.uow, ctx.chat_model, session_id, ctx.now(),
-                                   default_timezone=ctx.settings.default_timezone)
+        sitting.close_sitting(ctx.uow, ctx.chat_model, session_id, ctx.now(),
+                              default_timezone=ctx.settings.default_timezone)
         _done(job_id)
 
 

@@ -24,7 +24,7 @@ from shared.conversation.extraction_timing import BATCH_TURNS
 from shared.conversation.offline import extract_statements
 from shared.db.memory_models import Memory
 from shared.llm.client import ChatModel
-from shared.llm.metering import metered
+from shared.llm.metering import CallUsage, metered
 from shared.llm.retries import LLMUnavailable
 from shared.llm.turn_schema import TURN_MEMORY_TIERS, TURN_MEMORY_TYPES
 from shared.memory.about import read_entities, read_when
@@ -146,7 +146,7 @@ class ExtractionReport:
 
 
 @dataclass(frozen=True)
-class _Batch:
+class Batch:
     user_id: int
     chat_id: int
     session_id: int | None
@@ -164,16 +164,21 @@ def short_ids(memories: Sequence[RecalledMemory]) -> dict[str, int]:
 
 def build_extraction_messages(turns: Sequence[BatchTurn], memories: Sequence[RecalledMemory]) -> list[dict[str, str]]:
     """The monitor's chat messages: the rules, then recalled memories and the conversation as data."""
-    lines = [f"{short} ({m.type}; {m.subject or '-'} / {m.predicate or '-'}; noted {m.noted_at:%Y-%m-%d}): "
-             f"{_flat(m.content)}" for short, m in zip(short_ids(memories), memories, strict=True)]
+    lines = memory_lines(memories)
     conversation = []
     for number, turn in enumerate(turns, 1):
-        conversation.append(f"[{number}] USER ({turn.said_at:%Y-%m-%d %H:%M} UTC): {_flat(turn.text)}")
+        conversation.append(f"[{number}] USER ({turn.said_at:%Y-%m-%d %H:%M} UTC): {flat(turn.text)}")
         if turn.reply:
-            conversation.append(f"[{number}] BOT (its own words, not the user's): {_flat(turn.reply)}")
+            conversation.append(f"[{number}] BOT (its own words, not the user's): {flat(turn.reply)}")
     data = ("<memories>\n" + ("\n".join(lines) or "(none)") + "\n</memories>\n\n<conversation>\n"
             + "\n".join(conversation) + "\n</conversation>\n\nAnswer with the JSON object.")
     return [{"role": "system", "content": MONITOR_RULES}, {"role": "user", "content": data}]
+
+
+def memory_lines(memories: Sequence[RecalledMemory]) -> list[str]:
+    """The recalled memories as the monitor is shown them, under their short ids."""
+    return [f"{short} ({m.type}; {m.subject or '-'} / {m.predicate or '-'}; noted {m.noted_at:%Y-%m-%d}): "
+            f"{flat(m.content)}" for short, m in zip(short_ids(memories), memories, strict=True)]
 
 
 def parse_operations(answer: object, id_map: Mapping[str, int],
@@ -244,7 +249,7 @@ def _label(value: object, limit: int = MAX_LABEL_CHARS) -> str:
     return clean_text(value, limit).strip() if isinstance(value, str) else ""
 
 
-def _flat(text: str) -> str:
+def flat(text: str) -> str:
     flat = " ".join(text.replace("<", "‹").replace(">", "›").split())
     return flat if len(flat) <= MAX_PROMPT_LINE_CHARS else flat[: MAX_PROMPT_LINE_CHARS - 1] + "…"
 
@@ -261,24 +266,37 @@ def extract_turns(uow_factory: Callable[[], UnitOfWork], chat_model: ChatModel |
         with metered("extraction") as meter:
             if chat_model is not None and not batch.paused:
                 ops = _ask_model(chat_model, batch, part)
-        with uow_factory() as uow:
-            claimed = _claim_turns(uow, batch)
-            if claimed:
-                _apply_batch(uow, batch, ops, now, part)
-            uow.usage.record(batch.user_id, batch.chat_id, meter.calls, now)  # paid for, used or not
-            uow.commit()
+        report.absorb(settle_batch(uow_factory, batch, ops, meter.calls, now, part))
+    log_report(report)
+    return report
+
+
+def settle_batch(uow_factory: Callable[[], UnitOfWork], batch: Batch, ops: list[MemoryOp] | None,
+                 calls: Sequence[CallUsage], now: datetime, part: ExtractionReport) -> ExtractionReport:
+    """Apply the model's operations (``None``: the rules) to the batch's turns and mark them extracted, with what the
+    call cost, in one transaction; ``part`` with the turns read, or an empty report when another run took them first
+    (the cost is recorded all the same: paid for, used or not)."""
+    with uow_factory() as uow:
+        claimed = _claim_turns(uow, batch)
         if claimed:
-            part.extracted_turn_ids = [turn.turn_id for turn in batch.turns]
-            report.absorb(part)
+            _apply_batch(uow, batch, ops, now, part)
+        uow.usage.record(batch.user_id, batch.chat_id, calls, now)
+        uow.commit()
+    if not claimed:
+        return ExtractionReport()
+    part.extracted_turn_ids = [turn.turn_id for turn in batch.turns]
+    return part
+
+
+def log_report(report: ExtractionReport) -> None:
     if report.extracted_turn_ids:
         log.info("knowledge monitor: %d turn(s) read; memories %d added, %d superseded, %d refreshed, %d boosted, "
                  "%d deleted; %d operation(s) ignored; %d LLM call(s)", len(report.extracted_turn_ids),
                  len(report.added), len(report.superseded), len(report.refreshed), len(report.boosted),
                  len(report.deleted), report.ignored, report.llm_calls)
-    return report
 
 
-def _apply_batch(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp] | None, now: datetime,
+def _apply_batch(uow: UnitOfWork, batch: Batch, ops: list[MemoryOp] | None, now: datetime,
                  part: ExtractionReport) -> None:
     """The model's operations (the rules' statements without them), then the turns marked extracted."""
     if batch.paused or _paused(uow, batch.user_id):
@@ -293,7 +311,7 @@ def _apply_batch(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp] | None, now
 
 
 def _load_batches(uow_factory: Callable[[], UnitOfWork], turn_ids: list[int],
-                  recalled_memory_ids: list[int]) -> list[_Batch]:
+                  recalled_memory_ids: list[int]) -> list[Batch]:
     """Waiting user turns grouped by user and session, each group with that user's recalled memories."""
     with uow_factory() as uow:
         rows = uow.turns.waiting_for_extraction(turn_ids)
@@ -305,7 +323,7 @@ def _load_batches(uow_factory: Callable[[], UnitOfWork], turn_ids: list[int],
             turns = [BatchTurn(t.id, t.text, uow.turns.reply_text_in_chat(user_id, t.chat_id, t.id), t.created_at)
                      for t in rows_of_group]
             for start in range(0, len(turns), MAX_TURNS_PER_BATCH):
-                batches.append(_Batch(user_id, rows_of_group[0].chat_id, session_id,
+                batches.append(Batch(user_id, rows_of_group[0].chat_id, session_id,
                                       tuple(turns[start:start + MAX_TURNS_PER_BATCH]), memories, paused))
     return batches
 
@@ -320,10 +338,20 @@ def _shown_to(rows: Sequence[Any], recalled_memory_ids: list[int]) -> list[int]:
 def extract_sitting(uow_factory: Callable[[], UnitOfWork], chat_model: ChatModel | None, session_id: int,
                     now: datetime) -> ExtractionReport:
     """Whatever of a closed sitting the monitor has not read yet, in as few calls as it takes."""
+    return extract_turns(uow_factory, chat_model, waiting_in_sitting(uow_factory, session_id), [], now)
+
+
+def waiting_in_sitting(uow_factory: Callable[[], UnitOfWork], session_id: int) -> list[int]:
+    """The ids of the sitting's user turns the monitor has not read yet."""
     with uow_factory() as uow:
         session = uow.sessions.to_summarise(session_id)
         waiting = uow.turns.waiting_in_session(session.user_id, session_id) if session is not None else []
-    return extract_turns(uow_factory, chat_model, [turn_id for turn_id, _at, _tokens in waiting], [], now)
+    return [turn_id for turn_id, _at, _tokens in waiting]
+
+
+def batches_of(uow_factory: Callable[[], UnitOfWork], turn_ids: list[int]) -> list[Batch]:
+    """The monitor's batches for these waiting turns (one user and session each, at most a batch's turns)."""
+    return _load_batches(uow_factory, turn_ids, [])
 
 
 def _paused(uow: UnitOfWork, user_id: int) -> bool:
@@ -338,16 +366,26 @@ def _recalled(uow: UnitOfWork, user_id: int, memory_ids: list[int]) -> tuple[Rec
     return tuple(found[i] for i in dict.fromkeys(memory_ids) if i in found)
 
 
-def _ask_model(chat_model: ChatModel, batch: _Batch, part: ExtractionReport) -> list[MemoryOp] | None:
+def _ask_model(chat_model: ChatModel, batch: Batch, part: ExtractionReport) -> list[MemoryOp] | None:
     """The batch's validated operations; None when the model cannot answer (the rules take over)."""
     try:
         answer: dict[str, Any] | None = chat_model.complete_json(
-            build_extraction_messages(batch.turns, batch.memories),
-            EXTRACTION_MAX_TOKENS + EXTRACTION_TOKENS_PER_MORE_TURN * (len(batch.turns) - 1))
+            build_extraction_messages(batch.turns, batch.memories), answer_tokens(batch))
     except LLMUnavailable as exc:
         log.warning("knowledge monitor: LLM unavailable, using rule extraction (%s)", exc)
         return None
     part.llm_calls += 1
+    return operations_in(answer, batch, part)
+
+
+def answer_tokens(batch: Batch) -> int:
+    """The room the monitor's answer gets for this batch."""
+    return EXTRACTION_MAX_TOKENS + EXTRACTION_TOKENS_PER_MORE_TURN * (len(batch.turns) - 1)
+
+
+def operations_in(answer: Mapping[str, Any] | None, batch: Batch, part: ExtractionReport) -> list[MemoryOp] | None:
+    """The batch's validated operations in the model's answer (what the user did not say is dropped and counted as
+    ignored in ``part``); None when the answer holds no list of operations (the rules take over)."""
     if answer is None or not isinstance(answer.get("operations"), list):
         log.warning("knowledge monitor: no operations from the LLM, using rule extraction")
         return None
@@ -359,13 +397,13 @@ def _ask_model(chat_model: ChatModel, batch: _Batch, part: ExtractionReport) -> 
     return stated
 
 
-def _claim_turns(uow: UnitOfWork, batch: _Batch) -> bool:
+def _claim_turns(uow: UnitOfWork, batch: Batch) -> bool:
     """Lock the batch's turns; False when one is gone or was extracted by another run meanwhile."""
     ids = [turn.turn_id for turn in batch.turns]
     return len(uow.turns.lock_unextracted(batch.user_id, ids)) == len(ids)
 
 
-def _apply_rules(uow: UnitOfWork, batch: _Batch, now: datetime, part: ExtractionReport) -> None:
+def _apply_rules(uow: UnitOfWork, batch: Batch, now: datetime, part: ExtractionReport) -> None:
     """Offline: the rule-based statements of each turn (what the hot path stored is refreshed, not doubled)."""
     part.offline_batches += 1
     for turn in batch.turns:
@@ -391,7 +429,7 @@ def _forget_named(uow: UnitOfWork, user_id: int, named: str, request_turn_id: in
     return forgotten
 
 
-def _apply_operations(uow: UnitOfWork, batch: _Batch, ops: list[MemoryOp], now: datetime,
+def _apply_operations(uow: UnitOfWork, batch: Batch, ops: list[MemoryOp], now: datetime,
                       part: ExtractionReport) -> None:
     for op in ops:
         if op.op == "ADD":
@@ -422,7 +460,7 @@ def _boost_or_delete(uow: UnitOfWork, memory: Memory, op: MemoryOp, now: datetim
     part.boosted.append(memory.id)
 
 
-def _update(uow: UnitOfWork, batch: _Batch, old: Memory, op: MemoryOp, now: datetime, part: ExtractionReport) -> None:
+def _update(uow: UnitOfWork, batch: Batch, old: Memory, op: MemoryOp, now: datetime, part: ExtractionReport) -> None:
     """The corrected content under the old memory's key, which supersedes it."""
     entry = StatedMemory(old.type, old.subject or "user", old.predicate or op.predicate or "general", op.content,
                          old.tier if old.tier in TURN_MEMORY_TIERS else "long", importance=old.base_importance)
@@ -439,7 +477,7 @@ def _update(uow: UnitOfWork, batch: _Batch, old: Memory, op: MemoryOp, now: date
         part.superseded.append(old.id)
 
 
-def _store(uow: UnitOfWork, batch: _Batch, entries: list[StatedMemory], turn_id: int, now: datetime,
+def _store(uow: UnitOfWork, batch: Batch, entries: list[StatedMemory], turn_id: int, now: datetime,
            part: ExtractionReport, *, actor: str) -> list[Memory]:
     writes = store_stated_memories(uow, batch.user_id, entries, now=now, source_turn_id=turn_id,
                                    session_id=batch.session_id, actor=actor)
@@ -450,6 +488,6 @@ def _store(uow: UnitOfWork, batch: _Batch, entries: list[StatedMemory], turn_id:
     return [write.memory for write in writes]
 
 
-def _source_turn(batch: _Batch, content: str) -> int:
+def _source_turn(batch: Batch, content: str) -> int:
     """The batch turn whose words the content shares most (the latest on a tie)."""
     return max(reversed(batch.turns), key=lambda turn: shared_words(content, turn.text)).turn_id

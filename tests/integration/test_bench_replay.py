@@ -9,7 +9,7 @@ import pytest
 
 from bench import replay
 from bench.fakes.openai_server import FakeOpenAI
-from bench.llm_calls import EXTRACTION, TURN, request_kind
+from bench.llm_calls import EXTRACTION, SITTING, TURN, request_kind
 from shared.settings import Settings
 
 ANN = {"id": "ann", "user": {"name": "Ann", "language": "en", "timezone": "Europe/London"},
@@ -99,12 +99,13 @@ def model_answer(request: dict) -> dict:
         return {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
                 "response": GENERATED, "memory_update": {"should_store": bool(entries), "entries": entries},
                 "todos": [], "topic": None, "context_variables": {}}
-    if kind == EXTRACTION:
+    summary = {"summary": "talked about tea and music", "entities": [], "importance": 1.0,
+               "scratchpad": {"current_focus": "", "open_threads": [], "next_steps": []}, "core_summary": None}
+    if kind in (EXTRACTION, SITTING):  # a closed sitting's read shares the summary's call
         ops = [{"op": "ADD", "type": "preference", "subject": "user", "predicate": "likes_music", "tier": "long",
                 "content": "Bo plays jazz on vinyl on Sundays"}] if "Jazz" in said else [{"op": "SKIP"}]
-        return {"operations": ops}
-    return {"summary": "talked about tea and music", "entities": [], "importance": 1.0,
-            "scratchpad": {"current_focus": "", "open_threads": [], "next_steps": []}, "core_summary": None}
+        return {"operations": ops, **({"episode": summary} if kind == SITTING else {})}
+    return summary
 
 
 def test_with_a_model_configured_its_memory_update_and_extraction_are_measured_and_the_recorded_reply_kept(
@@ -123,4 +124,4 @@ def test_with_a_model_configured_its_memory_update_and_extraction_are_measured_a
     assert figures["overall"]["memories_stored"] == 2
     assistant_lines = [m["content"] for body in bodies for m in body["messages"] if m["role"] == "assistant"]
     assert "A recorded reply." in assistant_lines and GENERATED not in assistant_lines
-    assert any(request_kind(body) == EXTRACTION for body in bodies)
+    assert any(request_kind(body) in (EXTRACTION, SITTING) for body in bodies)
