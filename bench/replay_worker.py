@@ -114,12 +114,7 @@ class ReplayWorker:
         """The beat's ``mnemo.close_idle_sessions`` task, but for handing the jobs to a broker: the drain runs them."""
         from shared.lifecycle import episodes
 
-        for session_id in episodes.close_idle_sessions(self.ctx.uow, self.ctx.now(), self.idle):
-            with self.ctx.uow() as uow:
-                session = uow.sessions.to_summarise(session_id)
-                uow.outbox.add("close_session", {"session_id": session_id}, dedup_key=f"close:{session_id}",
-                               user_id=session.user_id if session is not None else None)
-                uow.commit()
+        episodes.close_idle_sittings(self.ctx.uow, self.ctx.now(), self.idle)
 
 
 def worker_context(settings, engine, chat_model, clock) -> ReplayWorkerContext:

@@ -1,4 +1,5 @@
-"""What a worker process needs, built once per process after the fork (never inherited)."""
+"""What a worker process needs, built once per process after the fork (never inherited), from the parts
+:mod:`shared.app.bootstrap` wires for every process."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from celery.signals import worker_process_init
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from shared.app import bootstrap
 from shared.db.engine import make_engine, session_factory
-from shared.db.model_gate import model_gate
 from shared.llm.client import ChatModel
-from shared.recall.embeddings import Embedder, make_embedder
+from shared.recall.embeddings import Embedder
 from shared.repositories.uow import UnitOfWork
 from shared.repositories.vectors import VectorIndex
 from shared.settings import Settings, load_settings
@@ -53,11 +54,10 @@ def context() -> WorkerContext:
         if not settings.database_url:
             raise RuntimeError("workers need DATABASE_URL (`mnemo worker` sets it for the embedded database)")
         engine = make_engine(settings.database_url, pool_size=2)
-        chat_model = ChatModel.from_settings(settings, model_gate(settings, engine))
-        _context = WorkerContext(settings=settings, engine=engine, chat_model=chat_model,
-                                 embedder=make_embedder(settings), vectors=VectorIndex(),
-                                 sessions=session_factory(engine),
-                                 quota=QuotaPolicy.from_settings(settings))
+        parts = bootstrap.background_parts(settings, engine)  # wired where every process is wired
+        _context = WorkerContext(settings=settings, engine=engine, chat_model=parts.chat_model,
+                                 embedder=parts.embedder, vectors=parts.vectors, sessions=session_factory(engine),
+                                 quota=parts.quota)
     return _context
 
 

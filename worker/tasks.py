@@ -88,10 +88,8 @@ def extract_turn(job_id: int | None = None, turn_id: int = 0, recalled_memory_id
     with _owed(job_id) as owed:
         if not owed:
             return
-        ctx = context()
-        with ctx.uow() as uow:  # turns of the same session still waiting go into the same LLM call
-            batch = uow.turns.waiting_with(turn_id, knowledge.MAX_TURNS_PER_BATCH)
-        knowledge.extract_turns(ctx.uow, ctx.chat_model, batch, list(recalled_memory_ids or []), ctx.now())
+        ctx = context()  # turns of the same session still waiting go into the same LLM call
+        knowledge.extract_waiting_with(ctx.uow, ctx.chat_model, turn_id, list(recalled_memory_ids or []), ctx.now())
         _done(job_id)
 
 
@@ -142,15 +140,8 @@ def summarise_session(job_id: int | None = None, session_id: int = 0, part: int 
 @mnemo_task("close_idle_sessions")
 def close_idle_sessions() -> None:
     ctx = context()
-    idle = timedelta(minutes=ctx.settings.session_idle_minutes)
-    for session_id in episodes.close_idle_sessions(ctx.uow, ctx.now(), idle):
-        with ctx.uow() as uow:
-            session = uow.sessions.to_summarise(session_id)  # the job is its user's (a quota may hold it)
-            job = uow.outbox.add("close_session", {"session_id": session_id}, dedup_key=f"close:{session_id}",
-                                 user_id=session.user_id if session is not None else None)
-            uow.commit()
-        if job is not None:
-            jobs.dispatch_jobs(ctx.uow, send_task, [job], ctx.now())
+    owed = episodes.close_idle_sittings(ctx.uow, ctx.now(), timedelta(minutes=ctx.settings.session_idle_minutes))
+    jobs.dispatch_jobs(ctx.uow, send_task, owed, ctx.now())
 
 
 @mnemo_task("sweep_outbox")

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from shared.access.service import AccessService
     from shared.commands.service import MemoryCommands
     from shared.conversation.service import ConversationService
+    from shared.llm.client import ChatModel
+    from shared.recall.embeddings import Embedder
+    from shared.repositories.vectors import VectorIndex
+    from shared.usage.policy import QuotaPolicy
 
 
 @dataclass
@@ -79,13 +83,37 @@ def runtime(settings: Settings) -> Iterator[Runtime]:
             engine.dispose()
 
 
+def chat_model(settings: Settings, engine: Engine) -> ChatModel | None:
+    """The configured model (None: offline), behind the model gate its processes share (LLM_SERVER_SLOTS)."""
+    from shared.db.model_gate import model_gate
+    from shared.llm.client import ChatModel
+
+    return ChatModel.from_settings(settings, model_gate(settings, engine))
+
+
+def background_parts(settings: Settings, engine: Engine) -> BackgroundParts:
+    """What the worker's jobs use beside the database: the model, the embedder and vector index, the quota."""
+    from shared.recall.embeddings import make_embedder
+    from shared.repositories.vectors import VectorIndex
+    from shared.usage.policy import QuotaPolicy
+
+    return BackgroundParts(chat_model=chat_model(settings, engine), embedder=make_embedder(settings),
+                           vectors=VectorIndex(), quota=QuotaPolicy.from_settings(settings))
+
+
+@dataclass(frozen=True)
+class BackgroundParts:
+    chat_model: ChatModel | None
+    embedder: Embedder | None
+    vectors: VectorIndex
+    quota: QuotaPolicy
+
+
 def conversation_service(rt: Runtime) -> ConversationService:
     """The hot path wired for this process: LLM (or offline), embedder and vector index when present."""
     from shared.conversation.config import ConversationConfig
     from shared.conversation.service import ConversationService
-    from shared.db.model_gate import model_gate
     from shared.limits import SharedLimit, shared_storage
-    from shared.llm.client import ChatModel
     from shared.llm.transcription import Transcriber
     from shared.recall.embeddings import make_embedder
     from shared.repositories.vectors import VectorIndex
@@ -97,7 +125,7 @@ def conversation_service(rt: Runtime) -> ConversationService:
         message_limit = SharedLimit(storage, "messages", rate)
         fetch_limit = SharedLimit(storage, "attachment-fetches", rate)
     return ConversationService(rt.uow, ConversationConfig.from_settings(rt.settings),
-                               chat_model=ChatModel.from_settings(rt.settings, model_gate(rt.settings, rt.engine)),
+                               chat_model=chat_model(rt.settings, rt.engine),
                                embedder=make_embedder(rt.settings), vectors=VectorIndex(),
                                dispatch=job_dispatcher(rt), message_limit=message_limit,
                                transcriber=Transcriber.from_settings(rt.settings), fetch_limit=fetch_limit)

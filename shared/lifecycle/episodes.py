@@ -111,6 +111,21 @@ def close_idle_sessions(uow_factory: Callable[[], UnitOfWork], now: datetime, id
     return closed
 
 
+def close_idle_sittings(uow_factory: Callable[[], UnitOfWork], now: datetime, idle: timedelta) -> list[int]:
+    """The beat's sweep: close the sittings idle longer than ``idle`` and owe each a ``close_session`` job (its
+    user's, so a spent allowance holds it); the ids of the jobs to send."""
+    jobs = []
+    for session_id in close_idle_sessions(uow_factory, now, idle):
+        with uow_factory() as uow:
+            session = uow.sessions.to_summarise(session_id)
+            job = uow.outbox.add("close_session", {"session_id": session_id}, dedup_key=f"close:{session_id}",
+                                 user_id=session.user_id if session is not None else None)
+            uow.commit()
+        if job is not None:
+            jobs.append(job)
+    return jobs
+
+
 def drop_paused_rounds(uow_factory: Callable[[], UnitOfWork], session_id: int) -> int:
     """Delete the rounds said while paused in a closed session (nothing in an open one); how many went."""
     with uow_factory() as uow:

@@ -271,6 +271,14 @@ def extract_turns(uow_factory: Callable[[], UnitOfWork], chat_model: ChatModel |
     return report
 
 
+def extract_waiting_with(uow_factory: Callable[[], UnitOfWork], chat_model: ChatModel | None, turn_id: int,
+                         recalled_memory_ids: list[int], now: datetime) -> ExtractionReport:
+    """The ``extract_turn`` job: this user turn and the older turns of its session still waiting, in one batch."""
+    with uow_factory() as uow:
+        batch = uow.turns.waiting_with(turn_id, MAX_TURNS_PER_BATCH)
+    return extract_turns(uow_factory, chat_model, batch, recalled_memory_ids, now)
+
+
 def settle_batch(uow_factory: Callable[[], UnitOfWork], batch: Batch, ops: list[MemoryOp] | None,
                  calls: Sequence[CallUsage], now: datetime, part: ExtractionReport) -> ExtractionReport:
     """Apply the model's operations (``None``: the rules) to the batch's turns and mark them extracted, with what the
