@@ -3,6 +3,7 @@ can stand, and what may be shown of it."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -16,7 +17,8 @@ TURN = {"response": "Line one\nshe said \"hi\" \\ back / 你好 😀 é", "emoti
         "context_variables": []}
 
 
-def read_in_pieces(text: str | bytes, cuts: list[int], *, plain_words: bool = False) -> tuple[ResponseReader, list[str]]:
+def read_in_pieces(text: str | bytes, cuts: list[int], *,
+                   plain_words: bool = False) -> tuple[ResponseReader, list[str]]:
     reader, seen, start = ResponseReader(plain_words=plain_words), [], 0
     for cut in [*cuts, len(text)]:
         seen.append(reader.feed(text[start:cut]))
@@ -42,7 +44,7 @@ def test_the_reply_is_the_same_when_the_answer_arrives_one_byte_at_a_time():
 def test_what_was_read_only_grows_and_never_shows_half_an_escape():
     answer = json.dumps(TURN)
     _, seen = read_in_pieces(answer, list(range(1, len(answer))))
-    for before, after in zip(seen, seen[1:], strict=False):
+    for before, after in itertools.pairwise(seen):
         assert after.startswith(before)
     assert all(TURN["response"].startswith(text) for text in seen)  # never "\\" or "\\u4f" of an escape half read
 
