@@ -146,13 +146,16 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
                                   sent_at=datetime.now(UTC), display_name=user_id,
                                   message_id=f"{session_tag}-{next(numbers)}", locale=locale)
 
-        async def tell_waiting(locale: str | None = locale) -> None:
+        printer = StreamedReply(live.stream, bot_name, interactive=live.interactive) if live else None
+
+        async def tell_waiting(locale: str | None = locale, printer: StreamedReply | None = printer) -> None:
+            if printer is not None:  # words printed before the database went away: their line ends here
+                printer.abandon()
             write(texts.waiting_for_database_text(locale))
 
         async def tell_busy(locale: str | None = locale) -> None:
             write(texts.busy_text(locale))
 
-        printer = StreamedReply(live.stream, bot_name, interactive=live.interactive) if live else None
         try:
             reply = await service.handle_message(message, on_delay=tell_waiting, on_busy=tell_busy,
                                                  on_text=printer.hear if printer else None)

@@ -45,7 +45,8 @@ class StreamedReply:
         self.printed = ""
 
     def abandon(self) -> None:
-        """The turn failed after words were printed: end their line (the error is said next)."""
+        """Words were printed and something else is said next (the turn failed, or waits for the database): their
+        line ends, and the reply, if one comes, is printed whole."""
         if self.printed:
             self.stream("\n")
             self.printed = ""
