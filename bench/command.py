@@ -18,6 +18,9 @@ def declare_arguments(parser: argparse.ArgumentParser) -> None:
     hot.add_argument("--messages", type=int, default=200)
     hot.add_argument("--usage-ab", action="store_true",
                      help="also the same messages alternately with and without usage recording (its cost)")
+    hot.add_argument("--tokens-per-second", type=float, default=None,
+                     help="also the time to a reply's first words, a fake model writing at this rate (e.g. 30)")
+    hot.add_argument("--live-messages", type=int, default=30, help="messages for the first-words figures")
     hot.add_argument("--out", default="bench/results", help="where the JSON figures go")
     quality = suites.add_parser("quality", help="retrieval quality on LoCoMo (en) and MADial-Bench (zh) vs BM25")
     quality.add_argument("--locomo", default="../shared/data/locomo/locomo-dev.json", help="LoCoMo JSON file")
@@ -178,7 +181,8 @@ def run_suite(settings: Settings, args: argparse.Namespace) -> int:
     from bench import hot_path
 
     figures = hot_path.run(args.database_url, Path(args.out), conversations=args.conversations,
-                           llm_seconds=args.llm_seconds, messages=args.messages, compare_usage=args.usage_ab)
+                           llm_seconds=args.llm_seconds, messages=args.messages, compare_usage=args.usage_ab,
+                           tokens_per_second=args.tokens_per_second, live_messages=args.live_messages)
     print(hot_path.report(figures))
     return 0
 

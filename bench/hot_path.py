@@ -6,6 +6,10 @@ a server to create a scratch database on). Prints the figures and writes them as
 ``usage_ab`` it also sends messages in turn through the service as shipped and through one whose
 usage recording is a no-op (twice: two identical sides show how far a percentile wanders by chance), in
 the same run, so a busy machine slows all alike: the difference is what recording usage costs the hot path.
+With ``tokens_per_second``, messages one after another to a fake model writing at that rate (one token of four
+characters a chunk): how long after each message its reply's first words could be shown (the service's
+``on_text``, what every front-end shows at once) beside how long until the whole reply was there (what a user
+saw before replies streamed).
 """
 
 from __future__ import annotations
@@ -33,6 +37,16 @@ REPLY: dict[str, object] = {
          "emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
          "response": "Sounds good.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
          "topic": None, "context_variables": []}
+LIVE_REPLY: dict[str, object] = {
+    "response": ("That sounds like a lovely way to spend the weekend. I remember you said the lake is at its best "
+                 "in autumn, when the light is low and the paths are quiet. Did you walk all the way round this "
+                 "time, or stop at the tea house on the far shore?"),
+    **{key: value for key, value in REPLY.items() if key != "response"},
+    "memory_update": {"should_store": True, "entries": [
+        {"type": "event", "subject": "user", "predicate": "walked_by", "content": "walked round the lake at the "
+         "weekend", "tier": "short", "importance": "passing"}]}}
+"""A turn in the schema's order (grammar-constrained servers write the reply first), about 100 tokens long."""
+LIVE_MESSAGES = 30
 AB_SIDES = ("with_usage", "without_usage", "without_usage_again")
 HTTP_CLIENT_LOGGER = "httpx2"
 """The OpenAI SDK's HTTP client logs every request at INFO: thousands of lines in a benchmark."""
@@ -164,8 +178,26 @@ async def in_flight(service, conversations: int) -> dict[str, float]:
             "answered": sum(1 for reply in replies if reply.text)}
 
 
+async def first_words(service, messages: int) -> dict[str, float]:
+    """Messages one after another: the seconds from each until its first words could be shown, and until the whole
+    reply was there."""
+    first, whole, streamed = [], [], 0
+    for index in range(messages):
+        heard: list[float] = []
+        started = time.perf_counter()
+        await service.handle_message(message(3000 + index % 20, index, f"I walked round the lake {index}"),
+                                     on_text=lambda _text, heard=heard: heard.append(time.perf_counter()))
+        whole.append(time.perf_counter() - started)
+        first.append((heard[0] if heard else time.perf_counter()) - started)  # none heard: the whole reply's time
+        streamed += bool(heard)
+    return {"messages": messages, "first_word_p50_s": statistics.median(first),
+            "first_word_p99_s": percentile(first, 0.99), "reply_p50_s": statistics.median(whole),
+            "reply_p99_s": percentile(whole, 0.99), "streamed": streamed}
+
+
 def run(database_url: str | None, out_dir: Path, conversations: int = 200, llm_seconds: float = 2.0,
-        messages: int = 200, *, compare_usage: bool = False) -> dict:
+        messages: int = 200, *, compare_usage: bool = False, tokens_per_second: float | None = None,
+        live_messages: int = LIVE_MESSAGES) -> dict:
     with FakeOpenAI(models=("fake-chat",)) as llm, scratch_database(database_url) as url:
         llm.set_responder(lambda _request: REPLY)
         service, engine = build_service(url, llm, pool_size=10)
@@ -176,11 +208,21 @@ def run(database_url: str | None, out_dir: Path, conversations: int = 200, llm_s
                 figures["usage_ab"] = asyncio.run(usage_ab(service, unrecorded, messages))
             llm.latency = llm_seconds
             figures["in_flight"] = asyncio.run(in_flight(service, conversations)) | {"llm_seconds": llm_seconds}
+            if tokens_per_second:
+                figures["first_words"] = live_figures(url, engine, tokens_per_second, live_messages)
         finally:
             engine.dispose()
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "hot_path.json").write_text(json.dumps(figures, indent=2))
     return figures
+
+
+def live_figures(url: str, engine, tokens_per_second: float, messages: int) -> dict:
+    """:func:`first_words` against a fake model writing ``tokens_per_second``."""
+    with FakeOpenAI(models=("fake-chat",), tokens_per_second=tokens_per_second) as writer:
+        writer.set_responder(lambda _request: LIVE_REPLY)
+        service, _same_engine = build_service(url, writer, pool_size=2, engine=engine)
+        return asyncio.run(first_words(service, messages)) | {"tokens_per_second": tokens_per_second}
 
 
 def report(figures: dict) -> str:
@@ -199,4 +241,12 @@ def report(figures: dict) -> str:
                      f"where it is recorded: added p50 {ab['apply_p50_added_ms']:+.2f} ms, "
                      f"p99 {ab['apply_p99_added_ms']:+.2f} ms (noise {ab['apply_p50_noise_ms']:.2f} / "
                      f"{ab['apply_p99_noise_ms']:.2f} ms)")
+    if "first_words" in figures:
+        live = figures["first_words"]
+        lines += [f"first words, {live['messages']} messages to a model writing {live['tokens_per_second']:g} "
+                  f"tokens/s ({live['streamed']} shown before the whole reply was there):",
+                  f"first_word_p50_s: {live['first_word_p50_s']:.2f}",
+                  f"first_word_p99_s: {live['first_word_p99_s']:.2f}",
+                  f"reply_p50_s: {live['reply_p50_s']:.2f}",
+                  f"reply_p99_s: {live['reply_p99_s']:.2f}"]
     return "\n".join(lines)

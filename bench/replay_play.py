@@ -57,8 +57,9 @@ class ScriptedModel:
     def __init__(self, model, script: Script) -> None:
         self.model, self.script = model, script
 
-    async def acomplete_turn(self, messages):
-        completion = await self.model.acomplete_turn(messages)
+    async def acomplete_turn(self, messages, image=None, *, on_text=None):
+        """The model's turn; its words are not streamed (``on_text`` is not told): the recorded reply replaces them."""
+        completion = await self.model.acomplete_turn(messages, image=image)
         text = self.script.reply
         if text is None:
             return completion

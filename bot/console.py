@@ -7,11 +7,13 @@ import getpass
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import count
 from pathlib import Path
 
 from bot.console_commands import ConsoleCommands
+from bot.console_live import StreamedReply
 from bot.console_terminal import Terminal, read_line
 from shared.app.bootstrap import Runtime
 from shared.commands import texts
@@ -63,10 +65,15 @@ def render_reply(reply: Reply, bot_name: str) -> str:
     message, and the offline label."""
     chinese = reply.language.chinese
     label = f"{bot_name}{OFFLINE_LABEL[chinese]}" if reply.offline else bot_name
-    lines = [f"{label}> {reply.text}"] + ([f"  · {reply.notice}"] if reply.notice else [])
-    lines += [f"  · {warning_text(warning, chinese)}" for warning in dict.fromkeys(reply.warnings)
-              if warning != OFFLINE_WARNING]
-    return "\n".join(lines)
+    return "\n".join([f"{label}> {reply.text}", *reply_notes(reply)])
+
+
+def reply_notes(reply: Reply) -> list[str]:
+    """The lines under a reply: its notice and warnings (offline mode is in the label)."""
+    chinese = reply.language.chinese
+    lines = [f"  · {reply.notice}"] if reply.notice else []
+    return lines + [f"  · {warning_text(warning, chinese)}" for warning in dict.fromkeys(reply.warnings)
+                    if warning != OFFLINE_WARNING]
 
 
 async def announce_reminders(feed: ReminderFeed, announce: Callable[[str], None],
@@ -88,22 +95,31 @@ async def announce_reminders(feed: ReminderFeed, announce: Callable[[str], None]
 async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str,
                     read_line: Callable[[str], str] = read_line, write: Callable[[str], None] = print,
                     reminders: ReminderFeed | None = None, commands: ConsoleCommands | None = None,
-                    terminal: Terminal | None = None) -> None:
-    """Read messages until end of input or /quit, answering each through the conversation service."""
+                    terminal: Terminal | None = None, stream: Callable[[str], None] | None = None,
+                    interactive: bool = False) -> None:
+    """Read messages until end of input or /quit, answering each through the conversation service. With
+    ``stream`` (writes without a line end), a model's reply is printed as it is written (erased and printed again
+    on an ``interactive`` terminal when the offline answer replaces it)."""
     terminal = terminal or Terminal(read_line, write)
     write(f"Talking to {bot_name}. /why shows what shaped the last reply; /quit leaves.")
     announcer = asyncio.create_task(announce_reminders(reminders, terminal.announce)) if reminders else None
     try:
         await _conversation(service, user_id=user_id, bot_name=bot_name, terminal=terminal, write=write,
-                            commands=commands)
+                            commands=commands, live=_Live(stream, interactive) if stream else None)
     finally:
         if announcer is not None:
             announcer.cancel()
     write("Bye.")
 
 
+@dataclass(frozen=True)
+class _Live:
+    stream: Callable[[str], None]
+    interactive: bool
+
+
 async def _conversation(service: ConversationService, *, user_id: str, bot_name: str, terminal: Terminal,
-                        write: Callable[[str], None], commands: ConsoleCommands | None) -> None:
+                        write: Callable[[str], None], commands: ConsoleCommands | None, live: _Live | None) -> None:
     numbers = count(1)
     last = await _answer_unanswered(service, user_id=user_id, bot_name=bot_name, write=write)
     session_tag = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
@@ -130,21 +146,34 @@ async def _conversation(service: ConversationService, *, user_id: str, bot_name:
                                   sent_at=datetime.now(UTC), display_name=user_id,
                                   message_id=f"{session_tag}-{next(numbers)}", locale=locale)
 
-        async def tell_waiting(locale: str | None = locale) -> None:
+        printer = StreamedReply(live.stream, bot_name, interactive=live.interactive) if live else None
+
+        async def tell_waiting(locale: str | None = locale, printer: StreamedReply | None = printer) -> None:
+            if printer is not None:  # words printed before the database went away: their line ends here
+                printer.abandon()
             write(texts.waiting_for_database_text(locale))
 
         async def tell_busy(locale: str | None = locale) -> None:
             write(texts.busy_text(locale))
 
         try:
-            reply = await service.handle_message(message, on_delay=tell_waiting, on_busy=tell_busy)
+            reply = await service.handle_message(message, on_delay=tell_waiting, on_busy=tell_busy,
+                                                 on_text=printer.hear if printer else None)
         except DatabaseUnavailable as exc:  # kept for DATABASE_PATIENCE_SECONDS; the user may type it again
+            if printer is not None:
+                printer.abandon()
             write(texts.error_text(exc, locale))
             continue
         if reply.duplicate:
+            if printer is not None:
+                printer.abandon()
             continue
         last = reply
-        write(render_reply(reply, bot_name))
+        if printer is not None and printer.printed:
+            printer.finish(reply.text, carries_on=not reply.offline, whole=render_reply(reply, bot_name),
+                           notes=reply_notes(reply))
+        else:
+            write(render_reply(reply, bot_name))
 
 
 async def _answer_unanswered(service: ConversationService, *, user_id: str, bot_name: str,
@@ -159,6 +188,12 @@ async def _answer_unanswered(service: ConversationService, *, user_id: str, bot_
     except DatabaseUnavailable as exc:
         write(texts.error_text(exc, None))
     return last
+
+
+def write_now(text: str) -> None:
+    """Print ``text`` without a line end, at once (a reply as it is written)."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def log_line(log: Path, on_stderr: bool) -> str:
@@ -233,5 +268,5 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
         with helpers:
             asyncio.run(chat_loop(service, user_id=user, bot_name=settings.bot_name,
                                   reminders=console_reminder_feed(rt, user), commands=commands,
-                                  terminal=terminal))
+                                  terminal=terminal, stream=write_now, interactive=terminal.interactive))
     return 0

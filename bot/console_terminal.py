@@ -74,6 +74,8 @@ class Terminal:
         self._write = write
         self._show_prompt = show_prompt
         self._interactive = interactive
+        self.interactive = interactive
+        """A terminal a person types at (lines can be erased), not a pipe."""
         self._prompt: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 

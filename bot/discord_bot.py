@@ -2,7 +2,8 @@
 
 Chat: a direct message, or a server message that mentions the bot or replies to one of its
 messages, becomes an ``IncomingMessage`` for ``ConversationService.handle_message``; the reply is
-posted (split at 2000 characters) while a typing indicator runs. Discord delivers the content of
+posted (split at 2000 characters) while a typing indicator runs; a model's reply is posted from its first words
+and edited as it grows, at most once a second (:mod:`bot.discord_live`). Discord delivers the content of
 exactly those messages without the privileged message-content intent, so it is not requested.
 Commands: see :mod:`bot.discord_commands`. They are synced with Discord once, by
 ``mnemo discord --sync [--guild ID]``, never on start.
@@ -29,7 +30,9 @@ from discord import app_commands
 from bot.discord_access import AccessTree, admit_message, blocked_since
 from bot.discord_attachments import carries_attachment, with_attachments
 from bot.discord_commands import ForgetAnswer, install_commands
+from bot.discord_live import ShownReply
 from bot.discord_render import CommandTranslator, plain_text, reply_messages
+from bot.live_reply import LiveReply
 from shared.access.rule import Policy
 from shared.access.service import AccessService
 from shared.app.container import BOTS, missing_token
@@ -50,7 +53,8 @@ log = logging.getLogger(__name__)
 REPLY_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
 DISCORD = BOTS[0]
 TOKEN_REFUSED = "DISCORD_TOKEN was refused by Discord; copy the bot token again"
-POSTED_MESSAGE = re.compile(r"/channels/(\d+)/messages$")
+POSTED_MESSAGE = re.compile(r"/channels/(\d+)/messages(?:/\d+)?$")
+"""A message posted in a channel, or edited there (a live reply): each takes a slot in the channel's budget."""
 IDENTIFY_RATE = "1 per 5 seconds"
 """Discord lets a bot IDENTIFY one shard per rate-limit bucket (shard id % ``max_concurrency``) every 5 s,
 counted over all its processes; a shard that identifies too soon has its session invalidated."""
@@ -74,14 +78,15 @@ def counting_api_errors(pace: Pace | None = None) -> aiohttp.TraceConfig:
     """discord.py's documented hook on its HTTP session: every failed REST call is counted in the metrics, the
     429s it waits out by itself included. With ``pace``, a request first waits for its slot in the bot's
     budget that every shard process and worker shares (:mod:`shared.delivery.pacing`): 50 requests a second,
-    and 5 messages per 5 seconds in a channel; interaction answers are outside Discord's global limit."""
+    and 5 messages (posted or edited) per 5 seconds in a channel; interaction answers are outside Discord's global
+    limit."""
     trace = aiohttp.TraceConfig()
 
     async def paced(_session: object, _context: object, params: aiohttp.TraceRequestStartParams) -> None:
         path = params.url.path
         if pace is None or "/interactions/" in path or "/webhooks/" in path or "/gateway" in path:
             return
-        posted = POSTED_MESSAGE.search(path) if params.method == "POST" else None
+        posted = POSTED_MESSAGE.search(path) if params.method in ("POST", "PATCH") else None
         await pace.wait(posted.group(1) if posted else None)
 
     trace.on_request_start.append(paced)
@@ -195,18 +200,20 @@ class MnemoBot(discord.AutoShardedClient):
         async def tell_busy() -> None:
             await message.reply(texts.busy_text(_locale(incoming)))
 
+        shown = ShownReply(message, private=incoming.is_private)
+        live = LiveReply(shown.show)
         try:
             async with message.channel.typing():
-                reply = await self.conversation.handle_message(incoming, on_delay=tell_waiting, on_busy=tell_busy)
+                reply = await self.conversation.handle_message(incoming, on_delay=tell_waiting, on_busy=tell_busy,
+                                                               on_text=live.hear)
         except Exception as exc:  # the one chat handler: logged with the traceback, the user told (as on Telegram)
             log.exception("Discord message %s failed", message.id)
+            await live.close()
+            await shown.withdraw()
             await self._apologise(message, exc, incoming)
             return
-        for index, piece in enumerate(reply_messages(reply)):
-            if index == 0 and not incoming.is_private:
-                await message.reply(piece)
-            else:
-                await message.channel.send(piece)
+        await live.close()
+        await shown.finish(reply_messages(reply))
 
     @staticmethod
     async def _apologise(message: discord.Message, error: Exception, incoming: IncomingMessage) -> None:

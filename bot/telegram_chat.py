@@ -1,7 +1,11 @@
 """Conversation on Telegram: a text message addressed to the bot goes to the conversation service and
 its reply comes back, with "typing…" meanwhile; in a group only messages that mention the bot or reply
-to it count. If the database is away the user is told once that the message is kept; what the bot
-recorded but never answered before it stopped is answered, as a reply, when it starts again.
+to it count. A model's reply shows as it is written (:mod:`bot.live_reply`): in a private chat as a draft
+(``sendMessageDraft``), then sent whole as the API requires; in a group as a first message edited as it grows,
+and at last into the final reply (the offline answer when the model's turned out unreadable). A bot whose
+drafts Telegram refuses edits a message in private chats too. If the database is away the user is told once that
+the message is kept; what the bot recorded but never answered before it stopped is answered, as a reply, when it
+starts again.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from contextlib import asynccontextmanager, suppress
 
 from telegram import Bot, Message, MessageEntity, ReplyParameters, Update, User
 from telegram.constants import ChatAction, ChatType
-from telegram.error import TelegramError
+from telegram.error import BadRequest, TelegramError
 
 from bot import telegram_render as render
+from bot.live_reply import LiveReply
 from bot.telegram_attachments import attachments_of, carries_attachment
 from bot.telegram_handlers import Context, user_locale
 from shared.attachments.kinds import Attachment
@@ -82,6 +87,8 @@ class ChatHandler:
 
     def __init__(self, service: ConversationService) -> None:
         self.service = service
+        self.drafts = True
+        """Private chats' replies show as drafts (False once Telegram refused one: a message is edited instead)."""
 
     async def __call__(self, update: Update, context: Context) -> None:
         """Answer a text message (in groups only when addressed), showing "typing…" meanwhile."""
@@ -107,13 +114,70 @@ class ChatHandler:
         async def tell_busy() -> None:
             await message.reply_text(texts.busy_text(incoming.locale), do_quote=not private)
 
-        async with typing(context.bot, message):
-            reply = await self.service.handle_message(incoming, on_delay=tell_waiting, on_busy=tell_busy)
+        shown = _ShownReply(context.bot, message, drafts=private and self.drafts)
+        live = LiveReply(shown.show)
+        try:
+            async with typing(context.bot, message):
+                reply = await self.service.handle_message(incoming, on_delay=tell_waiting, on_busy=tell_busy,
+                                                          on_text=live.hear)
+        except Exception:
+            await live.close()
+            await shown.withdraw()
+            raise
+        await live.close()
+        if shown.draft_refused:
+            self.drafts = False
         if reply.duplicate or not reply.text.strip():
+            await shown.withdraw()
             return
-        for index, part in enumerate(render.reply_messages(reply)):
-            await message.reply_text(part.text, entities=list(part.entities) or None,
-                                     do_quote=index == 0 and not private)
+        await shown.finish(render.reply_messages(reply), quote=not private)
+
+
+class _ShownReply:
+    """A reply on its way to one chat: shown as a draft or as a message edited as it grows, then sent whole."""
+
+    def __init__(self, bot: Bot, message: Message, *, drafts: bool) -> None:
+        self.bot, self.message, self.drafts = bot, message, drafts
+        self.sent: Message | None = None  # the message edited as the reply grows (groups, or no drafts)
+        self.draft_refused = False
+
+    async def show(self, text: str) -> None:
+        """The reply so far: the draft, or the first message and then its edits."""
+        shown = render.fit_message(text)
+        if self.drafts:
+            try:
+                await self.bot.send_message_draft(self.message.chat_id, self.message.message_id, shown,
+                                                  message_thread_id=self.message.message_thread_id)
+            except TelegramError:
+                self.draft_refused = True  # this reply goes whole; the next ones are edited messages
+                raise
+        elif self.sent is None:
+            self.sent = await self.message.reply_text(shown, do_quote=self.message.chat.type != ChatType.PRIVATE)
+        else:
+            await self.sent.edit_text(shown)
+
+    async def finish(self, parts: list[render.OutgoingText], *, quote: bool) -> None:
+        """The final reply: the shown message edited into its first part (a draft is followed by the messages)."""
+        if self.sent is not None and parts:
+            first, *parts = parts
+            try:
+                await self.sent.edit_text(first.text, entities=list(first.entities) or None)
+            except BadRequest as exc:
+                if "not modified" not in exc.message.lower():
+                    raise
+            quote = False
+        for index, part in enumerate(parts):
+            await self.message.reply_text(part.text, entities=list(part.entities) or None,
+                                          do_quote=index == 0 and quote)
+
+    async def withdraw(self) -> None:
+        """No reply after all (a duplicate, or the turn failed): the message shown so far goes."""
+        if self.sent is None:
+            return
+        try:
+            await self.sent.delete()
+        except TelegramError as exc:  # cosmetic now: the error handler tells the user what happened
+            log.warning("could not delete a reply shown in part: %s", exc)
 
 
 async def answer_unanswered(bot: Bot, service: ConversationService,

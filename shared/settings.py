@@ -49,6 +49,9 @@ class Settings(AccessSettings, BaseSettings):
     llm_output_mode: Literal["auto", "json_schema", "json_object", "text"] = "auto"
     llm_vision: Literal["auto", "on", "off"] = Field(
         "auto", description="send photos to the model as image parts: auto (until the server refuses one), on, off")
+    stream_replies: Literal["auto", "off"] = Field(
+        "auto", description="show the model's reply as it is written: Telegram drafts in private chats, a message "
+                            "edited at most once a second in groups and on Discord, the console as it comes; off")
     llm_max_output_tokens: Annotated[int, Field(ge=64, le=32768)] = 1024
     llm_context_tokens: Annotated[int, Field(ge=512, le=10_000_000)] = 8192
     llm_server_slots: Annotated[int | None, Field(ge=0, le=1024)] = Field(

@@ -3,10 +3,11 @@
 It speaks the real HTTP API under ``base_url`` = ``http://127.0.0.1:PORT/api/v10``:
 ``GET /users/@me`` and ``GET /oauth2/applications/@me`` (what discord.py's ``login`` asks for),
 ``POST /users/@me/channels`` (the DM channel with a user, the same one every
-time) and ``POST /channels/{id}/messages`` (a repeated ``nonce`` with ``enforce_nonce`` returns the
-earlier message instead of posting again). Bot routes need ``Authorization: Bot <token>``. Errors
-have Discord's shape (``{"message", "code"}``; a 429 has ``retry_after``, ``global`` and a
-``Retry-After`` header). Standard library only, 127.0.0.1 on an ephemeral port::
+time), ``POST /channels/{id}/messages`` (a repeated ``nonce`` with ``enforce_nonce`` returns the
+earlier message instead of posting again), and ``PATCH`` / ``DELETE /channels/{id}/messages/{id}`` of the
+bot's own messages (each edit recorded in ``edits`` with its time; a deleted message leaves ``messages``).
+Bot routes need ``Authorization: Bot <token>``. Errors have Discord's shape (``{"message", "code"}``; a 429
+has ``retry_after``, ``global`` and a ``Retry-After`` header). Standard library only, 127.0.0.1 on an ephemeral port::
 
     with FakeDiscord() as discord:
         DiscordSender(discord.base_url, discord.token).send(target, "hi", idempotency_key="k")
@@ -204,6 +205,7 @@ class FakeDiscord(LoopbackFake):
         self._routes: list[_Route] = []
         self._requests: list[DiscordRequest] = []
         self._messages: list[dict[str, Any]] = []
+        self._edits: list[dict[str, Any]] = []
         self._dm_channels: dict[str, dict[str, Any]] = {}
         self._by_nonce: dict[tuple[str, str], dict[str, Any]] = {}
         self._failures: deque[_Failure] = deque()
@@ -225,6 +227,9 @@ class FakeDiscord(LoopbackFake):
         self.add_route("POST", r"/users/@me/channels", self._open_dm)
         self.add_route("POST", r"/channels/(?P<channel_id>[^/]+)/messages", self._create_message)
         self.add_route("POST", r"/channels/(?P<channel_id>\d+)/typing", self._start_typing)
+        self.add_route("PATCH", r"/channels/(?P<channel_id>\d+)/messages/(?P<message_id>\d+)", self._edit_message)
+        self.add_route("DELETE", r"/channels/(?P<channel_id>\d+)/messages/(?P<message_id>\d+)",
+                       self._delete_message)
         self.add_route("POST", r"/interactions/(?P<interaction_id>\d+)/(?P<token>[^/]+)/callback",
                        self._interaction_callback, auth=False)
         self.add_route("POST", r"/webhooks/(?P<app_id>\d+)/(?P<token>[^/]+)", self._followup, auth=False)
@@ -272,6 +277,12 @@ class FakeDiscord(LoopbackFake):
         """Every message created, in order (a deduplicated resend adds nothing)."""
         with self._lock:
             return [dict(message) for message in self._messages]
+
+    @property
+    def edits(self) -> list[dict[str, Any]]:
+        """Every edit of a channel message: ``channel_id``, ``message_id``, ``content``, ``at`` (monotonic)."""
+        with self._lock:
+            return [dict(edit) for edit in self._edits]
 
     def messages_in(self, channel_id: str) -> list[dict[str, Any]]:
         return [m for m in self.messages if m["channel_id"] == channel_id]
@@ -649,6 +660,33 @@ class FakeDiscord(LoopbackFake):
         with self._lock:
             self._syncs.append({"guild_id": guild_id, "commands": commands})
         return json.loads(json.dumps(commands))
+
+    def _own_message(self, request: DiscordRequest) -> dict[str, Any]:
+        """The bot's message the request names (call with the lock held); Discord's 404 or 403 otherwise."""
+        channel_id, message_id = request.params["channel_id"], request.params["message_id"]
+        found = next((m for m in self._messages if m["id"] == message_id and m["channel_id"] == channel_id), None)
+        if found is None:
+            raise DiscordApiError(404, "Unknown Message", 10008)
+        if found["author"]["id"] != self.bot_user["id"]:
+            raise DiscordApiError(403, "Cannot edit a message authored by another user", 50005)
+        return found
+
+    def _edit_message(self, request: DiscordRequest) -> dict[str, Any]:
+        body = request.json if isinstance(request.json, dict) else {}
+        with self._lock:
+            message = self._own_message(request)
+            if "content" in body:
+                content = str(body.get("content") or "")
+                _check_message_body({"content": content}, ())
+                message["content"] = content
+            message["edited_timestamp"] = datetime.now(UTC).isoformat()
+            self._edits.append({"channel_id": message["channel_id"], "message_id": message["id"],
+                                "content": message["content"], "at": request.at})
+            return dict(message)
+
+    def _delete_message(self, request: DiscordRequest) -> None:
+        with self._lock:
+            self._messages.remove(self._own_message(request))
 
     def _start_typing(self, request: DiscordRequest) -> None:
         with self._lock:

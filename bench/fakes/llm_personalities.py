@@ -38,6 +38,9 @@ class Personality:
     empty_object: bool = False  # answers "{}"
     ramble: bool = False  # never closes the reply string; only max_tokens stops it
     interrupts_streams: bool = False  # a new request cuts a running stream short (no finish reason)
+    stops_after: int | None = None
+    """The model ends its answer (end of sequence, ``finish_reason: "stop"``) after this many characters, wherever
+    that falls: mid-JSON, often inside the reply (a small model's early stop, a server that fails mid-answer)."""
     window_report: str | None = None
     """Where the server says how big its context window is (when the fake has one): "props" (llama.cpp's
     ``GET /props``), "models" (vLLM's ``max_model_len`` in ``GET /v1/models``) or None (only in a refusal)."""
@@ -149,6 +152,8 @@ class Personality:
             content = f"Sure! Here is my answer:\n{content}\nI hope this helps."
         elif self.wrap == "fence":
             content = f"```json\n{content}\n```"
+        if self.stops_after is not None:
+            content = content[: self.stops_after]
         if self.thinking == "tags":
             return f"<think>{REASONING}</think>\n{content}", None
         return content, REASONING if self.thinking else None
@@ -224,6 +229,7 @@ PERSONALITIES: dict[str, Personality] = {p.name: p for p in (
     Personality("prose", wrap="prose"),
     Personality("fenced", wrap="fence"),
     Personality("empty-object", empty_object=True),
+    Personality("stops-mid-json", stops_after=24),  # '{"response": "' and the reply's first ten characters
 )}
 _TEXT_ONLY = {"openai": ("openai", "refused"), "llama.cpp": ("llama.cpp", "refused"), "vllm": ("vllm", "refused"),
               "ollama": ("openai", "dropped"), "llama-cpp-python": ("openai", "message dropped")}

@@ -236,13 +236,14 @@ def _chunk(request: dict[str, Any], delta: dict[str, Any], finish_reason: str | 
 
 
 def _events(request: dict[str, Any], content: str, finish_reason: str, reasoning: str | None,
-            reasoning_field: str, endless: bool, usage: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+            reasoning_field: str, endless: bool, usage: dict[str, Any] | None,
+            piece_chars: int = STREAM_PIECE_CHARS) -> Iterator[dict[str, Any]]:
     """The answer as streamed chunks: reasoning first, the content in small pieces, the finish reason,
     then the usage when the client asked for it (``stream_options.include_usage``)."""
     if reasoning:
         yield _chunk(request, {"role": "assistant", reasoning_field: reasoning, "content": None})
-    for start in range(0, len(content), STREAM_PIECE_CHARS):
-        yield _chunk(request, {"content": content[start:start + STREAM_PIECE_CHARS]})
+    for start in range(0, len(content), piece_chars):
+        yield _chunk(request, {"content": content[start:start + piece_chars]})
     while endless:  # a server generating with no cap: only the client leaving stops it
         yield _chunk(request, {"content": " and so on"})
     yield _chunk(request, {}, finish_reason)
@@ -363,6 +364,7 @@ class FakeOpenAI(LoopbackFake):
         latency: float = 0.0,
         personality: str | Personality = "openai",
         stream_chunk_delay: float = 0.0,
+        tokens_per_second: float | None = None,
         embedding_trickle: float = 0.0,
         context_window: int | None = None,
         slots: int | None = None,
@@ -376,6 +378,10 @@ class FakeOpenAI(LoopbackFake):
         Prompts are counted as the fake counts usage (about four characters a token)."""
         self.personality = PERSONALITIES[personality] if isinstance(personality, str) else personality
         self.stream_chunk_delay = stream_chunk_delay  # seconds between streamed chunks
+        self.tokens_per_second = tokens_per_second
+        """A model writing at this rate: streamed one token (:data:`CHARS_PER_TOKEN` characters) a chunk, a whole
+        answer after all its tokens' time; None: as fast as it can (chunks :data:`STREAM_PIECE_CHARS` apart by
+        ``stream_chunk_delay``)."""
         self.embedding_trickle = embedding_trickle  # seconds between the bytes of every embeddings response
         self.abandoned_streams = 0  # streams the client closed before the end
         self.trickled_bytes = 0  # bytes sent by trickled replies
@@ -586,13 +592,16 @@ class FakeOpenAI(LoopbackFake):
         endless = self.personality.ramble and cap is None
         prompt_tokens = max(1, estimate_tokens(_messages_text(body["messages"]))) + image_tokens
         usage = self.personality.usage_body(prompt_tokens, estimate_tokens(content), min(cached, prompt_tokens))
+        rate = self.tokens_per_second
         if not body.get("stream"):
-            return _Response(200, _completion(body, content, finish, reasoning, usage), delay=delay)
+            writing = estimate_tokens(content) / rate if rate else 0.0
+            return _Response(200, _completion(body, content, finish, reasoning, usage), delay=delay + writing)
         field_name = "reasoning" if self.personality.thinking == "reasoning" else "reasoning_content"
-        events = _events(body, content, finish, reasoning, field_name, endless, usage)
+        events = _events(body, content, finish, reasoning, field_name, endless, usage,
+                         CHARS_PER_TOKEN if rate else STREAM_PIECE_CHARS)
         interrupted = threading.Event()
         self._streams.add(interrupted)
-        return _Response(200, {}, delay=delay, events=events, event_delay=self.stream_chunk_delay,
+        return _Response(200, {}, delay=delay, events=events, event_delay=1 / rate if rate else self.stream_chunk_delay,
                          interrupted=interrupted)
 
     def _validate_chat(self, body: dict[str, Any]) -> _Response | None:

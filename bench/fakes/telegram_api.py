@@ -21,7 +21,9 @@ getUpdates method while webhook is active"). The test is Telegram's sender and t
 ``take_updates`` hands over what users did, ``post_update`` POSTs one update to a replica's address
 with the secret token the bot set.
 What the bot does is recorded in Bot API shapes: ``messages`` (its messages as they are now, edits
-applied, keyboards included), ``documents`` (the uploaded bytes), ``callback_answers``,
+applied, keyboards included, deleted ones gone), ``drafts`` (``sendMessageDraft``, checked as the Bot API
+defines it: a private chat, a non-zero ``draft_id``, 1–4096 characters of text; each with its time),
+``documents`` (the uploaded bytes), ``callback_answers``,
 ``chat_actions``, ``my_commands(language_code)``.
 
 Methods are a table: ``telegram.methods["getUpdates"] = handler`` replaces one. A handler takes the
@@ -160,11 +162,13 @@ class FakeTelegram(LoopbackFake):
             "editMessageReplyMarkup": self._edit_message_reply_markup,
             "answerCallbackQuery": self._answer_callback_query, "sendChatAction": self._send_chat_action,
             "sendDocument": self._send_document, "getFile": self._get_file,
+            "sendMessageDraft": self._send_message_draft, "deleteMessage": self._delete_message,
         }
         self._lock = threading.Lock()
         self._updates_ready = threading.Condition(self._lock)
         self._calls: list[RecordedCall] = []
         self._sent: list[dict[str, Any]] = []
+        self._drafts: list[dict[str, Any]] = []
         self._message_ids: defaultdict[int | str, int] = defaultdict(int)
         self._failures: deque[_Failure] = deque()
         self._stalls: deque[_Stall] = deque()
@@ -331,6 +335,12 @@ class FakeTelegram(LoopbackFake):
             return [dict(message) for message in self._sent]
 
     @property
+    def drafts(self) -> list[dict[str, Any]]:
+        """Drafts accepted by ``sendMessageDraft``: ``{chat_id, draft_id, text, message_thread_id, entities, at}``."""
+        with self._lock:
+            return [dict(draft) for draft in self._drafts]
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
         """The bot's messages (texts and documents) as Message objects, edits applied, oldest first."""
         with self._lock:
@@ -489,6 +499,38 @@ class FakeTelegram(LoopbackFake):
             message = self._record_outgoing(chat_id, {"text": text}, params, markup)
             self._sent.append({"chat_id": chat_id, "text": text, "message_id": message["message_id"]})
             return json.loads(json.dumps(message))
+
+    def _send_message_draft(self, params: dict[str, Any]) -> bool:
+        """A partial message streamed to a user: chat_id (a private chat), draft_id (non-zero), text, and optional
+        message_thread_id, parse_mode, entities. Changes of one draft_id are animated; nothing is stored as a
+        message (the bot sends the final one with sendMessage)."""
+        chat_id, text = chat_id_param(params), str(params.get("text") or "")
+        try:
+            draft_id = int(params.get("draft_id") or 0)
+        except (TypeError, ValueError):
+            draft_id = 0
+        if draft_id == 0:
+            raise TelegramApiError(400, "Bad Request: draft_id must be non-zero")
+        if not text.strip():
+            raise TelegramApiError(400, "Bad Request: text must be non-empty")
+        if utf16_len(text) > TEXT_LIMIT:
+            raise TelegramApiError(400, "Bad Request: TEXT_TOO_LONG")
+        if not isinstance(chat_id, int) or chat_id <= 0:
+            raise TelegramApiError(400, "Bad Request: draft can be sent only to private chats")
+        with self._lock:
+            self._refuse_if_forbidden(chat_id)
+            self._drafts.append({"chat_id": chat_id, "draft_id": draft_id, "text": text,
+                                 "message_thread_id": params.get("message_thread_id"),
+                                 "entities": _json_value(params.get("entities")), "at": time.monotonic()})
+        return True
+
+    def _delete_message(self, params: dict[str, Any]) -> bool:
+        chat_id, message_id = chat_id_param(params), int(params.get("message_id") or 0)
+        with self._lock:
+            if self._messages.pop((chat_id, message_id), None) is None:
+                raise TelegramApiError(400, "Bad Request: message to delete not found")
+            self._outgoing = [key for key in self._outgoing if key != (chat_id, message_id)]
+        return True
 
     def _send_document(self, params: dict[str, Any]) -> dict[str, Any]:
         chat_id, upload = chat_id_param(params), params.get("document")

@@ -36,6 +36,8 @@ class ConversationConfig:
     extraction: ExtractionTiming = field(default_factory=ExtractionTiming)
     """When the knowledge monitor reads a sitting's waiting turns (``EXTRACTION_BATCH_TURNS``,
     ``EXTRACTION_MAX_DELAY_MINUTES``)."""
+    stream_replies: bool = True
+    """Front-ends hear the model's reply while it streams and show it as it grows (``STREAM_REPLIES=auto``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConversationConfig:
@@ -52,4 +54,5 @@ class ConversationConfig:
                    deadline_heads_up=timedelta(minutes=settings.deadline_heads_up_minutes),
                    extraction=ExtractionTiming(
                        batch_turns=settings.extraction_batch_turns,
-                       max_delay=timedelta(minutes=settings.extraction_max_delay_minutes)))
+                       max_delay=timedelta(minutes=settings.extraction_max_delay_minutes)),
+                   stream_replies=settings.stream_replies == "auto")

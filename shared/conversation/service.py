@@ -51,7 +51,7 @@ from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, Warn
 from shared.emotion import UNKNOWN, Emotion
 from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
-from shared.llm.client import ChatModel, ContextOverflow, TurnCompletion
+from shared.llm.client import ChatModel, ContextOverflow, OnText, TurnCompletion
 from shared.llm.metering import CallUsage, metered
 from shared.llm.retries import LLMUnavailable
 from shared.llm.transcription import Transcriber
@@ -110,17 +110,22 @@ class ConversationService:
         return wait is None
 
     async def handle_message(self, message: IncomingMessage, *, resume: bool = False,
-                             on_delay: OnDelay | None = None, on_busy: OnBusy | None = None) -> Reply:
+                             on_delay: OnDelay | None = None, on_busy: OnBusy | None = None,
+                             on_text: OnText | None = None) -> Reply:
         """Reply to one message; duplicates (same platform message id) are answered once, except that
         with ``resume`` one recorded before and never answered is answered now. ``on_delay`` is awaited
         once if the message has to wait for the database; past the patience it raises
         :class:`DatabaseUnavailable` (nothing was recorded, or the turn is answered on the next start).
         ``on_busy`` is awaited once if the turn waits ``TURN_BUSY_NOTICE_SECONDS`` for a model slot.
+        ``on_text`` hears the model's reply while it streams (unless ``STREAM_REPLIES=off``): the words that may be
+        shown so far; the returned reply is what to show in the end, the offline answer when the model's turned
+        out unreadable.
         Every log line meanwhile, and every job the turn owes, carries a new turn id, the platform and the
         user's hash (:mod:`shared.log_context`)."""
         with log_context.turn_context(message.platform, message.user_id):
             try:
-                reply = await self._answer(message, resume, on_delay, on_busy)
+                live = on_text if self.config.stream_replies else None
+                reply = await self._answer(message, resume, on_delay, on_busy, live)
             except Exception:
                 record.message_handled(message.platform, "failed")
                 raise
@@ -129,7 +134,7 @@ class ConversationService:
             return reply
 
     async def _answer(self, message: IncomingMessage, resume: bool, on_delay: OnDelay | None,
-                      on_busy: OnBusy | None) -> Reply:
+                      on_busy: OnBusy | None, on_text: OnText | None) -> Reply:
         started = time.perf_counter()
         on_delay = _once(on_delay)
         with metered("turn") as hearing:
@@ -144,7 +149,7 @@ class ConversationService:
         prepared, hold = await self._reserve(prepared, on_delay)
         prepared_at = time.perf_counter()
         with metered("turn") as answering:
-            result = await self._complete(prepared, on_busy)
+            result = await self._complete(prepared, on_busy, on_text)
         if result.prompt is not None:  # built again to fit a window smaller than thought
             prepared = replace(prepared, prompt=result.prompt)
         answered_at = time.perf_counter()
@@ -241,7 +246,7 @@ class ConversationService:
                 log.exception("dispatching background jobs failed")
         return applied
 
-    async def _complete(self, prepared: PreparedTurn, on_busy: OnBusy | None) -> TurnResult:
+    async def _complete(self, prepared: PreparedTurn, on_busy: OnBusy | None, on_text: OnText | None) -> TurnResult:
         """The one LLM call; offline when there is no LLM, the user is over quota, no model slot came free
         in time, the call fails, or its answer holds nothing to show."""
         model = self.chat_model
@@ -260,23 +265,24 @@ class ConversationService:
                                notice=flood_notice(prepared.language.chinese, wait))
         async with self.gate.slot(on_busy) as admitted:
             if admitted:
-                return await self._ask_model(model, prepared)
+                return await self._ask_model(model, prepared, on_text)
         log.warning("every model slot stayed taken (TURN_LLM_CONCURRENCY, TURN_QUEUE_SECONDS): answered offline")
         return replace(self._offline(prepared, warning=WarningCode.BUSY, busy=True),
                        notice=busy_notice(prepared.language.chinese))
 
-    async def _ask_model(self, model: ChatModel, prepared: PreparedTurn, *, refit: bool = True) -> TurnResult:
+    async def _ask_model(self, model: ChatModel, prepared: PreparedTurn, on_text: OnText | None, *,
+                         refit: bool = True) -> TurnResult:
         try:
             image = image_for_model(prepared.attachments)
-            completion = await (model.acomplete_turn(prepared.prompt.messages, image=image) if image
-                                else model.acomplete_turn(prepared.prompt.messages))
+            completion = await (model.acomplete_turn(prepared.prompt.messages, image=image, on_text=on_text) if image
+                                else model.acomplete_turn(prepared.prompt.messages, on_text=on_text))
         except ContextOverflow as exc:
             refitted = await self._refit(model, prepared) if refit else None
             if refitted is None:
                 log.warning("the prompt does not fit the model's context window, answering offline: %s", exc)
                 return self._offline(prepared, warning=WarningCode.CONTEXT_OVERFLOW)
             log.info("%s: asking again with the conversation fitted to it", exc)
-            return replace(await self._ask_model(model, refitted, refit=False), prompt=refitted.prompt)
+            return replace(await self._ask_model(model, refitted, on_text, refit=False), prompt=refitted.prompt)
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, answering offline: %s", exc)
             return self._offline(prepared, warning=WarningCode.MODEL_UNAVAILABLE)

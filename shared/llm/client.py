@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -27,6 +27,7 @@ from shared.llm import metering
 from shared.llm.answers import strip_reasoning
 from shared.llm.context_window import DEFAULT_WINDOW, ContextWindow, context_refusal, estimate_chat
 from shared.llm.gate import GatedCalls, ModelGate
+from shared.llm.live_text import ResponseReader, shown_so_far
 from shared.llm.modes import (
     JSON_LADDER,
     OutputFormat,
@@ -70,6 +71,8 @@ CORRECTION = ("Your previous answer was not valid JSON: {error}. "
               "Answer again with only the JSON object.")
 
 T = TypeVar("T")
+OnText = Callable[[str], None]
+"""Hears a turn's reply while it streams: the words that may be shown so far, each time they change."""
 log = logging.getLogger(__name__)
 
 
@@ -239,10 +242,13 @@ class ChatModel:
         raises :class:`LLMUnavailable`."""
         return self._run(self._turn_plan(messages, seconds))
 
-    async def acomplete_turn(self, messages: list[dict[str, Any]], image: str | None = None) -> TurnCompletion:
+    async def acomplete_turn(self, messages: list[dict[str, Any]], image: str | None = None, *,
+                             on_text: OnText | None = None) -> TurnCompletion:
         """:meth:`complete_turn` for the bots' event loop; ``image`` (a ``data:`` URL) goes with the last user
-        message when the model takes images (``LLM_VISION``), else the turn is asked without it."""
-        return await self._drive(self._turn_plan(messages, image=image), self._async_client)
+        message when the model takes images (``LLM_VISION``), else the turn is asked without it. ``on_text`` hears
+        the reply as it streams (:func:`~shared.llm.live_text.shown_so_far`), each request's from its start; the
+        completion decides what the reply is."""
+        return await self._drive(self._turn_plan(messages, image=image), self._async_client, on_text)
 
     def complete_text(self, messages: list[dict[str, Any]], max_tokens: int = TEXT_MAX_TOKENS) -> str:
         """A plain text answer without reasoning, for background jobs; raises :class:`LLMUnavailable`."""
@@ -425,7 +431,7 @@ class ChatModel:
                 await client.close()
         return asyncio.run(drive())
 
-    async def _drive(self, plan: _Plan[T], client: openai.AsyncOpenAI) -> T:
+    async def _drive(self, plan: _Plan[T], client: openai.AsyncOpenAI, on_text: OnText | None = None) -> T:
         answer: Any = None
         failure: openai.OpenAIError | None = None
         while True:
@@ -442,7 +448,8 @@ class ChatModel:
                 async with self._turn_on_the_server(step):
                     sent_at = time.perf_counter()
                     answer = await send_chat(client, _without_stream(step.request), step.timeout,
-                                             stream=bool(step.request.get("stream")), cut_at=step.cut_at)
+                                             stream=bool(step.request.get("stream")), cut_at=step.cut_at,
+                                             on_piece=_live_reading(step, on_text))
                 metering.note_chat(step.request, answer.usage, answer.text, time.perf_counter() - sent_at)
             except openai.OpenAIError as exc:
                 failure = exc
@@ -454,6 +461,22 @@ class ChatModel:
         if self.gate is None:
             return nullcontext()
         return self.gate.live(step.timeout) if step.kind == "turn" else self.gate.background(step.timeout)
+
+
+def _live_reading(step: _Call, on_text: OnText | None) -> Callable[[str], None] | None:
+    """What hears a streamed turn request's pieces and tells ``on_text`` the reply so far (None: nobody listens)."""
+    if on_text is None or step.kind != "turn" or not step.request.get("stream"):
+        return None
+    reader, shown = ResponseReader(plain_words=step.mode == "text"), ""
+
+    def heard(piece: str) -> None:
+        nonlocal shown
+        visible = shown_so_far(reader.feed(piece))
+        if visible and visible != shown:
+            shown = visible
+            on_text(visible)
+
+    return heard
 
 
 def _error_object(exc: openai.OpenAIError) -> Mapping[str, Any]:

@@ -8,12 +8,13 @@ queues. The whole request — headers, every chunk — must finish within its ti
 or when the answer grows past :data:`MAX_ANSWER_CHARS`, or writes one of the caller's ``cut_at`` marks
 (the model has begun to copy the prompt back), the stream is closed there and then. Only
 ``content`` is kept: ``reasoning_content`` (DeepSeek-R1, Qwen3) and ``reasoning`` (vLLM) are never
-read.
+read. A caller's ``on_piece`` hears each piece of content as it arrives (a live reply, :mod:`shared.llm.live_text`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,15 +39,16 @@ class RawAnswer:
 
 
 async def send_chat(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float, *,
-                    stream: bool = True, cut_at: tuple[str, ...] = ()) -> RawAnswer:
+                    stream: bool = True, cut_at: tuple[str, ...] = (),
+                    on_piece: Callable[[str], None] | None = None) -> RawAnswer:
     """Send ``request`` and collect the answer (streamed, or whole when ``stream`` is False), all within
     ``seconds``. A streamed answer that ends without a finish reason was interrupted by the server
     (``finish_reason`` None); one that wrote a mark of ``cut_at`` (lower case; any case matches) is
-    closed there, with :data:`CUT_AT_MARK`.
+    closed there, with :data:`CUT_AT_MARK`. ``on_piece`` is called with each piece of a streamed answer's content.
 
     Raises ``openai`` errors as the SDK does, and :class:`openai.APITimeoutError` when the deadline
     passes; in every case the connection is closed before this returns."""
-    collect = _collect(client, request, seconds, cut_at) if stream else _whole(client, request, seconds)
+    collect = _collect(client, request, seconds, cut_at, on_piece) if stream else _whole(client, request, seconds)
     try:
         return await asyncio.wait_for(collect, timeout=seconds)
     except TimeoutError:
@@ -65,7 +67,7 @@ async def _whole(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: f
 
 
 async def _collect(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float,
-                   cut_at: tuple[str, ...]) -> RawAnswer:
+                   cut_at: tuple[str, ...], on_piece: Callable[[str], None] | None) -> RawAnswer:
     stream = await client.chat.completions.create(**sdk_arguments(request), stream=True, timeout=seconds)
     parts: list[str] = []
     size, finish, usage = 0, None, {}
@@ -79,6 +81,8 @@ async def _collect(client: openai.AsyncOpenAI, request: dict[str, Any], seconds:
             choice = chunk.choices[0]
             piece = choice.delta.content if choice.delta is not None else None
             if piece:
+                if on_piece is not None:
+                    on_piece(piece)
                 parts.append(piece)
                 size += len(piece)
                 recent = (recent + piece.lower())[-(keep + len(piece)):] if keep else ""

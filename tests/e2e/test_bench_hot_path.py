@@ -24,3 +24,15 @@ def test_hot_path_bench_compares_recording_usage_with_two_sides_that_do_not(
                                            - ab["without_usage"]["apply_p99_ms"])
     report = hot_path.report(figures)
     assert "usage recording, 6 messages each" in report and "two sides without it differ by" in report
+
+
+def test_hot_path_bench_times_the_first_words_of_a_reply_a_slow_model_writes(
+        system_pg_admin_url: str, tmp_path: Path) -> None:
+    figures = hot_path.run(system_pg_admin_url, tmp_path, conversations=1, llm_seconds=0.0, messages=1,
+                           tokens_per_second=200, live_messages=3)
+
+    live = figures["first_words"]
+    assert live["messages"] == 3 and live["streamed"] == 3  # every reply's first words came before the rest
+    assert 0 < live["first_word_p50_s"] < live["reply_p50_s"] and live["first_word_p99_s"] < live["reply_p99_s"]
+    report = hot_path.report(figures)
+    assert f"first_word_p50_s: {live['first_word_p50_s']:.2f}" in report and "reply_p99_s: " in report

@@ -43,7 +43,7 @@ CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emoti
 CJK = re.compile(r"[\u4e00-\u9fff]")
 STORES_FROM_THE_TURN = {"openai", "deepseek", "qwen-thinking", "qwen", "llama.cpp", "llama-cpp-python", "ollama",
                         "vllm", "reasoning-tags", "prose", "fenced"}
-"""Personalities whose turn answer is a whole, valid object (the rambler is cut, one answers {})."""
+"""Personalities whose turn answer is a whole, valid object (the rambler is cut, one answers {}, one stops early)."""
 FIELD_NAMES = ("memory_update", "should_store", "context_variables", '"response"', '"emotion"')
 
 
@@ -146,7 +146,7 @@ def test_background_jobs_store_and_write_only_words(server: FakeOpenAI, uows) ->
         summaries = [e.summary for e in uow.session.scalars(select(Episode))]
     assert "I love jasmine tea" in contents  # by the model, or by the rules when its JSON was unusable
     assert episode is not None and summaries and all("{" not in s and "summary" not in s for s in summaries)
-    if server.personality.name not in ("empty-object", "rambler"):
+    if server.personality.name not in ("empty-object", "rambler", "stops-mid-json"):  # their answers never close
         assert "talked about tea" in summaries[0] and reviews.promoted == 1
     assert all(r.get("max_tokens") for r in server.chat_requests())
     assert all(json.dumps(r).count('"stream": true') == 1 for r in server.chat_requests())

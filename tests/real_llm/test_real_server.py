@@ -79,17 +79,23 @@ class Console:
             match = REPLY.search(line)
             if match:
                 seconds = time.monotonic() - started
-                return match.group(1), match.group(2), self._warnings(), seconds
+                warnings, replaced = self._after_reply()
+                final = replaced or match
+                return final.group(1), final.group(2), warnings, seconds
 
-    def _warnings(self) -> list[str]:
+    def _after_reply(self) -> tuple[list[str], re.Match[str] | None]:
+        """The warning lines under a reply, and the reply that replaced it (words printed as the model wrote them,
+        then the offline answer in their place, on a line of its own in a pipe)."""
         time.sleep(0.3)
-        found = []
+        found, replaced = [], None
         while not self.lines.empty():
             line = self.lines.get_nowait()
             self.transcript.append(line)
             if line.startswith("  · "):
                 found.append(line)
-        return found
+            elif (match := REPLY.search(line)) is not None:
+                found, replaced = [], match
+        return found, replaced
 
     def close(self) -> int:
         self.process.stdin.close()
