@@ -10,6 +10,7 @@ from shared.access.service import AccessChange, AccessListing, AccessService
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands
 from shared.errors import DatabaseUnavailable, InvalidCommand, NotFound
+from tests.builders import Clock
 from tests.integration.test_console_commands import run_console
 
 OPERATOR = Facts("telegram", "5", chat_id="5")
@@ -19,17 +20,9 @@ BASELINE = Policy(frozenset({Entry("block", "user", "telegram", "13"), Entry("al
                   frozenset({("telegram", "5")}))
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(0.0)
 
 
 @pytest.fixture

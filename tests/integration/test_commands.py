@@ -8,7 +8,6 @@ zone; hostile arguments get a clear error and change nothing.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
@@ -22,13 +21,12 @@ from shared.commands.memories import MAX_VERSIONS_FOLLOWED
 from shared.commands.panel import PanelService
 from shared.commands.service import Account, Caller, MemoryCommands
 from shared.commands.texts import error_text
-from shared.conversation.config import ConversationConfig
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.memory_models import Episode, Todo
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.memory.writes import StatedMemory, store_stated_memories
+from tests import builders
 from tests.conftest import APP_TABLES, audit_of
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai, a Sunday
@@ -36,18 +34,13 @@ ALICE = Caller("telegram", "1001", display_name="Alice", locale="zh-CN")
 BOB = Caller("telegram", "2002", display_name="Bob", locale="en")
 ALICE_ON_DISCORD = Caller("discord", "555000111", display_name="alice#1", locale="zh-CN")
 MALLORY = Caller("discord", "666000999", display_name="mallory", locale="en")
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Asia/Shanghai")
+CONFIG = builders.conversation_config(default_timezone="Asia/Shanghai")
 HUGE = "记" * 100_000
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
+class Clock(builders.Clock):
+    def __init__(self, now: datetime = START) -> None:
+        super().__init__(now)
 
 
 @pytest.fixture
@@ -62,15 +55,12 @@ def commands(uow_factory, clock) -> MemoryCommands:
 
 @pytest.fixture
 def conversation(uow_factory, clock) -> ConversationService:
-    return ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock)
+    return builders.conversation(uow_factory, CONFIG, clock=clock)
 
 
 def say(service: ConversationService, caller: Caller, words: str, message_id: str | None = None):
     """One message through the hot path in offline mode (rule-based extraction, no LLM)."""
-    message = IncomingMessage(platform=caller.platform, chat_id=caller.platform_user_id,
-                              user_id=caller.platform_user_id, text=words, sent_at=START,
-                              display_name=caller.display_name, message_id=message_id, locale=caller.locale)
-    return asyncio.run(service.handle_message(message))
+    return builders.said(service, caller, words, START, message_id=message_id)
 
 
 def user_of(uow_factory, caller: Caller) -> int:

@@ -11,6 +11,7 @@ from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
 from shared.lifecycle import decay
 from shared.lifecycle.decay import run_decay
+from tests.builders import audit_actions, stored_memory
 from tests.conftest import audit_of
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
@@ -31,14 +32,7 @@ def remember(uow, user_id: int, content: str, *, age: timedelta = 30 * DAY, idle
     return memory.id
 
 
-def memory(uow_factory, memory_id: int) -> Memory | None:
-    with uow_factory() as uow:
-        return uow.session.get(Memory, memory_id)
-
-
-def actions(uow_factory, user_id: int, memory_id: int) -> list[tuple[str, str]]:
-    with uow_factory() as uow:
-        return [(e.action, e.actor) for e in audit_of(uow, user_id, memory_id)]
+memory, actions = stored_memory, audit_actions
 
 
 def test_an_idle_fact_loses_five_percent_once_a_day_and_a_second_run_the_same_day_changes_nothing(uow_factory):

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlalchemy import select
 
-from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Episode
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.lifecycle.episodes import close_idle_sessions, parse_summary, summarise_session
-from shared.llm.client import ChatModel
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)  # 18:00 in Shanghai
 NOW = START + timedelta(hours=2)
@@ -19,19 +16,6 @@ SUMMARY = {"summary": "talked about the interview and games", "entities": ["inte
            "scratchpad": {"current_focus": "the job interview", "open_threads": ["waiting for the offer"],
                           "next_steps": ["send a thank-you note"]},
            "core_summary": "Ana, a nurse who loves games"}
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
-def model(llm):
-    chat_model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
-    yield chat_model
-    chat_model.close()
 
 
 def session_with(uow_factory, messages, *, user="u1", chat="c1", timezone="Asia/Shanghai", closed=True,

@@ -7,29 +7,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Memory, MemoryEvent
 from shared.db.models import ConversationTurn
 from shared.lifecycle.extraction import BOOST_STEP, extract_turns
-from shared.llm.client import ChatModel
 from shared.memory.writes import StatedMemory, store_stated_memories
 from shared.recall.retrieval import recall_for_turn
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)
 NOW = START + timedelta(hours=1)
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
-def model(llm):
-    chat_model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
-    yield chat_model
-    chat_model.close()
 
 
 def conversation(uow_factory, exchanges, *, user="u1", chat="c1") -> tuple[int, list[int]]:

@@ -15,6 +15,7 @@ from shared.errors import NotFound
 from shared.lifecycle.maintenance import last_report, run_maintenance
 from shared.memory.writes import StatedMemory, store_stated_memories
 from shared.recall.retrieval import recall_for_turn
+from tests.builders import Clock
 from tests.conftest import audit_of
 
 START = datetime(2026, 1, 3, 2, 0, tzinfo=UTC)
@@ -22,17 +23,9 @@ DAY = timedelta(days=1)
 ALICE = Caller("telegram", "1001", display_name="Alice", locale="en")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(START)
 
 
 @pytest.fixture

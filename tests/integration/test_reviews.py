@@ -4,28 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
-from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Memory
 from shared.lifecycle.decay import run_decay
 from shared.lifecycle.reviews import run_reviews
-from shared.llm.client import ChatModel
-from tests.conftest import audit_of
+from tests.builders import audit_actions, stored_memory
 
 NOW = datetime(2026, 11, 22, 3, 20, tzinfo=UTC)
 DAY = timedelta(days=1)
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
-def model(llm):
-    return ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
 
 
 def person(uow, platform_id: str = "1001") -> int:
@@ -42,14 +27,7 @@ def remember(uow_factory, content: str, *, user: str = "1001", **fields) -> tupl
     return user_id, memory.id
 
 
-def load(uow_factory, memory_id: int) -> Memory | None:
-    with uow_factory() as uow:
-        return uow.session.get(Memory, memory_id)
-
-
-def events(uow_factory, user_id: int, memory_id: int) -> list[tuple[str, str]]:
-    with uow_factory() as uow:
-        return [(e.action, e.actor) for e in audit_of(uow, user_id, memory_id)]
+load, events = stored_memory, audit_actions
 
 
 def prompts(llm) -> str:

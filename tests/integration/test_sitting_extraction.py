@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlalchemy import select
 
-from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
 from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
@@ -18,21 +16,9 @@ from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory, OutboxJob
 from shared.db.models import ConversationTurn
 from shared.lifecycle.extraction import extract_sitting
-from shared.llm.client import ChatModel
 from tests.integration.test_knowledge_monitor import add, conversation, operations
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
-def model(llm):
-    return ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
 
 
 def session_of(uow_factory, turn_id: int) -> int:

@@ -11,7 +11,6 @@ import pytest
 from sqlalchemy import select
 
 from bench.fakes.openai_server import FakeOpenAI
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory, OutboxJob
 from shared.db.models import ConversationTurn
@@ -19,23 +18,15 @@ from shared.lifecycle.dedup import run_dedup
 from shared.lifecycle.extraction import extract_turns
 from shared.lifecycle.outbox import sweep_jobs
 from shared.lifecycle.reviews import run_reviews
-from shared.llm.client import ChatModel
 from shared.usage.policy import QuotaPolicy
 from shared.usage.quota import put_off_if_over
+from tests.builders import Clock, conversation, message
 from tests.integration.test_usage_recording import CONFIG, TURN
 
 TODAY = datetime(2026, 11, 22, 20, 0, tzinfo=UTC)
 TOMORROW = datetime(2026, 11, 23, 0, 0, tzinfo=UTC)
 QUOTA = QuotaPolicy(per_user=50)
 """Smaller than one turn: the first message spends the day's allowance."""
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = TODAY
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture
@@ -47,19 +38,17 @@ def llm():
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return Clock(TODAY)
 
 
 def service_with(uow_factory, llm, clock, quota=QUOTA, dispatched=None) -> ConversationService:
-    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
-    return ConversationService(uow_factory, replace(CONFIG, quota=quota), chat_model=model, clock=clock,
-                               dispatch=None if dispatched is None else dispatched.extend)
+    return conversation(uow_factory, replace(CONFIG, quota=quota), llm, clock=clock,
+                        dispatch=None if dispatched is None else dispatched.extend)
 
 
 def say(service, clock, text: str, message_id: str, *, user="u1", chat="c1", private=True):
-    message = IncomingMessage(platform="telegram", chat_id=chat, user_id=user, text=text, sent_at=clock(),
-                              is_private=private, display_name="Alice", message_id=message_id)
-    return asyncio.run(service.handle_message(message))
+    incoming = message(text, user=user, chat=chat, sent=clock(), is_private=private, message_id=message_id)
+    return asyncio.run(service.handle_message(incoming))
 
 
 def user_turns(uow_factory, platform_user_id: str = "u1") -> list[tuple[str, str]]:

@@ -10,19 +10,17 @@ from sqlalchemy import select, text, update
 
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands.service import MemoryCommands
-from shared.conversation.service import ConversationService
 from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
 from shared.errors import InvalidCommand
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS
 from shared.reminders.service import claim_due_reminders
 from tests.conftest import audit_of
+from tests.integration import test_commands
 from tests.integration.test_commands import (
     ALICE,
     BOB,
-    CONFIG,
     START,
-    Clock,
     count,
     fingerprint,
     give_vectors,
@@ -37,19 +35,8 @@ from tests.integration.test_commands import (
 pytestmark = pytest.mark.pgvector  # an export must leave the vectors out where there are some
 
 
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def commands(uow_factory, clock) -> MemoryCommands:
-    return MemoryCommands(uow_factory, default_timezone="Asia/Shanghai", clock=clock)
-
-
-@pytest.fixture
-def conversation(uow_factory, clock) -> ConversationService:
-    return ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock)
+clock, commands, conversation = test_commands.clock, test_commands.commands, test_commands.conversation
+"""The fixtures of tests/integration/test_commands.py: a clock set by hand, the commands and the offline hot path."""
 
 
 def export_of(commands: MemoryCommands, caller) -> dict:
