@@ -69,6 +69,10 @@ def conversation_config(*, default_timezone: str = "UTC", personality: str = "a 
     return ConversationConfig(**{**base, **fields})
 
 
+PER_TURN_CONFIG = conversation_config(personality="a friend", extraction=PER_TURN)
+"""The hot path of the tests of the worker's jobs: each turn owes its knowledge-monitor job at once."""
+
+
 def chat_model(llm: FakeOpenAI, *, timeout_seconds: float = 10, model: str = "fake-chat",
                **options: Any) -> ChatModel:
     """The real client, pointed at the fake server."""
@@ -188,3 +192,38 @@ def audit_actions(uow_factory: Callable[[], UnitOfWork], user_id: int, memory_id
     """(action, actor) of each event in the memory's audit trail, oldest first."""
     with uow_factory() as uow:
         return [(e.action, e.actor) for e in audit_of(uow, user_id, memory_id)]
+
+
+def memory(user_id: int, content: str, *, type_: str = "fact", **fields: Any) -> Memory:
+    """A memory row of the user's, stated by them unless ``fields`` say otherwise (the columns a test leaves
+    out take the table's defaults)."""
+    fields.setdefault("source", "user_stated")
+    return Memory(user_id=user_id, type=type_, content=content, **fields)
+
+
+def remember(uow_factory: Callable[[], UnitOfWork], user: str, content: str, *, platform: str = "telegram",
+             **fields: Any) -> tuple[int, int]:
+    """Store a memory of the platform user ``user`` (made if new) in a unit of work of its own:
+    (their user id, the memory's id). ``fields`` as for :func:`memory` (``type_`` included)."""
+    with uow_factory() as uow:
+        user_id = uow.users.identify(platform, user).user_id
+        row = uow.memories.add(memory(user_id, content, **fields))
+        uow.commit()
+    return user_id, row.id
+
+
+@contextmanager
+def database_with_redis(admin_url: str, template: str, redis_url: str) -> Iterator[str]:
+    """A migrated database of the test's own (copied from ``template``) and the Redis database ``redis_url``
+    emptied before and after: what a worker process of the test runs on."""
+    import redis
+
+    from bench.databases import create_database, drop_database
+
+    url = create_database(admin_url, template=template)
+    redis.Redis.from_url(redis_url).flushdb()
+    try:
+        yield url
+    finally:
+        drop_database(admin_url, url)
+        redis.Redis.from_url(redis_url).flushdb()

@@ -28,9 +28,8 @@ from shared.lifecycle import outbox as jobs
 from shared.llm.client import ChatModel
 from shared.llm.gate import GatedCalls
 from tests.builders import (
-    PER_TURN,
+    PER_TURN_CONFIG,
     conversation,
-    conversation_config,
     message,
     model_turn,
     units_of_work,
@@ -46,7 +45,7 @@ BACKGROUND_CALLERS = 3
 SLACK = 0.25
 """What a turn may wait beyond one background call: the gate's poll, the threads, a busy machine."""
 TURN_ANSWER = model_turn("Nice to meet you.")
-CONFIG = conversation_config(personality="a friend", extraction=PER_TURN)
+CONFIG = PER_TURN_CONFIG
 
 
 @pytest.fixture
@@ -172,7 +171,8 @@ def test_a_job_running_past_the_sweeps_age_is_not_sent_again_while_its_worker_li
                             redispatch_after=timedelta(0))
     tasks.extract_turn.run(job_id=job_id, **payload)  # the broker delivers it again: it is left to the first
     running.join()
-    assert swept == 0 and resent == []
+    assert swept == 0
+    assert resent == []
     with worker_on() as uow:
         job = uow.session.get(OutboxJob, job_id)
         assert (job.status, job.running_until) == ("done", None)
