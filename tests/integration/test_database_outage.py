@@ -125,7 +125,8 @@ def test_a_message_sent_while_the_database_is_away_is_kept_and_answered_once_it_
         return await answer
 
     reply = asyncio.run(main())
-    assert reply.text == "Welcome back to Porto!" and not reply.offline
+    assert reply.text == "Welcome back to Porto!"
+    assert not reply.offline
     assert len(told) == 1, "the user is told once, however many times it is tried"
     assert turns(uow_factory) == [("user", "I moved to Porto"), ("assistant", "Welcome back to Porto!")]
     assert owed_jobs(uow_factory) == ["extract_turn"]
@@ -150,7 +151,8 @@ def test_the_database_going_away_during_the_llm_call_still_records_the_reply_and
         return await answer
 
     reply = asyncio.run(main())
-    assert reply.text == "Porto has good coffee." and not reply.warnings
+    assert reply.text == "Porto has good coffee."
+    assert not reply.warnings
     assert turns(uow_factory) == [("user", "coffee ideas?"), ("assistant", "Porto has good coffee.")]
     assert owed_jobs(uow_factory) == ["extract_turn"]
 
@@ -191,7 +193,8 @@ def test_a_step_whose_commit_landed_but_went_unconfirmed_is_not_done_twice(uow_f
     service = service_on(lossy, llm)
     llm.queue_reply(llm_turn("Noted."))
     reply = asyncio.run(service.handle_message(message("my sister is called Inês", "74")))
-    assert reply.text == "Noted." and lossy.lost == 2
+    assert reply.text == "Noted."
+    assert lossy.lost == 2
     assert turns(uow_factory) == [("user", "my sister is called Inês"), ("assistant", "Noted.")]
     assert owed_jobs(uow_factory) == ["extract_turn"]
 

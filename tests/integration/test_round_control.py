@@ -105,7 +105,8 @@ def test_forget_all_leaves_no_round_of_the_user_in_any_chat_and_another_members_
     llm.queue_reply(turn("Good luck with the violin recital!"))
     say(service, "My violin recital is on Friday", user="u2", name="Bob", chat="g1", private=False, clock=clock)
     confirmation = commands.request_forget(ALICE, "all")
-    assert confirmation.everything and confirmation.rounds == 2
+    assert confirmation.everything
+    assert confirmation.rounds == 2
     commands.confirm(ALICE, confirmation.token)
     assert turns_of(uow_factory, user_of(uow_factory, ALICE)) == []
     assert turns_of(uow_factory, user_of(uow_factory, BOB)) == [

@@ -34,7 +34,8 @@ def test_a_closed_sittings_waiting_turns_are_read_in_one_call_each_memory_from_i
                                add("The user adopted a kitten", predicate="pet"),
                                add("The user works as a nurse", predicate="job")))
     report = extract_sitting(uow_factory, model, session_of(uow_factory, turn_ids[0]), START + timedelta(hours=1))
-    assert len(llm.chat_requests()) == 1 and report.llm_calls == 1
+    assert len(llm.chat_requests()) == 1
+    assert report.llm_calls == 1
     with uow_factory() as uow:
         sources = {m.predicate: m.source_turn_id for m in uow.session.scalars(
             select(Memory).where(Memory.user_id == user_id))}

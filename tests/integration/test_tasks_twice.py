@@ -71,7 +71,8 @@ def test_a_reminder_task_delivered_twice_pings_once(uow_factory, telegram):
     [claim] = reminders.claim_due_reminders(uow_factory, now)
     assert tasks.deliver_reminder.run(claim.todo_id, claim.attempt) == "sent"
     assert tasks.deliver_reminder.run(claim.todo_id, claim.attempt) == "skipped"
-    assert len(telegram.sent) == 1 and telegram.sent[0]["text"].startswith("⏰ Reminder: stretch")
+    assert len(telegram.sent) == 1
+    assert telegram.sent[0]["text"].startswith("⏰ Reminder: stretch")
 
 
 def test_maintenance_tasks_run_twice_change_nothing_the_second_time(uow_factory):

@@ -41,28 +41,34 @@ def two_json_answers(personality: str, *, streaming: bool = True):
 def test_openai_reports_the_cached_part_of_a_repeated_prompt(streaming):
     first, second = two_json_answers("openai", streaming=streaming)
     assert (first.kind, first.model, first.estimated) == ("extraction", "fake-chat", False)
-    assert first.prompt_tokens > 0 and first.completion_tokens > 0 and first.latency_ms >= 0
+    assert first.prompt_tokens > 0
+    assert first.completion_tokens > 0
+    assert first.latency_ms >= 0
     assert first.cached_tokens == 0
     assert 0 < second.cached_tokens <= second.prompt_tokens == first.prompt_tokens
 
 
 def test_deepseeks_cache_hit_tokens_count_as_cached():
     first, second = two_json_answers("deepseek-cache")
-    assert first.cached_tokens == 0 and 0 < second.cached_tokens <= second.prompt_tokens
+    assert first.cached_tokens == 0
+    assert 0 < second.cached_tokens <= second.prompt_tokens
     assert not second.estimated
 
 
 def test_a_server_reporting_plain_counts_has_nothing_cached():
     first, second = two_json_answers("llama.cpp")
     assert (first.cached_tokens, second.cached_tokens) == (0, 0)
-    assert not first.estimated and first.prompt_tokens > 0
+    assert not first.estimated
+    assert first.prompt_tokens > 0
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "whole"])
 def test_a_server_reporting_no_usage_gets_an_estimate_marked_as_one(streaming):
     first, second = two_json_answers("no-usage", streaming=streaming)
     for call in (first, second):
-        assert call.estimated and call.prompt_tokens > 100 and call.completion_tokens > 0
+        assert call.estimated
+        assert call.prompt_tokens > 100
+        assert call.completion_tokens > 0
         assert call.cached_tokens == 0
 
 
@@ -74,7 +80,8 @@ def test_every_request_of_a_retried_turn_is_noted_and_none_outside_a_meter():
         with metered("turn") as meter:
             completion = model.complete_turn(QUESTION)
         model.complete_json(QUESTION)  # no meter open: noted nowhere
-    assert completion.output is not None and completion.attempts == 2
+    assert completion.output is not None
+    assert completion.attempts == 2
     assert [call.kind for call in meter.calls] == ["turn"]  # the refused request was not answered: no usage
 
 
@@ -125,7 +132,8 @@ def test_a_turn_records_its_answer_and_its_query_embedding_with_the_user_and_cha
         say(service, "and green tea too", "2")
     calls, by_kind, _user = usage_of(uow_factory)
     assert sorted(call.kind for call in calls) == ["turn", "turn", "turn_embedding", "turn_embedding"]
-    assert {call.chat_id for call in calls} != {None} and all(call.created_at == NOW for call in calls)
+    assert {call.chat_id for call in calls} != {None}
+    assert all(call.created_at == NOW for call in calls)
     turn, embedding = by_kind["turn"], by_kind["turn_embedding"]
     assert (turn.messages, turn.calls, embedding.messages, embedding.calls) == (2, 2, 0, 2)
     assert turn.prompt_tokens == sum(c.prompt_tokens for c in calls if c.kind == "turn")
@@ -136,7 +144,8 @@ def test_an_offline_turn_counts_a_message_and_no_tokens(uow_factory):
     service = conversation(uow_factory, CONFIG, clock=lambda: NOW)
     say(service, "I like oolong tea", "1")
     calls, by_kind, _user = usage_of(uow_factory)
-    assert calls == [] and by_kind == {"turn": UsageTotals(messages=1)}
+    assert calls == []
+    assert by_kind == {"turn": UsageTotals(messages=1)}
 
 
 def test_a_turn_whose_model_failed_still_records_what_was_answered(uow_factory):
@@ -145,7 +154,9 @@ def test_a_turn_whose_model_failed_still_records_what_was_answered(uow_factory):
         service = conversation(uow_factory, CONFIG, server, clock=lambda: NOW)
         reply = say(service, "I like oolong tea", "1")
     calls, _by_kind, _user = usage_of(uow_factory)
-    assert reply.text and calls and all(call.estimated and call.kind == "turn" for call in calls)
+    assert reply.text
+    assert calls
+    assert all(call.estimated and call.kind == "turn" for call in calls)
 
 
 def test_a_batch_larger_than_one_statement_is_recorded_whole(uow_factory):
