@@ -11,7 +11,6 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from bench.fakes.openai_server import FakeOpenAI
 from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory
@@ -25,12 +24,6 @@ from tests.integration.test_round_recall import next_sitting, user_turn_ids
 
 ALICE = Caller("telegram", "u1", display_name="Alice", locale="en")
 BOB = Caller("telegram", "u2", display_name="Bob", locale="en")
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
 
 
 @pytest.fixture

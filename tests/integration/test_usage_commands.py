@@ -13,7 +13,6 @@ from pydantic import SecretStr
 from telegram.ext import Application
 
 from bench.fakes.discord_api import EPHEMERAL, FakeDiscord
-from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, user_object
 from bot.console import chat_loop
 from bot.console_commands import ConsoleCommands
@@ -39,10 +38,9 @@ WEI = user_object(1002, "Wei", language_code="zh-hans")
 
 
 @pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        server.set_responder(lambda _request: llm_turn("Lovely."))
-        yield server
+def llm(llm):
+    llm.set_responder(lambda _request: llm_turn("Lovely."))
+    return llm
 
 
 def services(uow_factory, llm) -> tuple[ConversationService, MemoryCommands]:
