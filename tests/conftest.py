@@ -21,6 +21,8 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import sessionmaker
 
 from bench.databases import create_database, drop_database
+from bench.fakes.discord_api import FakeDiscord
+from bench.fakes.telegram_api import FakeTelegram
 from shared.db import migrate
 from shared.db.embedded import PGDATA_DIR, EmbeddedPostgres
 from shared.db.engine import make_engine, session_factory
@@ -209,6 +211,20 @@ def uow_factory(request: pytest.FixtureRequest, engine: Engine) -> Iterator[call
         factory = sessionmaker(bind=connection, expire_on_commit=False, join_transaction_mode="create_savepoint")
         yield lambda: UnitOfWork(factory)
         outer.rollback()
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    """The fake Telegram Bot API on loopback."""
+    with FakeTelegram() as server:
+        yield server
+
+
+@pytest.fixture
+def discord() -> Iterator[FakeDiscord]:
+    """The fake Discord REST API on loopback."""
+    with FakeDiscord() as server:
+        yield server
 
 
 def audit_of(uow: UnitOfWork, user_id: int, memory_id: int) -> list[MemoryEvent]:

@@ -1,8 +1,10 @@
-"""What the e2e tests of bot replicas share: a model that always says the same, and stopping a bot process
-as its supervisor does (SIGTERM, its exit status)."""
+"""What the e2e tests of processes share: a model that always says the same, and stopping a process as its
+supervisor does (SIGTERM, its exit status; for a process group, SIGKILL if it outlives its grace)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,3 +28,13 @@ def stop(process: subprocess.Popen) -> int:
     if process.poll() is None:
         process.terminate()
     return process.wait(timeout=60)
+
+
+def stop_group(process: subprocess.Popen, grace: float = 30) -> int:
+    """SIGTERM to the process's group (a worker and its children), SIGKILL after ``grace`` seconds; its exit status."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        return process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        return process.wait()

@@ -60,7 +60,8 @@ def test_a_second_beat_for_the_same_database_refuses_to_run(migrated_system_db, 
         assert first.poll() is None, log_of(tmp_path / "one")
     finally:
         stop_beat(first)
-    assert schedule_files(tmp_path / "one") and not schedule_files(tmp_path / "two")
+    assert schedule_files(tmp_path / "one")
+    assert not schedule_files(tmp_path / "two")
 
 
 def test_a_beat_that_lost_its_lease_stops_and_one_that_stopped_gives_it_back(migrated_system_db, tmp_path):

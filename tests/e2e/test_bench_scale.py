@@ -24,8 +24,10 @@ def test_scale_bench_writes_latencies_for_every_size_and_explains_the_slowest_qu
         stored = step["storage"]
         assert stored["memories_per_user"]["max"] >= stored["memories_per_user"]["mean"] > 0
         assert 0 < stored["table_mib"] < stored["total_mib"] <= stored["database_mib"]
-        assert stored["index_mib"] and sum(stored["index_mib"].values()) <= stored["indexes_mib"] + 0.5
-    assert "target retrieval p99" in scale.report(written) and "memories per user mean" in scale.report(written)
+        assert stored["index_mib"]
+        assert sum(stored["index_mib"].values()) <= stored["indexes_mib"] + 0.5
+    assert "target retrieval p99" in scale.report(written)
+    assert "memories per user mean" in scale.report(written)
 
 
 def test_scale_bench_with_rounds_recalls_them_and_explains_the_round_ranking(
@@ -34,9 +36,12 @@ def test_scale_bench_with_rounds_recalls_them_and_explains_the_round_ranking(
                         pool=200)
 
     step = figures["sizes"][0]
-    assert step["rounds"] == 1500 and step["rounds_load_s"] > 0
+    assert step["rounds"] == 1500
+    assert step["rounds_load_s"] > 0
     heaviest = step["heaviest_user"]
-    assert heaviest["rounds"] > 1500 / 20 and heaviest["memories"] > 0 and heaviest["p99_ms"] > 0
+    assert heaviest["rounds"] > 1500 / 20
+    assert heaviest["memories"] > 0
+    assert heaviest["p99_ms"] > 0
     assert step["storage"]["rounds_per_user"]["max"] >= heaviest["rounds"]  # the hot path adds a few
     assert "round_candidates" in step["explain_heaviest"]["plans"]
     assert "target heaviest user's retrieval p99" in scale.report(figures)
@@ -53,12 +58,14 @@ def test_round_rows_are_a_keyed_user_turn_then_the_bot_turn_answering_it_in_one_
     planned = scale_rounds.sittings(300, users=5, rng=rng, now=now)
     sessions, turns = scale_rounds.turn_rows(scale_rounds.round_pool(rng, 40), planned, 101, 7, rng)
     rows = list(turns)
-    assert sum(size for _, _, size in planned) == 300 and len(rows) == 600
+    assert sum(size for _, _, size in planned) == 300
+    assert len(rows) == 600
     assert [row[0] for row in rows] == list(range(101, 701))
     assert {session[0] for session in sessions} == {row[3] for row in rows}
     for line, reply in zip(rows[::2], rows[1::2], strict=True):
         assert (line[4], reply[4], reply[8], reply[3], reply[1]) == ("user", "assistant", line[0], line[3], line[1])
-        assert line[9] == round_search_text(line[5], reply[5]) and reply[9] == ""
+        assert line[9] == round_search_text(line[5], reply[5])
+        assert reply[9] == ""
         assert line[11] < reply[11]
 
 

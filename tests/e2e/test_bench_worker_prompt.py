@@ -34,11 +34,15 @@ def test_prompt_cost_replays_a_conversation_with_one_llm_call_per_message(system
     assert figures["user_messages"] >= figures["stored_memories"] > 5  # said again in nearly the same words: refreshed
     assert figures["llm_calls"] == {"turn": figures["user_messages"]}
     tokens = figures["memory_context_tokens"]
-    assert tokens["count"] == figures["user_messages"] and 0 <= tokens["p50"] <= tokens["p95"] <= tokens["max"]
-    assert tokens["max"] > 0 and figures["full_conversation_tokens"]["max"] > tokens["max"]
-    assert "memory-context tokens per turn" in prompt_cost.report(figures) and prompt_cost_rows(figures)
+    assert tokens["count"] == figures["user_messages"]
+    assert 0 <= tokens["p50"] <= tokens["p95"] <= tokens["max"]
+    assert tokens["max"] > 0
+    assert figures["full_conversation_tokens"]["max"] > tokens["max"]
+    assert "memory-context tokens per turn" in prompt_cost.report(figures)
+    assert prompt_cost_rows(figures)
     reusable = figures["reusable_prefix"]
-    assert reusable["per_turn"]["count"] == figures["user_messages"] - 1 and 0 < reusable["per_turn"]["mean"] < 1
+    assert reusable["per_turn"]["count"] == figures["user_messages"] - 1
+    assert 0 < reusable["per_turn"]["mean"] < 1
 
 
 def test_worker_bench_drains_real_jobs_on_both_brokers_and_counts_background_calls(system_pg_admin_url, tmp_path,
@@ -51,14 +55,20 @@ def test_worker_bench_drains_real_jobs_on_both_brokers_and_counts_background_cal
     assert json.loads((tmp_path / "worker.json").read_text()) == figures
     for broker, jobs in (("postgresql", 3), ("redis", 5)):
         [drain] = figures["throughput"][broker]
-        assert drain["jobs"] == jobs and drain["llm_calls"] == {"extraction": jobs} and drain["jobs_per_s"] > 0
+        assert drain["jobs"] == jobs
+        assert drain["llm_calls"] == {"extraction": jobs}
+        assert drain["jobs_per_s"] > 0
     calls = figures["calls_per_message"]
-    assert calls["broker"] == "redis" and calls["user_messages"] == 4
+    assert calls["broker"] == "redis"
+    assert calls["user_messages"] == 4
     assert calls["per_message"]["turn"] == 1.0
     # the four messages are read, and their sitting summarised, when it closes: one shared call
     assert calls["llm_calls"].get("sitting") == 1, calls["llm_calls"]
     assert "episode_summary" not in calls["llm_calls"]
     assert 0 < calls["per_message"]["sitting"] <= 1.0
-    assert "jobs/s" in worker.report(figures) and worker_rows(figures)
+    assert "jobs/s" in worker.report(figures)
+    assert worker_rows(figures)
     tokens = calls["prompt_tokens_per_message"]
-    assert tokens["turn"] > 0 and tokens["sitting"] > 0 and "hot path" in worker.report(figures)
+    assert tokens["turn"] > 0
+    assert tokens["sitting"] > 0
+    assert "hot path" in worker.report(figures)

@@ -18,7 +18,7 @@ from bench.fakes.discord_api import FakeDiscord
 from bench.fakes.discord_gateway import IDENTIFY_INTERVAL, FakeGateway, shard_of
 from bench.fakes.openai_server import FakeOpenAI
 from shared.db.engine import make_engine
-from tests.e2e.bot_process import REPLY, replying_llm, stop
+from tests.e2e.bot_process import REPLY, stop
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,20 +32,8 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def discord() -> Iterator[FakeDiscord]:
-    with FakeDiscord() as server:
-        yield server
-
-
-@pytest.fixture
 def gateway(discord) -> Iterator[FakeGateway]:
     with FakeGateway(discord, shard_count=2) as server:
-        yield server
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeOpenAI]:
-    with replying_llm() as server:
         yield server
 
 

@@ -63,7 +63,8 @@ def test_the_starting_process_owns_the_server_and_an_attached_one_leaves_it_runn
     attached = EmbeddedPostgres(data_dir)
     try:
         assert attached.start() == owner.url
-        assert owner.owner and not attached.owner
+        assert owner.owner
+        assert not attached.owner
         attached.stop()
         assert server_pid(data_dir) is not None
     finally:
@@ -119,7 +120,8 @@ def test_mnemo_chat_runs_the_whole_pipeline_on_the_embedded_default(data_dir):
     assert chat.returncode == 0, chat.stderr
     assert "offline mode" in chat.stdout
     assert "Mnemo（离线）> 好的，我更新了：你现在住在上海（之前记的是：你住在北京）。" in chat.stdout
-    assert "我现在住在上海\n      score" in chat.stdout and "strategy:" in chat.stdout
+    assert "我现在住在上海\n      score" in chat.stdout
+    assert "strategy:" in chat.stdout
     assert "我住在北京\n      score" not in chat.stdout  # the superseded value is not used
     assert server_pid(data_dir) is None
 

@@ -8,7 +8,6 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -16,22 +15,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import redis
 from sqlalchemy import select
 
-from bench.databases import create_database, drop_database
 from bench.fakes.openai_server import FakeOpenAI
 from shared.app.bootstrap import broker_url
-from shared.conversation.config import ConversationConfig
-from shared.conversation.extraction_timing import ExtractionTiming
-from shared.conversation.messages import IncomingMessage
-from shared.conversation.service import ConversationService
-from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Memory
 from shared.lifecycle import outbox as jobs
-from shared.llm.client import ChatModel
 from shared.repositories.uow import UnitOfWork
 from shared.settings import Settings
+from tests import builders
+from tests.e2e.bot_process import stop_group
 from tests.log_capture import json_logs
 from tests.waiting import wait_for
 from worker.celery_app import configure
@@ -41,37 +34,21 @@ ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/8"
 SAID = "I keep bees on my balcony in Quxbridge"
 FACT = "keeps bees in Quxbridge"
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC",
-                            extraction=ExtractionTiming(batch_turns=1))  # each turn owes its extraction at once
-TURN = {"emotion": {"primary": "happy", "category": "positive", "confidence": 0.9, "indicators": []},
-        "response": "Bees! How lovely.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
-        "topic": "bees", "context_variables": []}
-MONITOR = {"operations": [{"op": "ADD", "type": "fact", "subject": "user", "predicate": "hobby",
-                           "content": FACT, "tier": "long"}]}
-
-
-def answer(request: dict) -> dict:
-    """Hot-path turns ask for the json_schema; the knowledge monitor asks for a JSON object."""
-    return TURN if (request.get("response_format") or {}).get("type") == "json_schema" else MONITOR
+CONFIG = builders.PER_TURN_CONFIG
+answer = builders.turn_or_monitor(builders.model_turn("Bees! How lovely.", emotion="happy", topic="bees"),
+                                  builders.monitor_adds(FACT))
 
 
 @pytest.fixture
 def database(system_pg_admin_url, migrated_system_template) -> Iterator[str]:
-    url = create_database(system_pg_admin_url, template=migrated_system_template)
-    redis.Redis.from_url(REDIS_URL).flushdb()
-    yield url
-    drop_database(system_pg_admin_url, url)
-    redis.Redis.from_url(REDIS_URL).flushdb()
+    with builders.database_with_redis(system_pg_admin_url, migrated_system_template, REDIS_URL) as url:
+        yield url
 
 
 @pytest.fixture
 def uow_of(database) -> Iterator[Callable[[], UnitOfWork]]:
-    engine = make_engine(database)
-    sessions = session_factory(engine)
-    yield lambda: UnitOfWork(sessions)
-    engine.dispose()
+    with builders.units_of_work(database) as units:
+        yield units
 
 
 @pytest.fixture
@@ -102,22 +79,15 @@ def worker_log(database, llm, tmp_path, pool) -> Iterator[Path]:
         wait_for(lambda: " ready." in log.read_text(errors="replace"), 60, lambda: f"the worker:\n{log.read_text()}")
         yield log
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_group(process)
 
 
 def converse(uow_of, llm: FakeOpenAI, database: str, *, dispatch: bool) -> dict:
     """A turn through the conversation service in this process (the bot); its 'message answered' JSON line."""
     configure(broker_url(Settings(_env_file=None, redis_url=REDIS_URL, database_url=database), database))
     send = (lambda ids: jobs.dispatch_jobs(uow_of, send_task, ids, datetime.now(UTC))) if dispatch else None
-    service = ConversationService(uow_of, CONFIG, chat_model=ChatModel(llm.base_url, "test", "fake-chat", 10),
-                                  dispatch=send)
-    message = IncomingMessage(platform="discord", chat_id="9", user_id="300000000000000009", text=SAID,
-                              sent_at=datetime.now(UTC), is_private=True)
+    service = builders.conversation(uow_of, CONFIG, llm, dispatch=send)
+    message = builders.message(SAID, user="300000000000000009", chat="9", platform="discord", name=None)
     with json_logs(logging.INFO) as out:
         asyncio.run(service.handle_message(message))
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
@@ -139,16 +109,19 @@ def memories(uow_of) -> list[str]:
 @pytest.mark.parametrize("pool", ["prefork", "threads"])
 def test_the_worker_logs_a_turns_job_with_the_turn_id_the_bot_logged(uow_of, llm, database, worker_log):
     bot = converse(uow_of, llm, database, dispatch=True)
-    assert bot["platform"] == "discord" and len(bot["user"]) == 16
+    assert bot["platform"] == "discord"
+    assert len(bot["user"]) == 16
     wait_for(lambda: any("succeeded" in line["message"] for line in extraction_lines(worker_log, bot["turn"])), 60,
              lambda: f"the worker's line of turn {bot['turn']}:\n{worker_log.read_text()}")
     worker = extraction_lines(worker_log, bot["turn"])
     assert {(line["platform"], line["user"]) for line in worker} == {("discord", bot["user"])}
     assert any(line["message"].startswith("knowledge monitor: 1 turn(s) read; memories 1 added") for line in worker)
-    assert worker[0]["pid"] != bot["pid"] and FACT in memories(uow_of)
+    assert worker[0]["pid"] != bot["pid"]
+    assert FACT in memories(uow_of)
     every_line = worker_log.read_text().splitlines()
     assert all(json.loads(line) for line in every_line if line.strip())  # one JSON object a line, banner included
-    assert SAID not in worker_log.read_text() and FACT not in worker_log.read_text()
+    assert SAID not in worker_log.read_text()
+    assert FACT not in worker_log.read_text()
 
 
 def test_a_job_sent_again_by_the_sweep_still_carries_the_turn_it_was_owed_in(uow_of, llm, database, worker_log):

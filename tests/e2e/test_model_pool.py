@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -20,20 +19,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import redis
 from sqlalchemy import select
 
-from bench.databases import create_database, drop_database
 from bench.fakes.openai_server import FakeOpenAI
-from shared.conversation.config import ConversationConfig
-from shared.conversation.extraction_timing import ExtractionTiming
-from shared.conversation.messages import IncomingMessage
-from shared.conversation.service import ConversationService
-from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import OutboxJob
 from shared.lifecycle import outbox as jobs
-from shared.llm.client import ChatModel
-from shared.repositories.uow import UnitOfWork
+from tests import builders
+from tests.e2e.bot_process import stop_group
 from tests.waiting import wait_for
 from worker.celery_app import app, configure
 from worker.tasks import send_task
@@ -43,46 +35,29 @@ REDIS_URL = "redis://127.0.0.1:6379/7"  # shared with tests/integration/test_mod
 MODEL_SECONDS = 2.0
 JOBS = 8
 THREADS = 4
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC",
-                            extraction=ExtractionTiming(batch_turns=1))  # each turn owes its extraction at once
-TURN = {"emotion": {"primary": "happy", "category": "positive", "confidence": 0.9, "indicators": []},
-        "response": "Nice!", "memory_update": {"should_store": False, "entries": []}, "todos": [],
-        "topic": "hobbies", "context_variables": []}
-MONITOR = {"operations": [{"op": "ADD", "type": "fact", "subject": "user", "predicate": "hobby",
-                           "content": "I keep bees", "tier": "long"}]}
-
-
-def answer(request: dict) -> dict:
-    """Hot-path turns ask for the json_schema; the knowledge monitor asks for a JSON object."""
-    return TURN if (request.get("response_format") or {}).get("type") == "json_schema" else MONITOR
+CONFIG = builders.PER_TURN_CONFIG
+answer = builders.turn_or_monitor(builders.model_turn("Nice!", emotion="happy", topic="hobbies"),
+                                  builders.monitor_adds("I keep bees"))
 
 
 @pytest.fixture
 def database(system_pg_admin_url, migrated_system_template) -> Iterator[str]:
-    url = create_database(system_pg_admin_url, template=migrated_system_template)
-    redis.Redis.from_url(REDIS_URL).flushdb()
-    yield url
-    drop_database(system_pg_admin_url, url)
+    with builders.database_with_redis(system_pg_admin_url, migrated_system_template, REDIS_URL) as url:
+        yield url
 
 
 @pytest.fixture
 def uow_of(database):
-    engine = make_engine(database)
-    sessions = session_factory(engine)
-    yield lambda: UnitOfWork(sessions)
-    engine.dispose()
+    with builders.units_of_work(database) as units:
+        yield units
 
 
 def owe_extractions(uow_of, llm: FakeOpenAI, users: int) -> None:
     """One turn each for ``users`` users; their extraction jobs wait in the outbox, not yet sent."""
-    model = ChatModel(llm.base_url, "test", "fake-chat", timeout_seconds=10)
-    service = ConversationService(uow_of, CONFIG, chat_model=model, dispatch=None)
+    service = builders.conversation(uow_of, CONFIG, llm, dispatch=None)
     for user in range(users):
-        message = IncomingMessage(platform="telegram", chat_id=str(100 + user), user_id=str(100 + user),
-                                  text=f"I keep bees on my balcony, number {user}.", sent_at=datetime.now(UTC))
-        asyncio.run(service.handle_message(message))
+        incoming = builders.message(f"I keep bees on my balcony, number {user}.", user=str(100 + user), name=None)
+        asyncio.run(service.handle_message(incoming))
 
 
 def extractions(uow_of) -> list[str]:
@@ -137,8 +112,7 @@ def test_model_jobs_wait_together_on_threads_while_cpu_jobs_and_reminders_run(da
             wait_for(all_done, 60, lambda: f"the jobs to finish:\n{text()}")
             elapsed = time.monotonic() - started
         finally:
-            os.killpg(worker.pid, signal.SIGTERM)
-            worker.wait(timeout=60)
+            stop_group(worker, grace=60)
 
     calls = JOBS // THREADS
     # four at a time: two calls' time and some, not eight calls (one slot) nor one call (no bound)
@@ -148,4 +122,5 @@ def test_model_jobs_wait_together_on_threads_while_cpu_jobs_and_reminders_run(da
     assert finished["cpu"] - started < MODEL_SECONDS, (finished, text())
     assert worker.returncode == 0, text()
     # both pools stopped the warm way (the thread pool told by its parent, and by the group's signal too)
-    assert text().count("worker: Warm shutdown") >= 2 and "Cold shutdown" not in text(), text()
+    assert text().count("worker: Warm shutdown") >= 2, text()
+    assert "Cold shutdown" not in text(), text()

@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from sqlalchemy import text
 from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, user_object
 from shared.db.engine import make_engine
-from tests.e2e.bot_process import REPLY, replying_llm, stop
+from tests.e2e.bot_process import REPLY, stop
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,18 +28,6 @@ START_SECONDS = 90
 EDIT_UPDATE_ID = 10_000
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeOpenAI]:
-    with replying_llm() as server:
-        yield server
 
 
 def free_port() -> int:

@@ -23,16 +23,14 @@ from sqlalchemy import func, select
 
 from bench.databases import create_database, drop_database
 from bench.fakes.openai_server import FakeOpenAI
-from shared.conversation.config import ConversationConfig
-from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db import migrate
-from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob
 from shared.lifecycle import outbox as jobs
 from shared.llm.client import ChatModel
 from shared.repositories.uow import UnitOfWork
+from tests import builders
 from tests.waiting import wait_for
 from worker.celery_app import MODEL_QUEUE, QUEUE, app, configure
 from worker.tasks import send_task
@@ -42,24 +40,15 @@ REDIS_URL = "redis://127.0.0.1:6379/15"
 FACT = "I keep bees on my balcony"
 CLAIM_SECONDS = 3
 """The workers' claim on a job they run (``OUTBOX_CLAIM_SECONDS``): short, so a dead worker's job is owed soon."""
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC",
-                            extraction=ExtractionTiming(batch_turns=1))  # each turn owes its extraction at once
-TURN = {"emotion": {"primary": "happy", "category": "positive", "confidence": 0.9, "indicators": []},
-        "response": "Bees! How lovely.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
-        "topic": "bees", "context_variables": []}
-MONITOR = {"operations": [{"op": "ADD", "type": "fact", "subject": "user", "predicate": "hobby",
-                           "content": FACT, "tier": "long"}]}
+CONFIG = builders.PER_TURN_CONFIG  # each turn owes its extraction at once
+TURN = builders.model_turn("Bees! How lovely.", emotion="happy", topic="bees")
+MONITOR = builders.monitor_adds(FACT)
+answer = builders.turn_or_monitor(TURN, MONITOR)
 
 
 def asks_the_monitor(request: dict) -> bool:
     """Hot-path turns ask for the json_schema; the knowledge monitor asks for a JSON object."""
-    return (request.get("response_format") or {}).get("type") != "json_schema"
-
-
-def answer(request: dict) -> dict:
-    return MONITOR if asks_the_monitor(request) else TURN
+    return not builders.asks_for_a_turn(request)
 
 
 @pytest.fixture
@@ -87,10 +76,8 @@ def broker(request, system_pg_admin_url, tmp_path) -> Iterator[tuple[str, str | 
 
 @pytest.fixture
 def uow_of(broker) -> Iterator[Callable[[], UnitOfWork]]:
-    engine = make_engine(broker[0])
-    sessions = session_factory(engine)
-    yield lambda: UnitOfWork(sessions)
-    engine.dispose()
+    with builders.units_of_work(broker[0]) as units:
+        yield units
 
 
 def broker_url(database_url: str, redis_url: str | None) -> str:

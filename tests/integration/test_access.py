@@ -10,6 +10,7 @@ from shared.access.service import AccessChange, AccessListing, AccessService
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands
 from shared.errors import DatabaseUnavailable, InvalidCommand, NotFound
+from tests.builders import Clock
 from tests.integration.test_console_commands import run_console
 
 OPERATOR = Facts("telegram", "5", chat_id="5")
@@ -19,17 +20,9 @@ BASELINE = Policy(frozenset({Entry("block", "user", "telegram", "13"), Entry("al
                   frozenset({("telegram", "5")}))
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(0.0)
 
 
 @pytest.fixture
@@ -62,7 +55,8 @@ def test_allowing_a_blocked_target_moves_it_and_removing_takes_it_off(uow_factor
 
     removed = access.run(OPERATOR, "remove user 1001")
 
-    assert removed.entry.effect == "allow" and removed.restricted is False
+    assert removed.entry.effect == "allow"
+    assert removed.restricted is False
     assert access.admit(STRANGER).allowed
     with uow_factory() as uow:
         assert uow.access.entries() == []
@@ -84,7 +78,8 @@ def test_the_settings_entries_are_listed_and_can_only_be_changed_in_the_settings
         (Entry("allow", "guild", "discord", "60"), "DISCORD_ALLOW_GUILDS", None),
         (Entry("block", "user", "telegram", "13"), "ACCESS_BLOCK_USERS", None),
         (Entry("allow", "user", "telegram", "13"), None, "telegram:5")]
-    assert listing.operators == ("telegram:5",) and listing.restricted == ("discord", "telegram")
+    assert listing.operators == ("telegram:5",)
+    assert listing.restricted == ("discord", "telegram")
 
 
 def test_only_operators_change_or_read_the_lists_and_the_console_is_one(access):
@@ -103,8 +98,11 @@ def test_a_refused_user_keeps_the_commands_about_their_own_data_only_if_the_bot_
 
     admitted = access.admit(ALICE, "forget")
 
-    assert admitted.allowed and admitted.known and admitted.decision.reason == "blocked"
-    assert not access.admit(ALICE, "remember").allowed and not access.admit(ALICE).allowed
+    assert admitted.allowed
+    assert admitted.known
+    assert admitted.decision.reason == "blocked"
+    assert not access.admit(ALICE, "remember").allowed
+    assert not access.admit(ALICE).allowed
 
 
 def test_when_the_database_cannot_be_read_the_last_lists_read_stay_in_force(uow_factory, clock):

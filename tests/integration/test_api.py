@@ -46,7 +46,8 @@ class Api:
     def signed_in(self, caller: Caller) -> TestClient:
         client = self.client()
         response = client.post("/panel/sign-in", data={"token": token_of(self.link(caller))}, follow_redirects=False)
-        assert response.status_code == 303 and response.headers["location"] == "/panel/"
+        assert response.status_code == 303
+        assert response.headers["location"] == "/panel/"
         client.headers[CSRF_HEADER] = client.get("/api/v1/session").json()["csrf_token"]
         return client
 
@@ -82,19 +83,28 @@ def test_the_sign_in_page_does_not_use_the_link_up_and_its_button_signs_in_once(
 
     for _ in range(2):  # a link preview fetching the page leaves the link working
         page = client.get(urlsplit(link).path + "?" + urlsplit(link).query)
-        assert page.status_code == 200 and 'method="post"' in page.text and token_of(link) in page.text
-        assert page.headers["cache-control"] == "no-store" and page.headers["referrer-policy"] == "same-origin"
+        assert page.status_code == 200
+        assert 'method="post"' in page.text
+        assert token_of(link) in page.text
+        assert page.headers["cache-control"] == "no-store"
+        assert page.headers["referrer-policy"] == "same-origin"
 
     signed_in = client.post("/panel/sign-in", data={"token": token_of(link)}, follow_redirects=False)
     assert signed_in.status_code == 303
     cookie = signed_in.headers["set-cookie"]
-    assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie and "SameSite=strict" in cookie
-    assert "Path=/" in cookie and "Secure" not in cookie  # the public URL is http here
+    assert cookie.startswith(f"{COOKIE}=")
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert "Path=/" in cookie  # the public URL is http here
+    assert "Secure" not in cookie
     session = client.get("/api/v1/session").json()
-    assert session["user_id"] == api.user_id(ANN) and session["display_name"] == "Ann" and not session["admin"]
+    assert session["user_id"] == api.user_id(ANN)
+    assert session["display_name"] == "Ann"
+    assert not session["admin"]
 
     again = api.client().post("/panel/sign-in", data={"token": token_of(link)}, follow_redirects=False)
-    assert again.status_code == 400 and "/panel" in again.text
+    assert again.status_code == 400
+    assert "/panel" in again.text
 
 
 def test_a_new_link_voids_the_earlier_one_and_an_expired_link_signs_nobody_in(api, uow_factory):
@@ -110,12 +120,15 @@ def test_a_new_link_voids_the_earlier_one_and_an_expired_link_signs_nobody_in(ap
 @pytest.mark.parametrize("token", ["", "x", "' OR 1=1 --", "a" * 64, "\u0000" * 40, "<script>alert(1)</script>"])
 def test_a_made_up_sign_in_token_gets_the_invalid_link_page(api, token):
     response = api.client().post("/panel/sign-in", data={"token": token})
-    assert response.status_code in (400, 422) and "<script>alert" not in response.text
+    assert response.status_code in (400, 422)
+    assert "<script>alert" not in response.text
 
 
 def test_the_sign_in_page_shows_an_invalid_link_in_the_browsers_language_and_escapes_nothing_it_is_given(api):
     page = api.client().get("/panel/sign-in", params={"token": "<b>x</b>"}, headers={"Accept-Language": "zh-CN"})
-    assert page.status_code == 200 and "登录链接无效" in page.text and "<b>x</b>" not in page.text
+    assert page.status_code == 200
+    assert "登录链接无效" in page.text
+    assert "<b>x</b>" not in page.text
 
 
 def test_sign_in_attempts_are_rate_limited_per_address(uow_factory):
@@ -125,14 +138,16 @@ def test_sign_in_attempts_are_rate_limited_per_address(uow_factory):
     answers = [client.post("/panel/sign-in", data={"token": "A" * 43}).status_code for _ in range(4)]
     assert answers == [400, 400, 400, 429]
     limited = client.post("/panel/sign-in", data={"token": "A" * 43})
-    assert limited.json()["code"] == "rate_limited" and 1 <= int(limited.headers["retry-after"]) <= 61
+    assert limited.json()["code"] == "rate_limited"
+    assert 1 <= int(limited.headers["retry-after"]) <= 61
 
 
 @pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://testserver.evil.example"])
 def test_sign_in_from_another_site_is_refused(api, origin):
     link = api.link(ANN)
     response = api.client().post("/panel/sign-in", data={"token": token_of(link)}, headers={"Origin": origin})
-    assert response.status_code == 403 and response.json()["code"] == "bad_origin"
+    assert response.status_code == 403
+    assert response.json()["code"] == "bad_origin"
     own = api.client().post("/panel/sign-in", data={"token": token_of(link)}, headers={"Origin": BASE},
                             follow_redirects=False)
     assert own.status_code == 303  # the refused attempt did not use the link up
@@ -143,14 +158,17 @@ def test_a_foreign_host_header_neither_redirects_there_nor_passes_the_origin_che
     redirect = api.client().get("/panel", headers={"Host": host}, follow_redirects=False)
     assert redirect.status_code in (301, 302, 307, 308)
     location = redirect.headers["location"]
-    assert host not in location and (location.startswith("/") or location.startswith(BASE + "/"))
+    assert host not in location
+    assert location.startswith("/") or location.startswith(BASE + "/")
     link = api.link(ANN)
     forged = api.client().post("/panel/sign-in", data={"token": token_of(link)},
                                headers={"Host": host, "Origin": f"http://{host}"}, follow_redirects=False)
-    assert forged.status_code == 403 and forged.json()["code"] == "bad_origin"
+    assert forged.status_code == 403
+    assert forged.json()["code"] == "bad_origin"
     own = api.client().post("/panel/sign-in", data={"token": token_of(link)},
                             headers={"Host": host, "Origin": BASE}, follow_redirects=False)
-    assert own.status_code == 303 and own.headers["location"] == "/panel/"
+    assert own.status_code == 303
+    assert own.headers["location"] == "/panel/"
 
 
 def test_signing_out_ends_the_session(api):
@@ -175,7 +193,8 @@ def test_every_endpoint_answers_401_without_a_session_or_token(api, method, path
     client = api.client()
     client.cookies.set(COOKIE, "forged-" + "x" * 40)
     response = getattr(client, method)(path)
-    assert response.status_code == 401 and response.json()["code"] == "not_signed_in"
+    assert response.status_code == 401
+    assert response.json()["code"] == "not_signed_in"
 
 
 def test_changes_need_the_sessions_csrf_token(api):
@@ -245,14 +264,18 @@ def test_memories_are_listed_newest_first_with_paging_totals_type_filter_and_sea
         add(client, f"note {number:02d}", type="preference" if number % 5 == 0 else "fact")
 
     first = client.get(MEMORIES, params={"limit": 10}).json()
-    assert first["total"] == 25 and first["limit"] == 10 and first["offset"] == 0
+    assert first["total"] == 25
+    assert first["limit"] == 10
+    assert first["offset"] == 0
     assert [m["content"] for m in first["items"]][:2] == ["note 24", "note 23"]
     last = client.get(MEMORIES, params={"limit": 10, "offset": 20}).json()
-    assert len(last["items"]) == 5 and last["total"] == 25
+    assert len(last["items"]) == 5
+    assert last["total"] == 25
     assert client.get(MEMORIES, params={"offset": 100}).json() == {"items": [], "total": 25, "limit": 20,
                                                                      "offset": 100}
     preferences = client.get(MEMORIES, params={"type": "preference"}).json()
-    assert preferences["total"] == 5 and {m["type"] for m in preferences["items"]} == {"preference"}
+    assert preferences["total"] == 5
+    assert {m["type"] for m in preferences["items"]} == {"preference"}
     assert [m["content"] for m in client.get(MEMORIES, params={"q": "note 07"}).json()["items"]] == ["note 07"]
     assert client.get(MEMORIES, params={"q": "100%_"}).json()["total"] == 0
 
@@ -268,8 +291,12 @@ def test_a_memory_is_created_as_user_stated_and_read_back(api):
     client = api.signed_in(ANN)
     made = add(client, "I drink oolong tea", type="preference", key="Likes Drink", value={"drink": "oolong"},
                confidence=0.8)
-    assert made["source"] == "user_stated" and made["key"] == "likes_drink" and made["value"] == {"drink": "oolong"}
-    assert made["confidence"] == 0.8 and made["access_count"] == 0 and made["last_accessed"] is None
+    assert made["source"] == "user_stated"
+    assert made["key"] == "likes_drink"
+    assert made["value"] == {"drink": "oolong"}
+    assert made["confidence"] == 0.8
+    assert made["access_count"] == 0
+    assert made["last_accessed"] is None
     assert client.get(f"{MEMORIES}/{made['id']}").json() == made
     assert client.get(f"{MEMORIES}/{made['id'] + 1000}").json()["code"] == "memory_not_found"
     assert client.get(f"{MEMORIES}/{2**70}").status_code in (404, 422)
@@ -310,7 +337,8 @@ def test_invisible_content_is_refused_and_direction_controls_never_reach_a_store
     client = api.signed_in(ANN)
     for invisible in ("\u200b\u200b", "\u2066\u2069", "\ufeff \u200d"):
         refused = client.post(MEMORIES, json={"content": invisible})
-        assert refused.status_code == 422 and refused.json()["code"] == "invisible_text"
+        assert refused.status_code == 422
+        assert refused.json()["code"] == "invisible_text"
     made = add(client, "\u202eeno tsrif\u202c first", key="\u2067Order\u2069",
                value={"\u202ekey": ["\u200fvalue", 7]})
     assert (made["content"], made["key"], made["value"]) == ("eno tsrif first", "order", {"key": ["value", 7]})
@@ -325,7 +353,8 @@ def test_invisible_content_is_refused_and_direction_controls_never_reach_a_store
 def test_fillers_lone_marks_and_private_use_are_refused_as_invisible_when_created_or_edited(api, invisible):
     client = api.signed_in(ANN)
     refused = client.post(MEMORIES, json={"content": invisible})
-    assert refused.status_code == 422 and refused.json()["code"] == "invisible_text"
+    assert refused.status_code == 422
+    assert refused.json()["code"] == "invisible_text"
     made = add(client, "plays the cello")
     assert client.put(f"{MEMORIES}/{made['id']}", json={"content": f" {invisible} "}).json()["code"] == "invisible_text"
     assert [item["content"] for item in client.get(MEMORIES).json()["items"]] == ["plays the cello"]
@@ -348,14 +377,18 @@ def test_a_memory_is_edited_in_place_and_the_audit_keeps_before_and_after(api):
                                                             "confidence": 0.7, "value": ["Hamburg"]})
     assert changed.status_code == 200
     body = changed.json()
-    assert body["id"] == made["id"] and body["content"] == "lives in Hamburg" and body["key"] == "lives_in"
-    assert body["confidence"] == 0.7 and body["value"] == ["Hamburg"]
+    assert body["id"] == made["id"]
+    assert body["content"] == "lives in Hamburg"
+    assert body["key"] == "lives_in"
+    assert body["confidence"] == 0.7
+    assert body["value"] == ["Hamburg"]
     assert client.put(f"{MEMORIES}/{made['id']}", json={"key": None}).json()["key"] is None
     assert client.put(f"{MEMORIES}/{made['id']}", json={"confidence": 3}).status_code == 422
     with api.uow_factory() as uow:
         [_add, edit, unkey] = audit_of(uow, api.user_id(ANN), made["id"])
     assert (edit.action, edit.actor) == ("update", "user")
-    assert edit.before["content"] == "lives in Berlin" and edit.after["content"] == "lives in Hamburg"
+    assert edit.before["content"] == "lives in Berlin"
+    assert edit.after["content"] == "lives in Hamburg"
     assert unkey.after["predicate"] is None
     assert [m["content"] for m in client.get(MEMORIES, params={"q": "Hamburg"}).json()["items"]] == [
         "lives in Hamburg"]  # search follows the new text
@@ -428,16 +461,19 @@ def test_export_downloads_the_users_data_and_import_loads_it_into_another_accoun
     ann, bob = api.signed_in(ANN), api.signed_in(BOB)
     add(ann, "likes oolong tea", type="preference", key="likes_drink")
     exported = ann.get(f"{MEMORIES}/export")
-    assert exported.status_code == 200 and exported.headers["content-type"].startswith("application/json")
+    assert exported.status_code == 200
+    assert exported.headers["content-type"].startswith("application/json")
     assert exported.headers["content-disposition"].startswith("attachment; filename=")
     assert "likes oolong tea" in exported.json()["memories"][0]["content"]
 
     report = bob.post(f"{MEMORIES}/import", files={"file": ("mnemo.json", exported.content, "application/json")})
     assert report.status_code == 200, report.text
-    assert report.json()["imported"]["memories"] == 1 and report.json()["refused"] == []
+    assert report.json()["imported"]["memories"] == 1
+    assert report.json()["refused"] == []
     assert [m["content"] for m in bob.get(MEMORIES).json()["items"]] == ["likes oolong tea"]
     again = bob.post(f"{MEMORIES}/import", files={"file": ("mnemo.json", exported.content, "application/json")})
-    assert again.json()["duplicates"] >= 1 and bob.get(MEMORIES).json()["total"] == 1
+    assert again.json()["duplicates"] >= 1
+    assert bob.get(MEMORIES).json()["total"] == 1
 
 
 @pytest.mark.parametrize(("content", "code"), [(b"", "import_empty"), (b"{not json", "import_not_json"),
@@ -445,7 +481,8 @@ def test_export_downloads_the_users_data_and_import_loads_it_into_another_accoun
                                                (b"\xff\xfe\x00", "import_not_json")])
 def test_a_bad_import_file_is_refused_with_its_reason(api, content, code):
     response = api.signed_in(ANN).post(f"{MEMORIES}/import", files={"file": ("x.json", content, "application/json")})
-    assert response.status_code == 422 and response.json()["code"] == code
+    assert response.status_code == 422
+    assert response.json()["code"] == code
 
 
 # Working memory and reminders
@@ -461,8 +498,10 @@ def test_working_memory_of_a_session_and_404_when_there_is_none(api):
         session.context_variables = {"city": "Berlin"}
         uow.commit()
     working = client.get(f"/api/v1/memory/working/{session.id}").json()
-    assert working["session_id"] == session.id and working["context_variables"] == {"city": "Berlin"}
-    assert working["recent_turns"] == [] and working["closed_at"] is None
+    assert working["session_id"] == session.id
+    assert working["context_variables"] == {"city": "Berlin"}
+    assert working["recent_turns"] == []
+    assert working["closed_at"] is None
     assert [w["session_id"] for w in client.get("/api/v1/memory/working").json()["items"]] == [session.id]
 
 
@@ -470,11 +509,13 @@ def test_reminders_are_listed_and_a_pending_one_can_be_cancelled_once(api):
     client = api.signed_in(ANN)
     api.commands.add_reminder(ANN, "in 20 minutes stretch")
     [reminder] = client.get("/api/v1/reminders").json()["items"]
-    assert reminder["content"] == "stretch" and reminder["status"] == "pending"
+    assert reminder["content"] == "stretch"
+    assert reminder["status"] == "pending"
     cancelled = client.post(f"/api/v1/reminders/{reminder['id']}/cancel").json()
     assert cancelled["status"] == "cancelled"
     again = client.post(f"/api/v1/reminders/{reminder['id']}/cancel")
-    assert again.status_code == 422 and again.json()["code"] == "reminder_not_pending"
+    assert again.status_code == 422
+    assert again.json()["code"] == "reminder_not_pending"
     assert client.get("/api/v1/reminders").json() == {"items": []}
 
 
@@ -488,12 +529,14 @@ def test_the_time_zone_is_read_and_set_like_timezone_and_reminders_show_their_de
                                                                               "Africa/Nairobi (UTC+03:00)", 1)
     [reminder] = client.get("/api/v1/reminders").json()["items"]
     assert (reminder["kind"], reminder["timezone"]) == ("deadline", "Africa/Nairobi")
-    assert reminder["deadline"].endswith("T08:00:00+03:00") and reminder["due_at"].endswith("T07:00:00+03:00")
+    assert reminder["deadline"].endswith("T08:00:00+03:00")
+    assert reminder["due_at"].endswith("T07:00:00+03:00")
     for body, code in (({"timezone": "Atlantis"}, "zone_unknown"), ({"timezone": "Brazil"}, "zone_several"),
                        ({"timezone": 8}, "invalid"), ({"timezone": "x" * 65}, "invalid"), ({}, "invalid")):
         refused = client.put("/api/v1/settings/timezone", json=body)
         assert (refused.status_code, refused.json()["code"]) == (422, code)
-    assert api.commands.timezone(ANN).after.name == "Africa/Nairobi" and api.commands.timezone(BOB).after.own is False
+    assert api.commands.timezone(ANN).after.name == "Africa/Nairobi"
+    assert api.commands.timezone(BOB).after.own is False
     assert client.put("/api/v1/settings/timezone", json={"timezone": None}).json()["timezone"] is None
     no_csrf = api.client()
     no_csrf.cookies = client.cookies
@@ -521,7 +564,8 @@ def test_answers_carry_security_headers_and_the_api_is_not_cached(api):
 
 def test_a_browser_asking_for_the_favicon_gets_an_empty_answer_not_a_404(api):
     response = api.client().get("/favicon.ico")
-    assert response.status_code == 204 and response.content == b""
+    assert response.status_code == 204
+    assert response.content == b""
 
 
 
@@ -532,6 +576,8 @@ def test_an_errors_detail_comes_in_the_language_the_client_asks_for_and_its_code
     english = ann.get(missing).json()
     chinese = ann.get(missing, headers={"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"}).json()
     assert english["code"] == chinese["code"] == "memory_not_found"
-    assert english["detail"] == error_text(NotFound("memory_not_found"), "en") and english["detail"].isascii()
-    assert chinese["detail"] == error_text(NotFound("memory_not_found"), "zh") and not chinese["detail"].isascii()
+    assert english["detail"] == error_text(NotFound("memory_not_found"), "en")
+    assert english["detail"].isascii()
+    assert chinese["detail"] == error_text(NotFound("memory_not_found"), "zh")
+    assert not chinese["detail"].isascii()
     assert ann.get(missing, headers={"Accept-Language": "fr-FR"}).json()["detail"] == english["detail"]

@@ -78,7 +78,9 @@ def assert_documented_error(response, status: int, code: str) -> dict:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/json"
     body = response.json()
-    assert body["code"] == code and isinstance(body["detail"], str) and body["detail"]
+    assert body["code"] == code
+    assert isinstance(body["detail"], str)
+    assert body["detail"]
     assert set(body) <= {"code", "detail", "problems"}
     return body
 
@@ -97,11 +99,14 @@ def test_a_declared_body_over_the_limit_is_refused_before_authentication(limited
     client = TestClient(limited_app, base_url=BASE, cookies={COOKIE: "a-session-that-would-be-looked-up"})
     response = client.post(path, content=b"{" + b" " * LIMIT + b"}", headers={"content-type": "application/json"})
     body = assert_documented_error(response, 413, "too_large")
-    assert str(LIMIT) in body["detail"] and response.headers["connection"] == "close"
+    assert str(LIMIT) in body["detail"]
+    assert response.headers["connection"] == "close"
     assert response.headers["x-content-type-options"] == "nosniff"  # the security headers are still there
     assert untouched.used == []  # no session looked up, no route run
     [line] = api_records(caplog)
-    assert line.levelno == logging.INFO and line.exc_info is None and "413 too_large" in line.getMessage()
+    assert line.levelno == logging.INFO
+    assert line.exc_info is None
+    assert "413 too_large" in line.getMessage()
 
 
 def test_a_body_at_the_limit_passes_it(limited_app, untouched):
@@ -152,7 +157,8 @@ def test_a_chunked_body_is_refused_on_the_chunk_that_crosses_the_limit_and_read_
     status, answer, pulled = post_in_chunks(limited_app, path, chunks, content_type)
     assert (status, answer["code"]) == (413, "too_large")
     drain = DRAIN_FACTOR * LIMIT  # the rest is read and thrown away only this far, then the answer is sent
-    assert (pulled - 1) * size <= drain < pulled * size and untouched.used == []
+    assert (pulled - 1) * size <= drain < pulled * size
+    assert untouched.used == []
     whole = [opening + b"x" * (size - len(opening))] + [b"x" * size] * 5  # within the drain: read to its end
     status, _answer, pulled = post_in_chunks(limited_app, path, whole, content_type)
     assert (status, pulled) == (413, len(whole))
@@ -190,7 +196,8 @@ def test_uvicorn_answers_a_huge_declared_body_at_once_and_closes(limited_app, un
         sock.sendall(b"POST /api/v1/memory/long-term HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 209715200\r\n\r\n{")  # 200 MiB promised, one byte sent
         answer = read_until_closed(sock)
-    assert answer.startswith(b"HTTP/1.1 413 ") and b'"code":"too_large"' in answer
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert b'"code":"too_large"' in answer
     assert untouched.used == []
 
 
@@ -237,7 +244,8 @@ def test_a_client_that_sends_the_whole_body_first_reads_the_413(untouched, share
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(request, timeout=20)
             status, answer = refused.value.code, json.loads(refused.value.read())
-    assert (status, answer["code"]) == (413, "too_large") and str(limit) in answer["detail"]
+    assert (status, answer["code"]) == (413, "too_large")
+    assert str(limit) in answer["detail"]
     assert untouched.used == []
 
 
@@ -246,7 +254,8 @@ def test_a_client_that_waits_for_100_continue_is_answered_without_sending_the_bo
         sock.sendall(b"POST /api/v1/memory/long-term HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % (2 * LIMIT))
         answer = read_until_closed(sock)
-    assert answer.startswith(b"HTTP/1.1 413 ") and b"100 Continue" not in answer
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert b"100 Continue" not in answer
 
 
 def test_the_default_limit_leaves_room_for_the_largest_import(api):
@@ -310,9 +319,12 @@ def test_a_body_that_is_not_json_the_api_reads_is_422_in_the_documented_shape_an
     payload = body if isinstance(body, bytes) else body.encode()
     response = client.request(method, path, content=payload, headers={"content-type": "application/json"})
     answer = assert_documented_error(response, 422, "invalid")
-    assert answer["detail"].startswith("body: ") and payload[8:40].decode(errors="replace") not in answer["detail"]
+    assert answer["detail"].startswith("body: ")
+    assert payload[8:40].decode(errors="replace") not in answer["detail"]
     [line] = api_records(caplog)
-    assert line.levelno == logging.INFO and line.exc_info is None and "422 invalid" in line.getMessage()
+    assert line.levelno == logging.INFO
+    assert line.exc_info is None
+    assert "422 invalid" in line.getMessage()
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
     assert [m["content"] for m in client.get(MEMORIES).json()["items"]] == ["keeps its place"]
 
@@ -341,9 +353,11 @@ def test_nesting_up_to_the_limit_and_brackets_inside_strings_are_accepted(api):
     made = client.post(MEMORIES, content=json.dumps({"content": "[[[{{{ " * 30, "value": deepest}),
                        headers={"content-type": "application/json"})
     assert made.status_code == 201, made.text
-    assert made.json()["value"] == deepest and made.json()["content"].startswith("[[[{{{")
+    assert made.json()["value"] == deepest
+    assert made.json()["content"].startswith("[[[{{{")
     long_number = client.post(MEMORIES, json={"content": "big", "value": int("9" * MAX_JSON_DIGITS)})
-    assert long_number.status_code == 201 and long_number.json()["value"] == int("9" * MAX_JSON_DIGITS)
+    assert long_number.status_code == 201
+    assert long_number.json()["value"] == int("9" * MAX_JSON_DIGITS)
 
 
 @pytest.mark.parametrize(("text", "why"), [
@@ -435,7 +449,8 @@ def test_a_server_error_is_answered_in_the_documented_shape_and_logged_once_with
     assert_documented_error(response, 500, "unexpected")
     assert "database went away" not in response.text
     [logged] = [record for record in caplog.records if record.exc_info]
-    assert logged.name == "bot.api.errors" and logged.exc_info[0] is RuntimeError
+    assert logged.name == "bot.api.errors"
+    assert logged.exc_info[0] is RuntimeError
 
 
 def test_uvicorn_keeps_the_connection_after_a_server_error_and_logs_it_once(caplog):
@@ -445,11 +460,13 @@ def test_uvicorn_keeps_the_connection_after_a_server_error_and_logs_it_once(capl
         connection.request("GET", "/api/v1/health")
         failed = connection.getresponse()
         answer, first_socket = json.loads(failed.read()), connection.sock
-        assert failed.status == 500 and answer["code"] == "unexpected"
+        assert failed.status == 500
+        assert answer["code"] == "unexpected"
         assert failed.getheader("connection") is None  # not "close"
         connection.request("GET", "/api/openapi.json")
         after = connection.getresponse()
-        assert after.status == 200 and json.loads(after.read())["info"]["title"] == "Mnemo memory API"
+        assert after.status == 200
+        assert json.loads(after.read())["info"]["title"] == "Mnemo memory API"
         assert connection.sock is first_socket  # the same connection, not a new one
         connection.close()
     tracebacks = [record for record in caplog.records if record.exc_info]

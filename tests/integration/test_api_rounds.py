@@ -67,7 +67,8 @@ def test_deleting_a_round_removes_both_sides_and_keeps_the_memory_drawn_from_it(
     assert ann.delete(f"{ROUNDS}/{line_id}").status_code == 404
     with api.uow_factory() as uow:
         kept = uow.memories.get(user_id, memory.id)
-        assert kept is not None and kept.source_turn_id is None
+        assert kept is not None
+        assert kept.source_turn_id is None
 
 
 def test_one_user_cannot_list_or_delete_another_users_round(api):
@@ -77,7 +78,8 @@ def test_one_user_cannot_list_or_delete_another_users_round(api):
     assert [r["line"] for r in ann.get(ROUNDS).json()["items"]] == ["hello"]
     assert ann.get(ROUNDS, params={"q": "violin"}).json() == {"items": [], "total": 0, "limit": 20, "offset": 0}
     refused = ann.delete(f"{ROUNDS}/{bobs}")
-    assert refused.status_code == 404 and refused.json()["code"] == "round_not_found"
+    assert refused.status_code == 404
+    assert refused.json()["code"] == "round_not_found"
     bob = api.signed_in(BOB)
     assert [r["line"] for r in bob.get(ROUNDS).json()["items"]] == ["My violin recital is Friday"]
 

@@ -65,7 +65,8 @@ def test_a_photos_description_is_recalled_a_week_later_and_its_fact_remembered_f
                                          .order_by(ConversationTurn.id)).first()
         [memory] = uow.session.scalars(select(Memory)).all()
     assert photo_turn.text == f"{caption}\n[photo: {description}]"
-    assert memory.source_turn_id == photo_turn.id and memory.content == fact[3]
+    assert memory.source_turn_id == photo_turn.id
+    assert memory.content == fact[3]
 
 
 def test_export_lists_attachments_by_their_description_never_their_content(service, llm, clock, uow_factory):
@@ -82,4 +83,5 @@ def test_export_lists_attachments_by_their_description_never_their_content(servi
     document = json.loads(exported.data)
     lines = [row["text"] for row in document["turns"] if row["role"] == "user"]
     assert lines == ["my cat\n[photo: a grey cat on a blue sofa]", "read this\n[file diary.txt]"]
-    assert b"SECRET DIARY LINE" not in exported.data and b"base64" not in exported.data
+    assert b"SECRET DIARY LINE" not in exported.data
+    assert b"base64" not in exported.data

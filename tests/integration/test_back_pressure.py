@@ -5,24 +5,23 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from prometheus_client import REGISTRY
 from sqlalchemy import select
 
 from bench.fakes.openai_server import FakeOpenAI
-from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.pressure import PressureConfig, busy_notice
 from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory, OutboxJob
 from shared.db.models import ConversationTurn
-from shared.llm.client import ChatModel
+from tests import builders
+from tests.builders import chat_model, conversation, conversation_config
+from tests.waiting import until
 
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC")
+CONFIG = conversation_config()
 pytestmark = pytest.mark.committed
 """Turns run concurrently, each with units of work of its own on worker threads: they cannot share the one
 connection of a test that is rolled back."""
@@ -31,20 +30,12 @@ REPLY = {"response": "Hello from the model.", "emotion": None, "memory_update": 
          "context_variables": []}
 
 
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
 def service_with(uow_factory, llm: FakeOpenAI, pressure: PressureConfig) -> ConversationService:
-    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=30)
-    return ConversationService(uow_factory, replace(CONFIG, pressure=pressure), chat_model=model)
+    return conversation(uow_factory, replace(CONFIG, pressure=pressure), chat_model(llm, timeout_seconds=30))
 
 
 def message(user: str, text: str = "hello, how are you?") -> IncomingMessage:
-    return IncomingMessage(platform="telegram", chat_id=f"chat-{user}", user_id=user, text=text,
-                           sent_at=datetime.now(UTC), is_private=True, display_name=user, message_id=f"{user}-1")
+    return builders.message(text, user=user, chat=f"chat-{user}", name=user, message_id=f"{user}-1")
 
 
 def busy_count() -> float:
@@ -55,15 +46,13 @@ async def three_users_at_once(service: ConversationService, llm: FakeOpenAI) -> 
     told: list[str] = []
     llm.queue_reply(REPLY, delay=SLOW_MODEL_SECONDS)
     first = asyncio.create_task(service.handle_message(message("u1")))
-    while not llm.chat_requests():  # u1 holds the only slot, its model call under way
-        await asyncio.sleep(0.01)
+    await until(llm.chat_requests, what="u1's model call")  # u1 holds the only slot, its model call under way
 
     async def tell(user: str) -> None:
         told.append(user)
 
     second = asyncio.create_task(service.handle_message(message("u2"), on_busy=lambda: tell("u2")))
-    while service.gate.waiting == 0:
-        await asyncio.sleep(0.01)
+    await until(lambda: service.gate.waiting, what="u2 to wait at the gate")
     third = await service.handle_message(message("u3", "我今天好累"), on_busy=lambda: tell("u3"))
     return [await first, await second, third], told
 
@@ -77,10 +66,12 @@ def test_a_slow_model_queues_turns_with_a_bound_and_nobody_is_left_in_silence(uo
     (first, second, third), told = asyncio.run(three_users_at_once(service, llm))
 
     assert (first.text, first.offline) == ("Hello from the model.", False)
-    assert (second.text, second.offline) == ("Hello from the model.", False) and told == ["u2"]
-    assert third.offline and third.busy and third.notice == busy_notice(chinese=True)
+    assert (second.text, second.offline) == ("Hello from the model.", False)
+    assert told == ["u2"]
+    assert (third.offline, third.busy, third.notice) == (True, True, busy_notice(chinese=True))
     assert third.text.strip()
-    assert len(llm.chat_requests()) == 2 and busy_count() - before == 1
+    assert len(llm.chat_requests()) == 2
+    assert busy_count() - before == 1
     assert (service.gate.running, service.gate.waiting) == (0, 0)
     with uow_factory() as uow:  # every message and every answer recorded; the worker still reads u3's message
         turns = uow.session.scalars(select(ConversationTurn).order_by(ConversationTurn.id)).all()
@@ -97,14 +88,14 @@ def test_a_turn_that_waits_too_long_for_the_model_is_answered_offline(uow_factor
     async def two() -> list:
         llm.queue_reply(REPLY, delay=SLOW_MODEL_SECONDS)
         first = asyncio.create_task(service.handle_message(message("u1")))
-        while not llm.chat_requests():
-            await asyncio.sleep(0.01)
+        await until(llm.chat_requests, what="the first turn's model call")
         return [await service.handle_message(message("u2")), await first]
 
     late, first = asyncio.run(two())
 
-    assert late.offline and late.busy and late.notice == busy_notice(chinese=False)
-    assert not first.offline and len(llm.chat_requests()) == 1
+    assert (late.offline, late.busy, late.notice) == (True, True, busy_notice(chinese=False))
+    assert not first.offline
+    assert len(llm.chat_requests()) == 1
 
 
 def test_a_user_flooding_past_the_message_rate_gets_quick_answers_and_takes_nothing_from_others(
@@ -114,9 +105,8 @@ def test_a_user_flooding_past_the_message_rate_gets_quick_answers_and_takes_noth
     from shared.conversation.pressure import flood_notice
     from shared.limits import SharedLimit
 
-    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=30)
-    service = ConversationService(uow_factory, CONFIG, chat_model=model,
-                                  message_limit=SharedLimit(MemoryStorage(), "messages", "3/minute"))
+    service = conversation(uow_factory, CONFIG, chat_model(llm, timeout_seconds=30),
+                           message_limit=SharedLimit(MemoryStorage(), "messages", "3/minute"))
     llm.set_responder(lambda _request: REPLY)
 
     def say(user: str, number: int, text: str = "hello again"):
@@ -127,12 +117,14 @@ def test_a_user_flooding_past_the_message_rate_gets_quick_answers_and_takes_noth
     other = say("neighbour", 0)
 
     assert [reply.offline for reply in flood] == [False, False, False, True, True]
-    assert flood[3].limited and flood[3].notice.startswith(flood_notice(False, 60)[:40])
-    assert not other.offline and other.text == "Hello from the model."
+    assert flood[3].limited
+    assert flood[3].notice.startswith(flood_notice(False, 60)[:40])
+    assert (other.text, other.offline) == ("Hello from the model.", False)
     assert len(llm.chat_requests()) == 4
     with uow_factory() as uow:  # every message of the flood is kept, and answered
         turns = uow.session.scalars(select(ConversationTurn)).all()
-        assert sum(t.role == "user" for t in turns) == 6 and sum(t.role == "assistant" for t in turns) == 6
+        assert sum(t.role == "user" for t in turns) == 6
+        assert sum(t.role == "assistant" for t in turns) == 6
 
 
 def test_two_messages_of_one_user_answered_at_once_each_get_their_own_reply_whichever_lands_first(uow_factory, llm):
@@ -145,8 +137,7 @@ def test_two_messages_of_one_user_answered_at_once_each_get_their_own_reply_whic
         llm.queue_reply(slow, delay=1.0)
         llm.queue_reply(quick)
         first = asyncio.create_task(service.handle_message(message("u1", "first message")))
-        while not llm.chat_requests():
-            await asyncio.sleep(0.01)
+        await until(llm.chat_requests, what="the first turn's model call")
         second = await service.handle_message(replace(message("u1", "second message"), message_id="u1-2"))
         return [await first, second]
 
@@ -172,8 +163,7 @@ def test_a_conversation_forgotten_while_its_reply_is_written_gets_the_reply_and_
     async def forget_meanwhile():
         llm.queue_reply(remembering, delay=1.0)
         answering = asyncio.create_task(service.handle_message(message("u1", "I like green tea")))
-        while not llm.chat_requests():
-            await asyncio.sleep(0.01)
+        await until(llm.chat_requests, what="the first turn's model call")
         with uow_factory() as uow:  # "/forget all", pressed while the model writes
             user_id = uow.session.scalars(select(ConversationTurn.user_id)).one()
             forget_everything(uow, user_id, datetime.now(UTC))

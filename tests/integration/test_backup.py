@@ -74,7 +74,8 @@ def test_the_cli_round_trips_a_postgresql_15_database(fresh_system_db, tmp_path,
     file = tmp_path / "nightly.dump"
 
     assert main(["backup", "--output", str(file)]) == 0
-    assert stat.S_IMODE(file.stat().st_mode) == 0o600 and not list(tmp_path.glob("*.partial"))
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    assert not list(tmp_path.glob("*.partial"))
     change_everything(fresh_system_db)
     assert snapshot(fresh_system_db, vectors=False) != before
     assert main(["restore", str(file), "--yes"]) == 0

@@ -8,7 +8,6 @@ zone; hostile arguments get a clear error and change nothing.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
@@ -22,13 +21,12 @@ from shared.commands.memories import MAX_VERSIONS_FOLLOWED
 from shared.commands.panel import PanelService
 from shared.commands.service import Account, Caller, MemoryCommands
 from shared.commands.texts import error_text
-from shared.conversation.config import ConversationConfig
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.memory_models import Episode, Todo
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.memory.writes import StatedMemory, store_stated_memories
+from tests import builders
 from tests.conftest import APP_TABLES, audit_of
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai, a Sunday
@@ -36,18 +34,13 @@ ALICE = Caller("telegram", "1001", display_name="Alice", locale="zh-CN")
 BOB = Caller("telegram", "2002", display_name="Bob", locale="en")
 ALICE_ON_DISCORD = Caller("discord", "555000111", display_name="alice#1", locale="zh-CN")
 MALLORY = Caller("discord", "666000999", display_name="mallory", locale="en")
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Asia/Shanghai")
+CONFIG = builders.conversation_config(default_timezone="Asia/Shanghai")
 HUGE = "记" * 100_000
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
+class Clock(builders.Clock):
+    def __init__(self, now: datetime = START) -> None:
+        super().__init__(now)
 
 
 @pytest.fixture
@@ -62,15 +55,12 @@ def commands(uow_factory, clock) -> MemoryCommands:
 
 @pytest.fixture
 def conversation(uow_factory, clock) -> ConversationService:
-    return ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock)
+    return builders.conversation(uow_factory, CONFIG, clock=clock)
 
 
 def say(service: ConversationService, caller: Caller, words: str, message_id: str | None = None):
     """One message through the hot path in offline mode (rule-based extraction, no LLM)."""
-    message = IncomingMessage(platform=caller.platform, chat_id=caller.platform_user_id,
-                              user_id=caller.platform_user_id, text=words, sent_at=START,
-                              display_name=caller.display_name, message_id=message_id, locale=caller.locale)
-    return asyncio.run(service.handle_message(message))
+    return builders.said(service, caller, words, START, message_id=message_id)
 
 
 def user_of(uow_factory, caller: Caller) -> int:
@@ -125,9 +115,11 @@ def test_memories_are_listed_newest_first_in_pages_with_a_type_filter_and_search
     commands.remember(ALICE, "preference: oolong tea")
     first = commands.list_memories(ALICE, page_size=10)
     assert (first.page, first.pages, first.total) == (1, 3, 24)
-    assert first.items[0].content == "oolong tea" and first.items[0].source == "user_stated"
+    assert first.items[0].content == "oolong tea"
+    assert first.items[0].source == "user_stated"
     last = commands.list_memories(ALICE, page=3, page_size=10)
-    assert len(last.items) == 4 and last.items[-1].content == "fact number 0"
+    assert len(last.items) == 4
+    assert last.items[-1].content == "fact number 0"
     assert commands.list_memories(ALICE, page=99, page_size=10).page == 3
     assert [i.content for i in commands.list_memories(ALICE, type_="偏好").items] == ["oolong tea"]
     assert commands.list_memories(ALICE, search="number 2").total == 4  # 2, 20, 21, 22
@@ -148,7 +140,8 @@ def test_why_shows_the_message_a_memory_came_from(commands, conversation):
     reply = say(conversation, ALICE, "我喜欢乌龙茶", message_id="77")
     memory_id = reply.stored_memory_ids[0]
     origin = commands.why(ALICE, f"#{memory_id}")
-    assert origin.memory.content == "我喜欢乌龙茶" and origin.message_text == "我喜欢乌龙茶"
+    assert origin.memory.content == "我喜欢乌龙茶"
+    assert origin.message_text == "我喜欢乌龙茶"
     assert (origin.platform, origin.platform_chat_id, origin.platform_message_id) == ("telegram", "1001", "77")
     assert commands.why(ALICE, commands.remember(ALICE, "manual").id).message_text is None
 
@@ -200,8 +193,10 @@ def test_why_on_a_forgotten_memory_says_when_it_was_set_aside(commands, uow_fact
     commands.import_data(ALICE, json.dumps(document).encode())
     origin = commands.why(ALICE, memory_id_of(uow_factory, "likes durian"))
 
-    assert origin.memory.content == "likes durian" and origin.forgotten_at == START.replace(month=10, day=3, hour=8)
-    assert origin.replaced_by is None and memories_of(commands, ALICE) == []
+    assert origin.memory.content == "likes durian"
+    assert origin.forgotten_at == START.replace(month=10, day=3, hour=8)
+    assert origin.replaced_by is None
+    assert memories_of(commands, ALICE) == []
 
 
 # Remembering
@@ -239,7 +234,8 @@ def test_forget_one_asks_first_then_deletes_it_and_its_audit_keeps_only_a_tombst
     gone = commands.remember(ALICE, "喜欢乌龙茶")
     confirmation = commands.request_forget(ALICE, f"#{gone.id}")
     assert (confirmation.count, confirmation.preview, confirmation.everything) == (1, ("喜欢乌龙茶",), False)
-    assert len(confirmation.token) <= 32 and confirmation.expires_at == START + timedelta(minutes=5)
+    assert len(confirmation.token) <= 32
+    assert confirmation.expires_at == START + timedelta(minutes=5)
     assert len(memories_of(commands, ALICE)) == 2  # nothing happens before the confirmation
     assert commands.confirm(ALICE, confirmation.token) == 1
     assert memories_of(commands, ALICE) == ["lives in Shanghai"]
@@ -271,7 +267,8 @@ def test_forget_by_search_deletes_only_the_matching_memories(commands):
         commands.remember(ALICE, words)
     commands.remember(BOB, "喜欢红茶")
     confirmation = commands.request_forget(ALICE, "茶")
-    assert confirmation.count == 2 and set(confirmation.preview) == {"喜欢乌龙茶", "喜欢绿茶"}
+    assert confirmation.count == 2
+    assert set(confirmation.preview) == {"喜欢乌龙茶", "喜欢绿茶"}
     assert commands.confirm(ALICE, confirmation.token) == 2
     assert memories_of(commands, ALICE) == ["住在上海"]
     assert memories_of(commands, BOB) == ["喜欢红茶"]
@@ -296,7 +293,8 @@ def test_forget_all_leaves_no_row_of_the_users_memories_vectors_turns_or_episode
         give_vectors(uow_factory)
     bob_before = rows_of_user(uow_factory, bob)
     confirmation = commands.request_forget(ALICE, "all")
-    assert confirmation.everything and confirmation.count == 2
+    assert confirmation.everything
+    assert confirmation.count == 2
     assert commands.confirm(ALICE, confirmation.token) == 2
     for table in ("memories", "conversation_turns", "episodes", "sessions", "profiles", "jobs_outbox"):
         assert count(uow_factory, f"SELECT count(*) FROM {table} WHERE user_id = :u", u=alice) == 0, table
@@ -345,9 +343,11 @@ def test_a_confirmation_cannot_be_used_twice_after_it_expired_or_after_cancel(co
 
 def test_a_paused_users_facts_are_not_stored_until_they_resume(commands, conversation, uow_factory):
     commands.pause(ALICE)
-    assert commands.is_paused(ALICE) and not commands.is_paused(BOB)
+    assert commands.is_paused(ALICE)
+    assert not commands.is_paused(BOB)
     reply = say(conversation, ALICE, "我喜欢乌龙茶", message_id="1")
-    assert reply.stored_memory_ids == () and TurnWarning(WarningCode.REMEMBERING_PAUSED) in reply.warnings
+    assert reply.stored_memory_ids == ()
+    assert TurnWarning(WarningCode.REMEMBERING_PAUSED) in reply.warnings
     alice = user_of(uow_factory, ALICE)
     assert count(uow_factory, "SELECT count(*) FROM memories WHERE user_id = :u", u=alice) == 0
     assert count(uow_factory, "SELECT count(*) FROM jobs_outbox WHERE user_id = :u AND task = 'extract_turn'",
@@ -384,9 +384,11 @@ def test_link_moves_the_identity_and_merges_its_previous_users_data(commands, co
     say(conversation, ALICE, "我喜欢乌龙茶", message_id="1")
     telegram_user, discord_user = user_of(uow_factory, ALICE), user_of(uow_factory, ALICE_ON_DISCORD)
     code = commands.link_code(ALICE_ON_DISCORD)
-    assert len(code.code) == 8 and not set(code.code) & set("01OI")
+    assert len(code.code) == 8
+    assert not set(code.code) & set("01OI")
     request = commands.link(ALICE, code.code.lower())
-    assert request.owner == (Account("discord", "alice#1"),) and request.code != code.code
+    assert request.owner == (Account("discord", "alice#1"),)
+    assert request.code != code.code
     assert user_of(uow_factory, ALICE) == telegram_user  # nothing joined before the owner confirms
     assert commands.confirm_link(ALICE_ON_DISCORD, request.code) == Account("telegram", "Alice")
     assert user_of(uow_factory, ALICE) == discord_user
@@ -409,7 +411,8 @@ def test_a_code_entered_by_a_stranger_joins_nothing_until_its_owner_confirms_nam
     request = commands.link(MALLORY, commands.link_code(ALICE).code)  # Alice was talked into sharing her code
 
     assert request.owner == (Account("telegram", "Alice"),)  # Mallory is told whose account it is
-    assert memories_of(commands, MALLORY) == [] and user_of(uow_factory, MALLORY) != alices_user
+    assert memories_of(commands, MALLORY) == []
+    assert user_of(uow_factory, MALLORY) != alices_user
     for stranger in (MALLORY, BOB):  # the second code works on the first code's owner only
         with pytest.raises(ConfirmationInvalid):
             commands.confirm_link(stranger, request.code)
@@ -451,9 +454,11 @@ def test_wrong_codes_are_limited_per_account_and_a_new_code_does_not_reset_the_c
 
     with pytest.raises(InvalidCommand, match="link_too_many_tries") as refused:
         commands.link(MALLORY, commands.link_code(ALICE).code)  # even a right code, until the hour is over
-    assert "5" in error_text(refused.value, "en") and "60" in error_text(refused.value, "zh")
+    assert "5" in error_text(refused.value, "en")
+    assert "60" in error_text(refused.value, "zh")
     request = commands.link(ALICE_ON_DISCORD, commands.link_code(ALICE).code)  # others are not limited
-    assert request.owner == (Account("telegram", "Alice"),) and valid.code != request.code
+    assert request.owner == (Account("telegram", "Alice"),)
+    assert valid.code != request.code
 
     clock.now += timedelta(hours=1)
     assert commands.link(MALLORY, commands.link_code(BOB).code).owner == (Account("telegram", "Bob"),)
@@ -467,12 +472,14 @@ def test_one_time_tokens_are_stored_only_as_their_sha256_and_still_work(commands
     with uow_factory() as uow:
         stored = set(uow.session.scalars(text("SELECT token FROM one_time_tokens")))
     for secret in (confirmation.token, code, sign_in):
-        assert secret not in stored and hashlib.sha256(secret.encode()).hexdigest() in stored
+        assert secret not in stored
+        assert hashlib.sha256(secret.encode()).hexdigest() in stored
     assert commands.confirm(ALICE, confirmation.token) == 1
     request = commands.link(ALICE_ON_DISCORD, code.lower())
     with uow_factory() as uow:
         stored = set(uow.session.scalars(text("SELECT token FROM one_time_tokens")))
-    assert request.code not in stored and hashlib.sha256(request.code.encode()).hexdigest() in stored
+    assert request.code not in stored
+    assert hashlib.sha256(request.code.encode()).hexdigest() in stored
     commands.confirm_link(BOB, request.code)
     assert user_of(uow_factory, ALICE_ON_DISCORD) == user_of(uow_factory, BOB)
 
@@ -483,7 +490,8 @@ def test_unlink_gives_the_identity_a_fresh_user_and_the_data_stays_with_the_othe
     commands.add_reminder(ALICE_ON_DISCORD, "tomorrow 9am call mom")
     commands.unlink(ALICE_ON_DISCORD)
     assert user_of(uow_factory, ALICE) != user_of(uow_factory, ALICE_ON_DISCORD)
-    assert memories_of(commands, ALICE) == ["likes tea"] and memories_of(commands, ALICE_ON_DISCORD) == []
+    assert memories_of(commands, ALICE) == ["likes tea"]
+    assert memories_of(commands, ALICE_ON_DISCORD) == []
     assert [r.content for r in commands.list_reminders(ALICE_ON_DISCORD)] == ["call mom"]  # pings on Discord
     with pytest.raises(InvalidCommand, match="unlink_only_identity"):
         commands.unlink(ALICE_ON_DISCORD)
@@ -509,7 +517,8 @@ def test_an_english_reminder_follows_the_callers_own_time_zone_and_chat(commands
     in_group = Caller("telegram", "2002", locale="en", platform_chat_id="-100123", chat_kind="group")
     item = commands.add_reminder(in_group, "tomorrow at 9am call mom")
     assert item.due_at == datetime(2026, 11, 22, 9, 0, tzinfo=ZoneInfo("America/New_York"))  # 21:00 Sat there
-    assert item.content == "call mom" and item.timezone == "America/New_York"
+    assert item.content == "call mom"
+    assert item.timezone == "America/New_York"
     assert count(uow_factory, "SELECT count(*) FROM chats WHERE platform_chat_id = '-100123' AND kind = 'group'") == 1
 
 
@@ -529,7 +538,8 @@ def test_reminders_are_listed_soonest_first_and_can_be_cancelled_done_and_snooze
         uow.todos.mark_sent(claimed[0].user_id, claimed[0].id, claimed[0].attempts, clock.now)
         uow.commit()
     snoozed = commands.snooze_reminder(BOB, third.id, 15)
-    assert snoozed.status == "pending" and snoozed.due_at == clock.now + timedelta(minutes=15)
+    assert snoozed.status == "pending"
+    assert snoozed.due_at == clock.now + timedelta(minutes=15)
     with uow_factory() as uow:
         assert uow.todos.get(user_of(uow_factory, BOB), third.id).claimed_until is None
         assert [t.id for t in uow.todos.claim_due(clock.now + timedelta(minutes=15))] == [third.id]
@@ -608,7 +618,8 @@ def test_remembering_invisible_text_is_refused_with_a_clear_message(commands, se
     with pytest.raises(InvalidCommand) as refused:
         commands.remember(ALICE, text)
     assert refused.value.key == "invisible_text"
-    assert "invisible" in error_text(refused.value, "en") and "不可见" in error_text(refused.value, "zh")
+    assert "invisible" in error_text(refused.value, "en")
+    assert "不可见" in error_text(refused.value, "zh")
 
 
 @pytest.mark.parametrize("text", ["\u3164\u115f", "\u2800", "fact: \u0300\u20e3", "\U000e01ef", "\u034f",
@@ -686,7 +697,8 @@ def test_a_huge_display_name_or_odd_locale_is_cut_or_ignored_not_stored_whole(co
     commands.list_memories(Caller("discord", "42", display_name=HUGE, locale="zh-CN\x00'; --"))
     with uow_factory() as uow:
         identity = uow.users.identity("discord", "42")
-    assert len(identity.display_name) <= 200 and identity.locale is None
+    assert len(identity.display_name) <= 200
+    assert identity.locale is None
 
 
 def user_of_after(commands: MemoryCommands, uow_factory, caller: Caller) -> int:
@@ -716,7 +728,8 @@ def test_forget_all_reminders_recovers_a_user_whose_rows_python_cannot_read_and_
     assert confirmation.reminders == 1
     commands.confirm(ALICE, confirmation.token)
 
-    assert commands.list_reminders(ALICE) == () and json.loads(commands.export_data(ALICE).data)["todos"] == []
+    assert commands.list_reminders(ALICE) == ()
+    assert json.loads(commands.export_data(ALICE).data)["todos"] == []
     assert panel.session(signed_in.secret) is None
     with pytest.raises(ConfirmationInvalid):
         panel.sign_in(unused)

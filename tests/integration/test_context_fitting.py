@@ -10,35 +10,27 @@ from datetime import timedelta
 import pytest
 
 from bench.fakes.openai_server import FakeOpenAI, estimate_tokens
-from shared.conversation.config import ConversationConfig
 from shared.conversation.fitting import MESSAGE_CUT_MARK, PAST_CUT_MARK
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
-from shared.llm.client import ChatModel
+from tests.builders import chat_model, conversation, conversation_config, message
 from tests.integration.test_conversation import START, turn
 
 WINDOW = 4096
 """The fake server's window, in its own tokens (about four characters each)."""
 MAX_OUTPUT = 200
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Europe/Lisbon")
+CONFIG = conversation_config(default_timezone="Europe/Lisbon")
 PASTES = [" ".join(f"Line {n} of the {topic} notes I took this week, with every detail I could remember."
                    for n in range(40)) for topic in ("garden", "budget", "recipe", "travel", "reading")]
 """Five texts of about 3,900 characters: each fits the window alone, three of them do not."""
 
 
 def service_on(server: FakeOpenAI, uow_factory, **model_options) -> ConversationService:
-    model = ChatModel(base_url=server.base_url, api_key="test", model="fake-chat", timeout_seconds=10,
-                      max_output_tokens=MAX_OUTPUT, **model_options)
-    return ConversationService(uow_factory, CONFIG, chat_model=model)
+    return conversation(uow_factory, CONFIG, chat_model(server, max_output_tokens=MAX_OUTPUT, **model_options))
 
 
 def say(service: ConversationService, text: str, number: int):
-    message = IncomingMessage(platform="telegram", chat_id="c1", user_id="u1", text=text,
-                              sent_at=START + timedelta(minutes=number), is_private=True, display_name="Lin",
-                              message_id=str(number))
-    return asyncio.run(service.handle_message(message))
+    incoming = message(text, chat="c1", sent=START + timedelta(minutes=number), name="Lin", message_id=str(number))
+    return asyncio.run(service.handle_message(incoming))
 
 
 def prompt_tokens(request: dict) -> int:
@@ -53,7 +45,8 @@ def test_a_server_that_reports_its_window_gets_prompts_that_fit_from_the_first_t
         replies = [say(service, text, number) for number, text in enumerate(PASTES)]
         requests = server.chat_requests()
     assert all(not reply.offline and reply.text == "Thanks, I read all of it." for reply in replies)
-    assert 400 not in server.chat_statuses and all(prompt_tokens(r) + MAX_OUTPUT <= WINDOW for r in requests)
+    assert 400 not in server.chat_statuses
+    assert all(prompt_tokens(r) + MAX_OUTPUT <= WINDOW for r in requests)
     assert PAST_CUT_MARK in str(requests[-1]["messages"])  # the pasted texts before are shortened, not lost
     assert PASTES[-1] in requests[-1]["messages"][-1]["content"]  # the newest is whole
     assert service.chat_model.window.tokens == WINDOW
@@ -72,7 +65,8 @@ def test_a_server_that_names_its_window_only_when_refusing_is_asked_again_with_t
     assert service.chat_model.window.tokens == WINDOW
     refused = answered.index(400)
     if personality == "llama-cpp-python":  # a streamed prompt too long is an empty 200; sent whole, it is refused
-        assert requests[refused - 1].get("stream") and not requests[refused].get("stream")
+        assert requests[refused - 1].get("stream")
+        assert not requests[refused].get("stream")
         assert requests[refused - 1]["messages"] == requests[refused]["messages"]
 
 
@@ -81,7 +75,8 @@ def test_with_the_window_set_no_prompt_is_ever_refused(uow_factory):
         server.set_responder(lambda _request: turn("Noted, thank you."))
         service = service_on(server, uow_factory, context_tokens=WINDOW)  # LLM_CONTEXT_TOKENS=4096
         replies = [say(service, text, number) for number, text in enumerate(PASTES)]
-    assert all(not reply.offline for reply in replies) and 400 not in server.chat_statuses
+    assert all(not reply.offline for reply in replies)
+    assert 400 not in server.chat_statuses
 
 
 @pytest.mark.parametrize(("pasted", "notice"), [
@@ -94,7 +89,10 @@ def test_a_newest_message_too_long_alone_is_cut_and_the_user_told_in_their_langu
         service = service_on(server, uow_factory)
         reply = say(service, pasted, 1)
         sent = server.chat_requests()[-1]["messages"][-1]["content"]
-    assert not reply.offline and reply.text.startswith("That is a lot")
-    assert reply.notice is not None and reply.notice.startswith(notice)
+    assert not reply.offline
+    assert reply.text.startswith("That is a lot")
+    assert reply.notice is not None
+    assert reply.notice.startswith(notice)
     read = int("".join(filter(str.isdigit, reply.notice)))
-    assert sent.startswith(pasted[:read] + MESSAGE_CUT_MARK) and 400 not in server.chat_statuses
+    assert sent.startswith(pasted[:read] + MESSAGE_CUT_MARK)
+    assert 400 not in server.chat_statuses

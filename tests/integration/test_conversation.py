@@ -12,8 +12,6 @@ from sqlalchemy import select
 from bench.fakes.openai_server import FakeOpenAI
 from shared.commands.memories import forget_memories
 from shared.conversation.config import ConversationConfig
-from shared.conversation.extraction_timing import ExtractionTiming
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.prompt import app_note
 from shared.conversation.service import ConversationService
 from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, WarningCode
@@ -24,43 +22,24 @@ from shared.metrics.record import MESSAGE_OUTCOMES
 from shared.recall.embeddings import OpenAIEmbedder
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS
 from shared.reminders.zone_texts import default_zone_text
+from tests import builders
+from tests.builders import PER_TURN, conversation, conversation_config, message, model_turn
+from tests.integration import conftest as integration
 from tests.waiting import wait_for
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
+class Clock(builders.Clock):
+    def __init__(self, now: datetime = START) -> None:
+        super().__init__(now)
 
 
-def turn(response: str = "好的", *, emotion: str = "neutral", confidence: float = 0.9, entries=(), todos=(),
-         topic: str | None = None, variables=()) -> dict:
-    category = {"sad": "negative", "happy": "positive", "neutral": "neutral"}.get(emotion, "neutral")
-    return {"emotion": {"primary": emotion, "category": category, "confidence": confidence, "indicators": []},
-            "response": response,
-            "memory_update": {"should_store": bool(entries), "entries": [
-                {"type": t, "subject": s, "predicate": p, "content": c, "tier": "long"} for t, s, p, c in entries]},
-            "todos": [{"content": c, "due": d} for c, d in todos], "topic": topic,
-            "context_variables": [{"key": k, "value": v} for k, v in variables]}
-
-
-PER_TURN = ExtractionTiming(batch_turns=1)
-"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
-sitting is read (tests/integration/test_sitting_extraction.py)."""
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Asia/Shanghai",
-                            extraction=PER_TURN)
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
+turn = model_turn
+"""The model's answer to a turn (tests/builders.py)."""
+llm = integration.llm
+"""The fake model server (tests/integration/conftest.py), importable from here as other tests do."""
+CONFIG = conversation_config(default_timezone="Asia/Shanghai", extraction=PER_TURN)
 
 
 @pytest.fixture
@@ -70,15 +49,13 @@ def clock():
 
 @pytest.fixture
 def service(uow_factory, llm, clock):
-    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
-    return ConversationService(uow_factory, CONFIG, chat_model=model, clock=clock)
+    return conversation(uow_factory, CONFIG, llm, clock=clock)
 
 
 def say(service, text: str, *, user="u1", chat="c1", private=True, message_id=None, name="Alice", clock=None):
-    sent = clock() if clock else START
-    message = IncomingMessage(platform="telegram", chat_id=chat, user_id=user, text=text, sent_at=sent,
-                              is_private=private, display_name=name, message_id=message_id)
-    return asyncio.run(service.handle_message(message))
+    incoming = message(text, user=user, chat=chat, sent=clock() if clock else START, name=name,
+                       is_private=private, message_id=message_id)
+    return asyncio.run(service.handle_message(incoming))
 
 
 def system_prompt(llm, index: int = -1) -> str:

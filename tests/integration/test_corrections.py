@@ -30,7 +30,8 @@ def test_offline_a_correction_of_one_of_several_facts_said_together_keeps_the_ot
     second = Visit(uow_factory, 1)
     second.say(correct)
     active = " | ".join(active_contents(uow_factory))
-    assert kept in active and gone not in active, active
+    assert kept in active, active
+    assert gone not in active, active
     answer = Visit(uow_factory, 2).say(ask)
     assert kept in answer.text, answer.text
 
@@ -61,12 +62,14 @@ def test_with_the_model_a_compound_memory_is_split_on_the_correction_that_touche
         llm.queue_reply(turn_answer("Got it.", correction))
         Visit(uow_factory, 1, chat_model=model).say(correct)
     active = " | ".join(active_contents(uow_factory))
-    assert kept in active and gone not in active, active
+    assert kept in active, active
+    assert gone not in active, active
     with uow_factory() as uow:
         split = uow.session.scalars(select(Memory).where(Memory.content.contains(kept),
                                                          Memory.superseded_by.is_(None))).one()
         [event] = audit_of(uow, split.user_id, split.id)
-    assert event.action == "add" and "split from memory" in event.reason
+    assert event.action == "add"
+    assert "split from memory" in event.reason
 
 
 def unextracted_turns(uow_factory) -> list[int]:
@@ -87,7 +90,8 @@ def test_forget_said_in_words_removes_the_memory_and_its_export_entry(uow_factor
     exported = MemoryCommands(uow_factory, default_timezone="UTC").export_data(
         Caller("console", "xiaohong")).data.decode()
     memories = [m["content"] for m in json.loads(exported)["memories"]]
-    assert not any(gone in content for content in memories) and any(kept in content for content in memories)
+    assert not any(gone in content for content in memories)
+    assert any(kept in content for content in memories)
     with uow_factory() as uow:
         assert not any(gone in line for line in uow.session.scalars(select(ConversationTurn.text)))
 

@@ -1,9 +1,9 @@
 """The PostgreSQL broker when several processes send their first job at once on a fresh database.
 
 A front-end sends its first turn's jobs while the worker beside it is still starting; both reach
-kombu's lazily created tables and queue row together. Each round forks processes that wait for the
-same instant and then send; every send must get through (before the fix, about one round in three
-lost a job to a unique violation and left it for the outbox sweep).
+kombu's lazily created tables and queue row together. Each round forks processes that configure their
+app, wait at a barrier until every one of them has, and then send; every send must get through (before
+the fix, about one round in three lost a job to a unique violation and left it for the outbox sweep).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import multiprocessing
 import subprocess
 import sys
-import time
 
 import psycopg
 import pytest
@@ -25,11 +24,14 @@ PROCESSES = 4
 ROUNDS = 4
 
 
-def send_at(broker_url: str, start: float, results) -> None:
+BARRIER_SECONDS = 60
+"""How long a sender waits for the others at the barrier: bounds a hang (a sender that died starting)."""
+
+
+def send_together(broker_url: str, barrier, results) -> None:
     configure(broker_url)
-    while time.time() < start:
-        pass
     try:
+        barrier.wait(timeout=BARRIER_SECONDS)  # every sender configured: all send at once
         send_task("extract_knowledge", {"job_id": 0})
         results.put("sent")
     except Exception as exc:  # reported to the test as its text
@@ -42,9 +44,9 @@ def test_processes_sending_their_first_job_together_all_get_through(system_pg_ad
     try:
         context = multiprocessing.get_context("fork")
         results = context.Queue()
-        start = time.time() + 0.5  # after every fork has configured its app
+        barrier = context.Barrier(PROCESSES)
         broker = "sqla+" + sqlalchemy_url(url)  # what a deployment without REDIS_URL uses
-        senders = [context.Process(target=send_at, args=(broker, start, results)) for _ in range(PROCESSES)]
+        senders = [context.Process(target=send_together, args=(broker, barrier, results)) for _ in range(PROCESSES)]
         for sender in senders:
             sender.start()
         for sender in senders:

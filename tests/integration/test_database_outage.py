@@ -26,33 +26,24 @@ from shared.commands import texts
 from shared.commands.panel import PanelService
 from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.config import ConversationConfig
-from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import OutboxJob
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.errors import DatabaseUnavailable
-from shared.llm.client import ChatModel
 from shared.repositories.uow import UnitOfWork
+from tests.builders import PER_TURN_CONFIG, chat_model, conversation, model_turn
 from tests.fakes.database_outage import DatabaseOutage
 from tests.waiting import until
 
 pytestmark = pytest.mark.committed
 
-PER_TURN = ExtractionTiming(batch_turns=1)
-"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
-sitting is read (tests/integration/test_sitting_extraction.py)."""
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Europe/Lisbon", database_patience=timedelta(seconds=60),
-                            extraction=PER_TURN)
+CONFIG = replace(PER_TURN_CONFIG, default_timezone="Europe/Lisbon", database_patience=timedelta(seconds=60))
 
 
 def llm_turn(response: str) -> dict:
-    return {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
-            "response": response, "memory_update": {"should_store": False, "entries": []}, "todos": [],
-            "topic": None, "context_variables": []}
+    return model_turn(response)
 
 
 @pytest.fixture
@@ -70,15 +61,8 @@ def relayed(outage: DatabaseOutage, uow_factory):
     engine.dispose()
 
 
-@pytest.fixture
-def llm() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
 def service_on(uow_factory, llm: FakeOpenAI | None, config: ConversationConfig = CONFIG) -> ConversationService:
-    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=30) if llm else None
-    return ConversationService(uow_factory, config, chat_model=model)
+    return conversation(uow_factory, config, chat_model(llm, timeout_seconds=30) if llm else None)
 
 
 def message(text: str, message_id: str, *, user: str = "501", chat: str = "501", platform: str = "telegram",
@@ -125,7 +109,8 @@ def test_a_message_sent_while_the_database_is_away_is_kept_and_answered_once_it_
         return await answer
 
     reply = asyncio.run(main())
-    assert reply.text == "Welcome back to Porto!" and not reply.offline
+    assert reply.text == "Welcome back to Porto!"
+    assert not reply.offline
     assert len(told) == 1, "the user is told once, however many times it is tried"
     assert turns(uow_factory) == [("user", "I moved to Porto"), ("assistant", "Welcome back to Porto!")]
     assert owed_jobs(uow_factory) == ["extract_turn"]
@@ -150,7 +135,8 @@ def test_the_database_going_away_during_the_llm_call_still_records_the_reply_and
         return await answer
 
     reply = asyncio.run(main())
-    assert reply.text == "Porto has good coffee." and not reply.warnings
+    assert reply.text == "Porto has good coffee."
+    assert not reply.warnings
     assert turns(uow_factory) == [("user", "coffee ideas?"), ("assistant", "Porto has good coffee.")]
     assert owed_jobs(uow_factory) == ["extract_turn"]
 
@@ -191,7 +177,8 @@ def test_a_step_whose_commit_landed_but_went_unconfirmed_is_not_done_twice(uow_f
     service = service_on(lossy, llm)
     llm.queue_reply(llm_turn("Noted."))
     reply = asyncio.run(service.handle_message(message("my sister is called Inês", "74")))
-    assert reply.text == "Noted." and lossy.lost == 2
+    assert reply.text == "Noted."
+    assert lossy.lost == 2
     assert turns(uow_factory) == [("user", "my sister is called Inês"), ("assistant", "Noted.")]
     assert owed_jobs(uow_factory) == ["extract_turn"]
 

@@ -11,6 +11,7 @@ from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
 from shared.lifecycle import decay
 from shared.lifecycle.decay import run_decay
+from tests.builders import audit_actions, stored_memory
 from tests.conftest import audit_of
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
@@ -31,14 +32,7 @@ def remember(uow, user_id: int, content: str, *, age: timedelta = 30 * DAY, idle
     return memory.id
 
 
-def memory(uow_factory, memory_id: int) -> Memory | None:
-    with uow_factory() as uow:
-        return uow.session.get(Memory, memory_id)
-
-
-def actions(uow_factory, user_id: int, memory_id: int) -> list[tuple[str, str]]:
-    with uow_factory() as uow:
-        return [(e.action, e.actor) for e in audit_of(uow, user_id, memory_id)]
+memory, actions = stored_memory, audit_actions
 
 
 def test_an_idle_fact_loses_five_percent_once_a_day_and_a_second_run_the_same_day_changes_nothing(uow_factory):
@@ -101,16 +95,19 @@ def test_an_inferred_memory_unused_for_90_days_goes_to_the_bin_and_is_purged_30_
         recent = remember(uow, alice, "Seems to like tea", source="inferred", idle=89 * DAY)
         uow.commit()
     assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_binned == 1
-    assert memory(uow_factory, new).deleted_at == NOW and memory(uow_factory, old) is not None
+    assert memory(uow_factory, new).deleted_at == NOW
+    assert memory(uow_factory, old) is not None
     assert memory(uow_factory, recent).deleted_at is None
     assert run_decay(uow_factory, NOW + 29 * DAY, eviction_threshold=None).memories_purged == 0
     assert run_decay(uow_factory, NOW + 30 * DAY, eviction_threshold=None).memories_purged == 1
-    assert memory(uow_factory, new) is None and memory(uow_factory, old) is None
+    assert memory(uow_factory, new) is None
+    assert memory(uow_factory, old) is None
     assert actions(uow_factory, alice, new)[:2] == [("decay", "rule"), ("bin", "rule")]
     assert actions(uow_factory, alice, new)[-1] == ("purge", "rule")
     with uow_factory() as uow:
         tombstone = audit_of(uow, alice, old)[-1]
-    assert tombstone.action == "purge" and tombstone.before["content"] == "Seems to live in Shanghai"
+    assert tombstone.action == "purge"
+    assert tombstone.before["content"] == "Seems to live in Shanghai"
 
 
 def test_a_memory_between_0_3_and_0_5_is_left_for_the_decay_review(uow_factory):
@@ -130,7 +127,8 @@ def test_transient_memories_expire_24_hours_after_they_were_made(uow_factory):
         dated = remember(uow, alice, "Exam this week", tier="short", age=2 * DAY, expires_at=NOW - timedelta(minutes=1))
         uow.commit()
     assert run_decay(uow_factory, NOW, eviction_threshold=None).memories_expired == 2
-    assert memory(uow_factory, stale) is None and memory(uow_factory, dated) is None
+    assert memory(uow_factory, stale) is None
+    assert memory(uow_factory, dated) is None
     assert memory(uow_factory, fresh) is not None
     assert actions(uow_factory, alice, stale) == [("expire", "rule")]
 
@@ -153,7 +151,8 @@ def test_episodes_fade_after_seven_days_and_go_after_fourteen_while_their_turns_
         importance = {e.summary: e.importance for e in uow.session.scalars(select(Episode))}
         kept_turn = uow.session.get(ConversationTurn, turn.id)
     assert importance == {"talked (recent)": 1.0, "talked (fading)": pytest.approx(0.8)}
-    assert kept_turn is not None and kept_turn.episode_id is None
+    assert kept_turn is not None
+    assert kept_turn.episode_id is None
 
 
 def a_round(uow, user_id: int, chat_id: int, line: str, age: timedelta) -> tuple[int, int]:

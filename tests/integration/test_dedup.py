@@ -43,7 +43,8 @@ def test_near_duplicates_are_merged_into_the_survivor_which_keeps_their_history(
     report = run_dedup(uow_factory, NOW)
     assert (report.merged, report.clusters) == (2, 2)
     rows = state(uow_factory)
-    assert rows[first].superseded_by == used and rows[used].superseded_by is None
+    assert rows[first].superseded_by == used
+    assert rows[used].superseded_by is None
     assert rows[chinese].superseded_by == again
     survivor = rows[used]
     assert (survivor.access_count, survivor.importance, survivor.last_accessed) == (7, pytest.approx(1.3), NOW - DAY)
@@ -99,7 +100,8 @@ def test_a_duplicate_of_a_core_memory_joins_the_core_memory(uow_factory):
     copy = remember(uow_factory, "My name is Alice!", confidence=0.95)
     run_dedup(uow_factory, NOW)
     rows = state(uow_factory)
-    assert rows[copy].superseded_by == core and rows[core].tier == "core"
+    assert rows[copy].superseded_by == core
+    assert rows[core].tier == "core"
 
 
 def test_with_a_model_a_looser_cluster_is_confirmed_in_one_call_and_clear_ones_need_none(uow_factory):
@@ -112,7 +114,8 @@ def test_with_a_model_a_looser_cluster_is_confirmed_in_one_call_and_clear_ones_n
         report = run_dedup(uow_factory, NOW, chat_model=model)
         prompt = llm.chat_requests()[0]["messages"][1]["content"]
     assert (report.llm_calls, report.merged) == (1, 2)
-    assert "oolong" in prompt and "green" not in prompt
+    assert "oolong" in prompt
+    assert "green" not in prompt
     rows = state(uow_factory)
     assert sum(rows[i].superseded_by is not None for i in clear) == 1
     merged = next(i for i in loose if rows[i].superseded_by is not None)

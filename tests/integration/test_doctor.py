@@ -62,15 +62,18 @@ def test_a_healthy_setup_is_ready_and_masks_every_secret(monkeypatch, capsys, mi
     assert "[OK  ] database: DATABASE_URL, PostgreSQL 15" in out
     assert "[INFO] pgvector: not installed: lexical search only" in out
     assert "[OK  ] broker: Redis answers PING" in out
-    assert "[OK  ] llm:" in out and "Verdict: ready" in out
-    assert API_KEY not in out and "telegram-secret-token" not in out
+    assert "[OK  ] llm:" in out
+    assert "Verdict: ready" in out
+    assert API_KEY not in out
+    assert "telegram-secret-token" not in out
 
 
 def test_a_wrong_value_stops_with_the_variable_named_and_exit_code_2(monkeypatch, capsys):
     monkeypatch.setenv("MEMORY_RETRIEVAL_LIMIT", "many")
     code, out = run_doctor(capsys)
     assert code == 2
-    assert "MEMORY_RETRIEVAL_LIMIT" in out and ".env.example" in out
+    assert "MEMORY_RETRIEVAL_LIMIT" in out
+    assert ".env.example" in out
 
 
 def test_unreachable_database_broker_and_llm_each_fail_with_a_reason(monkeypatch, capsys):
@@ -90,7 +93,8 @@ def test_a_rejected_api_key_and_an_unknown_model_are_reported(monkeypatch, capsy
     monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
     monkeypatch.setenv("LLM_API_KEY", "sk-wrong-key-000000000")
     code, out = run_doctor(capsys)
-    assert code == 1 and "refused the API key (HTTP 401)" in out
+    assert code == 1
+    assert "refused the API key (HTTP 401)" in out
     monkeypatch.setenv("LLM_API_KEY", API_KEY)
     monkeypatch.setenv("LLM_MODEL", "gpt-nonexistent")
     code, out = run_doctor(capsys)
@@ -115,7 +119,9 @@ def test_the_llm_check_probes_one_turn_and_names_the_output_mode_that_works(monk
         monkeypatch.setenv("LLM_MODEL", "mnemo-chat")
         _code, out = run_doctor(capsys)
     line = next(line for line in out.splitlines() if "] llm:" in line)
-    assert line.strip().startswith("[OK  ] llm:") and f"output mode {mode}" in line and "one turn took" in line
+    assert line.strip().startswith("[OK  ] llm:")
+    assert f"output mode {mode}" in line
+    assert "one turn took" in line
     assert "Lisbon by the ocean" in line
 
 
@@ -125,7 +131,8 @@ def test_a_model_that_answers_nothing_usable_is_a_warning_that_says_so(monkeypat
         monkeypatch.setenv("LLM_MODEL", "mnemo-chat")
         _code, out = run_doctor(capsys)
     line = next(line for line in out.splitlines() if "] llm:" in line)
-    assert line.strip().startswith("[WARN] llm:") and "offline replies" in line
+    assert line.strip().startswith("[WARN] llm:")
+    assert "offline replies" in line
 
 
 def test_passwords_in_any_url_are_masked_in_the_configuration_and_in_the_verdicts(monkeypatch, capsys):
@@ -147,7 +154,8 @@ def test_a_companion_process_logs_to_a_file_only_its_owner_can_read(monkeypatch,
         assert doctor.wait(timeout=120) == 1
     log = tmp_path / "logs" / "doctor.log"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
-    assert "[FAIL] database" in log.read_text() and "companion-Secr3t" not in log.read_text()
+    assert "[FAIL] database" in log.read_text()
+    assert "companion-Secr3t" not in log.read_text()
 
 
 def test_mnemo_maintenance_runs_as_of_a_date_and_the_doctor_shows_that_runs_report(monkeypatch, capsys,
@@ -158,7 +166,8 @@ def test_mnemo_maintenance_runs_as_of_a_date_and_the_doctor_shows_that_runs_repo
     assert main(["maintenance", "--now", "2027-06-01"]) == 0
     assert "maintenance as of 2027-06-01T00:00:00+00:00: faded=0 binned=0 purged=0" in capsys.readouterr().out
     _, out = run_doctor(capsys)
-    assert "maintenance: last run finished" in out and "as of 2027-06-01T00:00: faded 0, binned 0, purged 0" in out
+    assert "maintenance: last run finished" in out
+    assert "as of 2027-06-01T00:00: faded 0, binned 0, purged 0" in out
 
 
 SLOW_REPLY = {"response": "Lisbon by the ocean sounds wonderful! " * 20}
@@ -175,11 +184,15 @@ def test_a_slow_model_is_timed_within_the_doctors_own_deadline_and_told_what_tim
         code, out = run_doctor(capsys, "--llm-seconds", "10")
         seconds = time.monotonic() - started
     line = llm_line(out)
-    assert line.startswith("[WARN] llm:") and "first token after 1." in line and "tokens/s" in line, line
+    assert line.startswith("[WARN] llm:"), line
+    assert "first token after 1." in line, line
+    assert "tokens/s" in line, line
     typical = float(re.search(r"a typical turn \(about \d+ tokens\) takes about (\d+) s", line).group(1))
     advised = int(re.search(r"set LLM_TIMEOUT_SECONDS=(\d+)", line).group(1))
-    assert advised > 30 and abs(advised - advised_timeout(typical)) <= TIMEOUT_STEP_SECONDS, line
-    assert "LLM_TIMEOUT_SECONDS=30 is too short" in line and "a slow model is usable with a longer timeout" in line
+    assert advised > 30, line
+    assert abs(advised - advised_timeout(typical)) <= TIMEOUT_STEP_SECONDS, line
+    assert "LLM_TIMEOUT_SECONDS=30 is too short" in line
+    assert "a slow model is usable with a longer timeout" in line
     assert "a whole turn was not waited for (the doctor's limit is 10 s" in line
     assert "LLM_MAX_OUTPUT_TOKENS=1024 (small models often do) takes about" in line  # 1024 tokens at 5 tokens/s
     assert "set LLM_MAX_OUTPUT_TOKENS=200 beside it" in line
@@ -198,8 +211,10 @@ def test_a_model_with_no_first_token_before_the_deadline_is_a_warning_within_sec
         _code, out = run_doctor(capsys, "--llm-seconds", "4")
         seconds = time.monotonic() - started
     line = llm_line(out)
-    assert line.startswith("[WARN] llm:") and "no token yet within the doctor's 4 s" in line, line
-    assert "--llm-seconds 300" in line and "LLM_TIMEOUT_SECONDS (now 90)" in line
+    assert line.startswith("[WARN] llm:"), line
+    assert "no token yet within the doctor's 4 s" in line, line
+    assert "--llm-seconds 300" in line
+    assert "LLM_TIMEOUT_SECONDS (now 90)" in line
     assert seconds < 4 + 8, f"the doctor took {seconds:.0f} s"
 
 
@@ -209,7 +224,8 @@ def test_in_a_container_an_llm_at_loopback_that_does_not_answer_is_explained(mon
     _code, out = run_doctor(capsys)
     line = llm_line(out)
     assert line.startswith("[FAIL] llm: LLM_BASE_URL=http://127.0.0.1:9/v1 does not answer"), line
-    assert "LLM_BASE_URL=http://host.docker.internal:9/v1" in line and "is the container itself" in line
+    assert "LLM_BASE_URL=http://host.docker.internal:9/v1" in line
+    assert "is the container itself" in line
 
 
 def test_under_compose_the_doctor_names_a_bot_whose_token_is_set_but_whose_profile_is_not(
@@ -221,4 +237,5 @@ def test_under_compose_the_doctor_names_a_bot_whose_token_is_set_but_whose_profi
     line = next(line for line in out.splitlines() if "] compose:" in line).strip()
     assert line.startswith("[FAIL] compose: COMPOSE_PROFILES=discord starts the Discord bot, but DISCORD_TOKEN")
     assert "TELEGRAM_TOKEN is set, but COMPOSE_PROFILES=discord starts no Telegram bot: add telegram" in line
-    assert code == 1 and "telegram-secret-token" not in out
+    assert code == 1
+    assert "telegram-secret-token" not in out

@@ -53,7 +53,8 @@ def test_texts_are_embedded_in_order_in_batches_of_64(llm: FakeOpenAI) -> None:
     vectors = embedder(llm).embed(texts)
 
     assert [len(body["input"]) for body in llm.embedding_requests()] == [EMBEDDING_BATCH_SIZE, EMBEDDING_BATCH_SIZE, 2]
-    assert len(vectors) == 130 and all(len(vector) == DIMENSIONS for vector in vectors)
+    assert len(vectors) == 130
+    assert all(len(vector) == DIMENSIONS for vector in vectors)
     expected = fake_embedding("memory number 129", DIMENSIONS)
     assert all(math.isclose(a, b, abs_tol=1e-6) for a, b in zip(vectors[129], expected, strict=True))
 
@@ -67,8 +68,12 @@ def test_texts_are_cleaned_of_nul_cut_to_size_and_never_empty(llm: FakeOpenAI) -
     embedder(llm).embed(["ca\x00t", "x" * 20_000, ""])
 
     [body] = llm.embedding_requests()
-    assert body["input"][0] == "cat" and len(body["input"][1]) == MAX_EMBEDDED_CHARS and body["input"][2].strip() == ""
-    assert body["input"][2] != "" and body["model"] == "fake-embed" and "dimensions" not in body
+    assert body["input"][0] == "cat"
+    assert len(body["input"][1]) == MAX_EMBEDDED_CHARS
+    assert body["input"][2].strip() == ""
+    assert body["input"][2] != ""
+    assert body["model"] == "fake-embed"
+    assert "dimensions" not in body
 
 
 def test_vectors_of_the_wrong_length_are_an_error_that_names_the_setting(llm: FakeOpenAI) -> None:
@@ -110,7 +115,8 @@ def test_make_embedder_prefers_the_endpoint_then_the_local_model_then_none(
 
     remote = make_embedder(settings(embedding_base_url=llm.base_url, embedding_model="fake-embed",
                                     llm_api_key="sk-test-key-1234"))
-    assert isinstance(remote, OpenAIEmbedder) and (remote.name, remote.dimensions) == ("fake-embed", DIMENSIONS)
+    assert isinstance(remote, OpenAIEmbedder)
+    assert (remote.name, remote.dimensions) == ("fake-embed", DIMENSIONS)
     assert len(remote.embed(["hi"])[0]) == DIMENSIONS
     assert llm.requests[-1].headers["authorization"] == "Bearer sk-test-key-1234"
 

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlalchemy import select
 
-from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Episode
 from shared.db.models import ConversationSession, ConversationTurn
 from shared.lifecycle.episodes import close_idle_sessions, parse_summary, summarise_session
-from shared.llm.client import ChatModel
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)  # 18:00 in Shanghai
 NOW = START + timedelta(hours=2)
@@ -19,19 +16,6 @@ SUMMARY = {"summary": "talked about the interview and games", "entities": ["inte
            "scratchpad": {"current_focus": "the job interview", "open_threads": ["waiting for the offer"],
                           "next_steps": ["send a thank-you note"]},
            "core_summary": "Ana, a nurse who loves games"}
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
-def model(llm):
-    chat_model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
-    yield chat_model
-    chat_model.close()
 
 
 def session_with(uow_factory, messages, *, user="u1", chat="c1", timezone="Asia/Shanghai", closed=True,
@@ -72,7 +56,9 @@ def test_close_idle_sessions_closes_only_sessions_idle_longer_than_the_timeout(u
     assert close_idle_sessions(uow_factory, now, timedelta(minutes=30)) == []
     with uow_factory() as uow:
         closed = {s.id: s.closed_at for s in uow.session.scalars(select(ConversationSession))}
-    assert closed[idle] == now and closed[active] is None and closed[done] != now
+    assert closed[idle] == now
+    assert closed[active] is None
+    assert closed[done] != now
 
 
 def test_a_closed_session_becomes_one_episode_linked_to_its_turns_stamped_in_the_users_time_zone(
@@ -89,7 +75,8 @@ def test_a_closed_session_becomes_one_episode_linked_to_its_turns_stamped_in_the
     [request] = llm.chat_requests()
     transcript = request["messages"][-1]["content"]
     assert "[01-03 18:00] USER: I have an interview tomorrow" in transcript
-    assert "[01-03 18:01] BOT: Good luck!" in transcript and "JSON" in request["messages"][0]["content"]
+    assert "[01-03 18:01] BOT: Good luck!" in transcript
+    assert "JSON" in request["messages"][0]["content"]
 
 
 def test_the_profile_scratchpad_and_core_summary_are_refreshed_from_the_summary(uow_factory, llm, model):
@@ -101,7 +88,8 @@ def test_the_profile_scratchpad_and_core_summary_are_refreshed_from_the_summary(
     summarise_session(uow_factory, model, session_id, NOW)
     with uow_factory() as uow:
         profile = uow.profiles.get(user_id)
-    assert profile.core_summary == "Ana, a nurse who loves games" and profile.updated_at == NOW
+    assert profile.core_summary == "Ana, a nurse who loves games"
+    assert profile.updated_at == NOW
     assert profile.scratchpad == {"current_focus": "the job interview", "open_threads": ["waiting for the offer"],
                                   "next_steps": ["send a thank-you note"], "mood": "calm"}
     assert "Ana, a nurse" in llm.chat_requests()[0]["messages"][-1]["content"]
@@ -123,7 +111,8 @@ def test_summarising_twice_creates_one_episode(uow_factory, llm, model):
     llm.set_responder(lambda _request: SUMMARY)
     first = summarise_session(uow_factory, model, session_id, NOW)
     assert summarise_session(uow_factory, model, session_id, NOW) is None
-    assert [e.id for e in episodes_of(uow_factory, user_id)] == [first.id] and len(llm.chat_requests()) == 1
+    assert [e.id for e in episodes_of(uow_factory, user_id)] == [first.id]
+    assert len(llm.chat_requests()) == 1
 
 
 def test_a_run_that_loses_the_race_during_the_llm_call_adds_no_second_episode(uow_factory, llm, model):
@@ -146,7 +135,8 @@ def test_a_long_open_session_is_summarised_in_parts_of_30_messages(uow_factory, 
     first = summarise_session(uow_factory, model, session_id, NOW, part=1)
     second = summarise_session(uow_factory, model, session_id, NOW, part=2)
     assert summarise_session(uow_factory, model, session_id, NOW, part=3) is None  # only 5 left so far
-    assert first.started_at == START and first.ended_at == START + timedelta(minutes=29)
+    assert first.started_at == START
+    assert first.ended_at == START + timedelta(minutes=29)
     assert second.summary.startswith("[2026-01-03 18:30] ")
     assert summarise_session(uow_factory, model, session_id, NOW, part=2) is None  # a repeated job
     with uow_factory() as uow:
@@ -155,7 +145,8 @@ def test_a_long_open_session_is_summarised_in_parts_of_30_messages(uow_factory, 
     rest = summarise_session(uow_factory, model, session_id, NOW)
     linked = [turn.episode_id for turn in turns_of(uow_factory, session_id)]
     assert linked == [first.id] * 30 + [second.id] * 30 + [rest.id] * 5
-    assert len(episodes_of(uow_factory, user_id)) == 3 and len(llm.chat_requests()) == 3
+    assert len(episodes_of(uow_factory, user_id)) == 3
+    assert len(llm.chat_requests()) == 3
 
 
 def test_offline_the_summary_is_a_chinese_template_of_the_sessions_keywords(uow_factory):
@@ -164,7 +155,9 @@ def test_offline_the_summary_is_a_chinese_template_of_the_sessions_keywords(uow_
                                        topic="面试")
     episode = summarise_session(uow_factory, None, session_id, NOW)
     assert episode.summary.startswith("[2026-01-03 18:00] 聊了面试、")
-    assert "打游戏" in episode.entities and episode.entities[0] == "面试" and len(episode.entities) <= 10
+    assert "打游戏" in episode.entities
+    assert episode.entities[0] == "面试"
+    assert len(episode.entities) <= 10
     with uow_factory() as uow:
         assert uow.profiles.get(user_id).scratchpad == {"current_focus": "面试"}
 
@@ -181,16 +174,20 @@ def test_a_session_without_unlinked_turns_gives_no_episode(uow_factory, llm, mod
     user_id, session_id = session_with(uow_factory, [])
     assert summarise_session(uow_factory, model, session_id, NOW) is None
     assert summarise_session(uow_factory, model, 987654, NOW) is None
-    assert episodes_of(uow_factory, user_id) == [] and llm.chat_requests() == []
+    assert episodes_of(uow_factory, user_id) == []
+    assert llm.chat_requests() == []
 
 
 def test_parse_summary_strips_a_date_clamps_importance_and_caps_entities():
     draft = parse_summary({"summary": "[2026-01-03 18:00] talked about tea", "importance": 42,
                            "entities": [f"e{n}" for n in range(15)] + ["e1", 7],
                            "scratchpad": {"current_focus": "", "open_threads": "not a list"}})
-    assert draft.summary == "talked about tea" and draft.importance == 3.0
-    assert draft.entities == tuple(f"e{n}" for n in range(10)) and draft.scratchpad == {}
-    assert parse_summary({"summary": "  "}) is None and parse_summary(None) is None
+    assert draft.summary == "talked about tea"
+    assert draft.importance == 3.0
+    assert draft.entities == tuple(f"e{n}" for n in range(10))
+    assert draft.scratchpad == {}
+    assert parse_summary({"summary": "  "}) is None
+    assert parse_summary(None) is None
     assert parse_summary({"summary": "ok", "importance": "high"}).importance == 1.0
 
 
@@ -200,5 +197,6 @@ def test_a_summary_or_profile_the_model_wrote_as_json_is_never_kept():
     assert parse_summary({"summary": "```json"}) is None
     draft = parse_summary({"summary": "talked about tea", "core_summary": '{"core_summary": 1}',
                            "scratchpad": {"current_focus": "{\"x\": 1}", "next_steps": ["ask about tea", "[1]"]}})
-    assert draft is not None and draft.core_summary is None
+    assert draft is not None
+    assert draft.core_summary is None
     assert draft.scratchpad == {"next_steps": ["ask about tea"]}

@@ -65,16 +65,20 @@ def test_a_memory_found_only_by_its_vector_reaches_the_prompt_of_the_one_llm_cal
     question = "Should I print my photographs?"  # 'photograph' is not the stem of 'photography'
     if not enabled:  # without pgvector the same settings answer from the words alone
         reply, prompt = ask(llm, uow_factory, question, embedder=embedder, vectors=vectors)
-        assert PHOTOGRAPHY not in prompt and not reply.offline
+        assert PHOTOGRAPHY not in prompt
+        assert not reply.offline
         return
     assert embed_memories(uow_factory, embedder, vectors, user_id, ids) == 2
 
     lexical, lexical_prompt = ask(llm, uow_factory, question)
     hybrid, hybrid_prompt = ask(llm, uow_factory, question, embedder=embedder, vectors=vectors)
 
-    assert PHOTOGRAPHY not in lexical_prompt and ids[0] not in [used.id for used in lexical.memories_used]
-    assert PHOTOGRAPHY in hybrid_prompt and ids[0] in [used.id for used in hybrid.memories_used]
-    assert len(llm.chat_requests()) == 2 and llm.embedding_requests()[-1]["input"] in (question, [question])
+    assert PHOTOGRAPHY not in lexical_prompt
+    assert ids[0] not in [used.id for used in lexical.memories_used]
+    assert PHOTOGRAPHY in hybrid_prompt
+    assert ids[0] in [used.id for used in hybrid.memories_used]
+    assert len(llm.chat_requests()) == 2
+    assert llm.embedding_requests()[-1]["input"] in (question, [question])
 
 
 @pytest.mark.pgvector

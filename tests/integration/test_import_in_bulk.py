@@ -82,13 +82,16 @@ def test_a_bulk_import_resolves_every_reference_and_keeps_file_order_tokens_and_
         ["oolong", {"grams": 3}], True, "just a string")
     assert count(uow_factory, "SELECT count(*) FROM memories WHERE user_id = :u AND value IS NULL",
                  u=carol) == MEMORIES - 2  # no value is SQL NULL, not JSON null
-    assert found == MEMORIES and {m.tokenizer_version for m in memories} == {TOKENIZER_VERSION}
+    assert found == MEMORIES
+    assert {m.tokenizer_version for m in memories} == {TOKENIZER_VERSION}
     assert all(e.search_tokens and e.tokenizer_version == TOKENIZER_VERSION for e in episodes.values())
     assert sorted(e.memory_id for e in events) == [m.id for m in memories]
     assert {(e.action, e.actor, e.reason, e.before) for e in events} == {("add", "user", "imported", None)}
     after = {e.memory_id: e.after for e in events}
-    assert after[first.id]["superseded_by"] == second.id and after[first.id]["content"] == first.content
-    assert after[memories[9].id]["importance"] == 1.0 and after[memories[9].id]["source"] == "imported"
+    assert after[first.id]["superseded_by"] == second.id
+    assert after[first.id]["content"] == first.content
+    assert after[memories[9].id]["importance"] == 1.0
+    assert after[memories[9].id]["source"] == "imported"
     assert count(uow_factory, "SELECT count(DISTINCT dedup_key) FROM jobs_outbox WHERE task = 'embed_memory' "
                               "AND user_id = :u", u=carol) == MEMORIES
 
@@ -115,7 +118,8 @@ def test_a_new_entry_that_points_at_a_memory_already_held_links_to_it_and_a_seco
     assert rows["lives in Coimbra"].superseded_by is None
     before = fingerprint(uow_factory)
     again = commands.import_data(DAVE, data)
-    assert set(again.imported.values()) == {0} and again.duplicates == 4
+    assert set(again.imported.values()) == {0}
+    assert again.duplicates == 4
     assert fingerprint(uow_factory) == before
 
 
@@ -135,7 +139,8 @@ def test_a_bulk_import_keeps_the_reminder_cap_counting_what_the_user_already_has
     report = commands.import_data(CAROL, json.dumps({"format": "mnemo-export", "version": 1,
                                                      "todos": long_past + just_due + ahead + done}).encode())
 
-    assert report.missed == 9 and report.imported["todos"] == 9 + room + 4
+    assert report.missed == 9
+    assert report.imported["todos"] == 9 + room + 4
     assert sum("the most I keep" in reason for reason in report.refused) == len(just_due) + len(ahead) - room
     assert len(commands.list_reminders(CAROL)) == MAX_PENDING_REMINDERS
     [claim] = claim_due_reminders(uow_factory, clock())  # nothing from 2021 is sent now
@@ -164,7 +169,8 @@ def test_bulk_values_get_ids_in_order_server_defaults_and_sql_null_for_what_they
             {"task": "dedup", "payload": {"n": 3}, "user_id": None, "dedup_key": "k"}])
         stored = uow.session.execute(text("SELECT id, task, payload, attempts, status, dedup_key IS NULL, "
                                           "user_id IS NULL FROM jobs_outbox ORDER BY id")).all()
-    assert [row.id for row in rows] == [row.id for row in stored] and rows[0].id < rows[1].id < rows[2].id
+    assert [row.id for row in rows] == [row.id for row in stored]
+    assert rows[0].id < rows[1].id < rows[2].id
     assert [tuple(row)[1:] for row in stored] == [("embed_memory", {"n": 1}, 0, "pending", True, False),
                                                   ("summarize", [1, [2, 3]], 4, "pending", True, False),
                                                   ("dedup", {"n": 3}, 0, "pending", False, True)]

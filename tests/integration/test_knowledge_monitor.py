@@ -7,29 +7,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Memory, MemoryEvent
 from shared.db.models import ConversationTurn
 from shared.lifecycle.extraction import BOOST_STEP, extract_turns
-from shared.llm.client import ChatModel
 from shared.memory.writes import StatedMemory, store_stated_memories
 from shared.recall.retrieval import recall_for_turn
+from tests.builders import memory as memory_row
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)
 NOW = START + timedelta(hours=1)
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
-def model(llm):
-    chat_model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
-    yield chat_model
-    chat_model.close()
 
 
 def conversation(uow_factory, exchanges, *, user="u1", chat="c1") -> tuple[int, list[int]]:
@@ -52,11 +38,11 @@ def conversation(uow_factory, exchanges, *, user="u1", chat="c1") -> tuple[int, 
 
 def remember(uow_factory, user_id: int, content: str, *, predicate: str = "lives_in", type_: str = "fact") -> int:
     with uow_factory() as uow:
-        memory = uow.memories.add(Memory(user_id=user_id, type=type_, subject="user", predicate=predicate,
-                                         content=content, source="user_stated", confidence=0.9,
-                                         created_at=START - timedelta(days=10), updated_at=START - timedelta(days=10)))
+        row = uow.memories.add(memory_row(user_id, content, type_=type_, subject="user", predicate=predicate,
+                                          confidence=0.9, created_at=START - timedelta(days=10),
+                                          updated_at=START - timedelta(days=10)))
         uow.commit()
-        return memory.id
+        return row.id
 
 
 def memories_of(uow_factory, user_id: int) -> list[Memory]:
@@ -91,11 +77,14 @@ def test_a_plain_statement_is_added_as_an_audited_llm_memory_and_the_turn_is_mar
     report = extract_turns(uow_factory, model, [turn_id], [], NOW)
     [memory] = memories_of(uow_factory, user_id)
     assert (memory.type, memory.predicate, memory.content) == ("preference", "likes_drink", "The user loves green tea")
-    assert memory.source_turn_id == turn_id and memory.source == "user_stated"
+    assert memory.source_turn_id == turn_id
+    assert memory.source == "user_stated"
     [event] = events_of(uow_factory, memory.id)
     assert (event.action, event.actor, event.before, event.after["content"]) == (
         "add", "llm", None, "The user loves green tea")
-    assert report.added == [memory.id] and report.extracted_turn_ids == [turn_id] and report.llm_calls == 1
+    assert report.added == [memory.id]
+    assert report.extracted_turn_ids == [turn_id]
+    assert report.llm_calls == 1
     assert extracted(uow_factory, [turn_id]) == [True]
 
 
@@ -108,9 +97,12 @@ def test_a_correction_supersedes_the_recalled_memory_and_keeps_the_old_row(uow_f
     assert (old.id, old.content, old.superseded_by) == (old_id, "用户住在北京", new.id)
     assert (new.type, new.predicate, new.content, new.superseded_by) == ("fact", "lives_in", "用户现在住在上海", None)
     supersede = [e for e in events_of(uow_factory, old_id) if e.action == "supersede"]
-    assert len(supersede) == 1 and supersede[0].actor == "llm"
-    assert supersede[0].before["superseded_by"] is None and supersede[0].after["superseded_by"] == new.id
-    assert report.superseded == [old_id] and report.added == [new.id]
+    assert len(supersede) == 1
+    assert supersede[0].actor == "llm"
+    assert supersede[0].before["superseded_by"] is None
+    assert supersede[0].after["superseded_by"] == new.id
+    assert report.superseded == [old_id]
+    assert report.added == [new.id]
 
 
 def test_an_update_to_a_question_changes_nothing_and_the_turn_is_done(uow_factory, llm, model):
@@ -120,7 +112,8 @@ def test_an_update_to_a_question_changes_nothing_and_the_turn_is_done(uow_factor
     report = extract_turns(uow_factory, model, [turn_id], [old_id], NOW)
     [kept] = memories_of(uow_factory, user_id)
     assert (kept.id, kept.content, kept.superseded_by) == (old_id, "用户住在北京", None)
-    assert report.ignored == 1 and report.extracted_turn_ids == [turn_id]
+    assert report.ignored == 1
+    assert report.extracted_turn_ids == [turn_id]
     assert extracted(uow_factory, [turn_id]) == [True]
 
 
@@ -145,7 +138,8 @@ def test_boost_raises_importance_by_0_3_and_is_audited(uow_factory, llm, model):
     assert memory.importance == pytest.approx(1.0 + BOOST_STEP)
     [event] = events_of(uow_factory, cat)
     assert (event.action, event.actor, event.reason) == ("boost", "llm", "the reply used the cat's name")
-    assert event.before["importance"] == pytest.approx(1.0) and event.after["importance"] == pytest.approx(1.3)
+    assert event.before["importance"] == pytest.approx(1.0)
+    assert event.after["importance"] == pytest.approx(1.3)
     assert report.boosted == [cat]
 
 
@@ -159,13 +153,15 @@ def test_a_delete_forgets_the_memory_for_real_with_the_round_it_came_from_leavin
         uow.commit()
     llm.queue_reply(operations({"op": "DELETE", "id": "m1", "reason": "the user asks to forget it"}))
     report = extract_turns(uow_factory, model, [turn_id], [dog], NOW)
-    assert memories_of(uow_factory, user_id) == [] and report.deleted == [dog]
+    assert memories_of(uow_factory, user_id) == []
+    assert report.deleted == [dog]
     assert [(e.action, e.actor, e.before, e.after) for e in events_of(uow_factory, dog)] == [
         ("forget", "user", None, None)]
     with uow_factory() as uow:
         left = [turn.text for turn in uow.session.scalars(
             select(ConversationTurn).where(ConversationTurn.user_id == user_id))]
-    assert "I have a dog" not in left and "A dog, lovely!" not in left
+    assert "I have a dog" not in left
+    assert "A dog, lovely!" not in left
 
 
 def test_an_invented_short_id_is_ignored(uow_factory, llm, model):
@@ -177,7 +173,8 @@ def test_an_invented_short_id_is_ignored(uow_factory, llm, model):
     report = extract_turns(uow_factory, model, [turn_id], [paris], NOW)
     [memory] = memories_of(uow_factory, user_id)
     assert (memory.importance, memory.superseded_by, memory.deleted_at) == (1.0, None, None)
-    assert events_of(uow_factory) == [] and report.ignored == 4
+    assert events_of(uow_factory) == []
+    assert report.ignored == 4
     assert extracted(uow_factory, [turn_id]) == [True]
 
 
@@ -185,7 +182,8 @@ def test_the_bots_own_words_are_not_stored_as_the_users_fact(uow_factory, llm, m
     user_id, [turn_id] = conversation(uow_factory, [("hello there", "Hi! I live in Lisbon by the sea, you know.")])
     llm.queue_reply(operations(add("The user lives in Lisbon by the sea", predicate="lives_in")))
     report = extract_turns(uow_factory, model, [turn_id], [], NOW)
-    assert memories_of(uow_factory, user_id) == [] and report.ignored == 1
+    assert memories_of(uow_factory, user_id) == []
+    assert report.ignored == 1
     sent = llm.chat_requests()[0]["messages"]
     assert "[1] USER (2026-01-03 10:00 UTC): hello there" in sent[-1]["content"]
     assert "[1] BOT (its own words, not the user's): Hi! I live in Lisbon" in sent[-1]["content"]
@@ -201,9 +199,11 @@ def test_another_users_memory_is_never_shown_or_touched(uow_factory, llm, model)
     extract_turns(uow_factory, model, [turn_id], [theirs], NOW)
     [memory] = memories_of(uow_factory, other_id)
     assert (memory.importance, memory.deleted_at, memory.superseded_by) == (1.0, None, None)
-    assert events_of(uow_factory, theirs) == [] and memories_of(uow_factory, user_id) == []
+    assert events_of(uow_factory, theirs) == []
+    assert memories_of(uow_factory, user_id) == []
     prompt = llm.chat_requests()[0]["messages"][-1]["content"]
-    assert "Oslo" not in prompt and "<memories>\n(none)\n</memories>" in prompt
+    assert "Oslo" not in prompt
+    assert "<memories>\n(none)\n</memories>" in prompt
 
 
 def test_running_the_same_extraction_twice_changes_nothing(uow_factory, llm, model):
@@ -214,8 +214,10 @@ def test_running_the_same_extraction_twice_changes_nothing(uow_factory, llm, mod
               len(events_of(uow_factory)))
     second = extract_turns(uow_factory, model, [turn_id], [], NOW + timedelta(minutes=5))
     after = ([(m.id, m.content, m.updated_at) for m in memories_of(uow_factory, user_id)], len(events_of(uow_factory)))
-    assert after == before and len(llm.chat_requests()) == 1
-    assert second.extracted_turn_ids == [] and second.llm_calls == 0
+    assert after == before
+    assert len(llm.chat_requests()) == 1
+    assert second.extracted_turn_ids == []
+    assert second.llm_calls == 0
 
 
 def test_several_waiting_turns_of_one_session_go_in_one_request(uow_factory, llm, model):
@@ -225,7 +227,8 @@ def test_several_waiting_turns_of_one_session_go_in_one_request(uow_factory, llm
     llm.queue_reply(operations(add("The user's sister is called Lena", predicate="sister_name", type_="person"),
                                add("The user adopted a kitten", predicate="pet")))
     report = extract_turns(uow_factory, model, turn_ids, [], NOW)
-    assert len(llm.chat_requests()) == 1 and report.llm_calls == 1
+    assert len(llm.chat_requests()) == 1
+    assert report.llm_calls == 1
     prompt = llm.chat_requests()[0]["messages"][-1]["content"]
     assert all(f"[{n}] USER" in prompt for n in (1, 2, 3))
     sources = {m.content: m.source_turn_id for m in memories_of(uow_factory, user_id)}
@@ -255,7 +258,9 @@ def test_without_a_model_rules_refresh_what_the_hot_path_stored_instead_of_dupli
     [memory] = memories_of(uow_factory, user_id)
     assert (memory.predicate, memory.content, memory.updated_at) == ("lives_in", "我住在上海", NOW)
     assert [(e.action, e.actor) for e in events_of(uow_factory, memory.id)] == [("add", "llm"), ("update", "rule")]
-    assert report.offline_batches == 1 and report.refreshed == [memory.id] and llm.chat_requests() == []
+    assert report.offline_batches == 1
+    assert report.refreshed == [memory.id]
+    assert llm.chat_requests() == []
 
 
 def test_an_unavailable_model_falls_back_to_rule_extraction(uow_factory, llm, model):
@@ -264,7 +269,8 @@ def test_an_unavailable_model_falls_back_to_rule_extraction(uow_factory, llm, mo
     report = extract_turns(uow_factory, model, [turn_id], [], NOW)
     memories = memories_of(uow_factory, user_id)
     assert {m.predicate for m in memories} == {"name", "likes_jazz"}
-    assert {e.actor for e in events_of(uow_factory)} == {"rule"} and report.offline_batches == 1
+    assert {e.actor for e in events_of(uow_factory)} == {"rule"}
+    assert report.offline_batches == 1
     assert extracted(uow_factory, [turn_id]) == [True]
 
 
@@ -274,7 +280,8 @@ def test_nothing_is_stored_while_remembering_is_paused(uow_factory, llm, model):
         uow.users.set_paused(user_id, START)
         uow.commit()
     extract_turns(uow_factory, model, [turn_id], [], NOW)
-    assert memories_of(uow_factory, user_id) == [] and llm.chat_requests() == []
+    assert memories_of(uow_factory, user_id) == []
+    assert llm.chat_requests() == []
     assert extracted(uow_factory, [turn_id]) == [True]
 
 
@@ -290,13 +297,15 @@ def test_what_a_memory_is_about_goes_into_its_search_tokens_so_a_question_in_oth
     extract_turns(uow_factory, model, [english, chinese, cat], [], NOW)
     biscuit, second, whiskers = memories_of(uow_factory, user_id)
     assert (biscuit.entities, biscuit.happened_at) == (["dog", "Biscuit"], datetime(2025, 12, 28, tzinfo=UTC))
-    assert "dog" in biscuit.search_tokens.split() and "2025" in biscuit.search_tokens.split()
+    assert "dog" in biscuit.search_tokens.split()
+    assert "2025" in biscuit.search_tokens.split()
     assert (second.entities, second.happened_at) == (["狗", "饼干二号"], None)  # a time to come is no memory's
     with uow_factory() as uow:
         dog = recall_for_turn(uow, user_id, "what's my dog called?", now=NOW, limit=5)
         dog_zh = recall_for_turn(uow, user_id, "我的狗的名字", now=NOW, limit=5)
         kitten = recall_for_turn(uow, user_id, "what's my cat called?", now=NOW, limit=5)
-    assert dog.memories[0].memory.id == biscuit.id and dog_zh.memories[0].memory.id == second.id
+    assert dog.memories[0].memory.id == biscuit.id
+    assert dog_zh.memories[0].memory.id == second.id
     assert whiskers.id not in [item.memory.id for item in kitten.memories]  # nothing said it is about a cat
 
 

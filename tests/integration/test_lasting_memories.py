@@ -15,6 +15,7 @@ from shared.errors import NotFound
 from shared.lifecycle.maintenance import last_report, run_maintenance
 from shared.memory.writes import StatedMemory, store_stated_memories
 from shared.recall.retrieval import recall_for_turn
+from tests.builders import Clock
 from tests.conftest import audit_of
 
 START = datetime(2026, 1, 3, 2, 0, tzinfo=UTC)
@@ -22,17 +23,9 @@ DAY = timedelta(days=1)
 ALICE = Caller("telegram", "1001", display_name="Alice", locale="en")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(START)
 
 
 @pytest.fixture
@@ -79,7 +72,8 @@ def test_a_stated_fact_and_a_remembered_one_are_still_recalled_after_365_days_of
     commands.remember(ALICE, "My locker code at the gym is 4312")
     live_through(uow_factory, clock, [*weekly(1, 358), 365])  # weekly: each run fades them 5 %, to under 0.1
     commute, sister = load(uow_factory, ids["commute"]), load(uow_factory, ids["sister_name"])
-    assert commute.importance < 0.3 and commute.deleted_at is None  # faded far under the old deletion line, kept
+    assert commute.importance < 0.3  # faded far under the old deletion line, kept
+    assert commute.deleted_at is None
     assert sister.importance == 3.0  # family never fades
     assert "I cycle to work along the river every day" in recalled(uow_factory, "how do I get to work?", clock.now)
     assert "My sister is called Anna" in recalled(uow_factory, "what's my sister called?", clock.now)
@@ -111,12 +105,14 @@ def test_restore_brings_a_binned_memory_back_with_its_history(uow_factory, comma
     live_through(uow_factory, clock, [*weekly(1, 85), 95])
     assert load(uow_factory, second).deleted_at is not None
     restored = commands.restore(ALICE, second)
-    assert restored.content == "I like oolong tea" and load(uow_factory, second).deleted_at is None
+    assert restored.content == "I like oolong tea"
+    assert load(uow_factory, second).deleted_at is None
     assert load(uow_factory, first).superseded_by == second
     assert "I like oolong tea" in recalled(uow_factory, "what tea do I like?", clock.now)
     with uow_factory() as uow:
         actions = [(e.action, e.actor) for e in audit_of(uow, load(uow_factory, second).user_id, second)]
-    assert actions[0] == ("add", "llm") and actions[-2:] == [("bin", "rule"), ("restore", "user")]
+    assert actions[0] == ("add", "llm")
+    assert actions[-2:] == [("bin", "rule"), ("restore", "user")]
     with pytest.raises(NotFound):
         commands.restore(ALICE, second)  # no longer in the bin
     live_through(uow_factory, clock, [120, 150])  # restored: its idle clock starts again
@@ -130,7 +126,8 @@ def test_the_bin_is_in_the_export_until_purged_and_each_run_is_kept_for_the_doct
     [entry] = [m for m in exported["memories"] if m["content"] == "I liked that song on the radio"]
     assert entry["deleted_at"] is not None
     _, report = last_report(uow_factory)
-    assert report["as_of"] == clock.now.isoformat() and report["changes"]["binned"] == 1
+    assert report["as_of"] == clock.now.isoformat()
+    assert report["changes"]["binned"] == 1
     assert load(uow_factory, ids["likes_song"]).base_importance == 0.6
 
 

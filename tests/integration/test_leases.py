@@ -29,12 +29,16 @@ def expire(engine: Engine, name: str) -> None:
 def test_one_holder_at_a_time_until_it_gives_the_lease_back(database: Engine) -> None:
     first, second = Lease(database, "beat"), Lease(database, "beat")
 
-    assert first.take() and first.take()  # taking it again is keeping it
-    assert not second.take() and second.current_holder() == first.holder
-    assert first.renew() and not second.renew()
+    assert first.take()  # taking it again is keeping it
+    assert first.take()
+    assert not second.take()
+    assert second.current_holder() == first.holder
+    assert first.renew()
+    assert not second.renew()
     first.give_back()
     assert first.current_holder() is None
-    assert second.take() and not first.take()
+    assert second.take()
+    assert not first.take()
 
 
 def test_an_expired_lease_is_taken_over_and_its_old_holder_learns_it_lost_it(database: Engine) -> None:
@@ -43,11 +47,13 @@ def test_an_expired_lease_is_taken_over_and_its_old_holder_learns_it_lost_it(dat
     expire(database, "beat")
 
     assert successor.take()
-    assert not stalled.renew() and not stalled.take()
+    assert not stalled.renew()
+    assert not stalled.take()
 
 
 def test_other_duties_have_leases_of_their_own(database: Engine) -> None:
-    assert Lease(database, "beat").take() and Lease(database, "telegram-poller").take()
+    assert Lease(database, "beat").take()
+    assert Lease(database, "telegram-poller").take()
 
 
 def test_a_kept_lease_is_renewed_and_given_back_and_its_loss_is_told(database: Engine) -> None:

@@ -91,7 +91,8 @@ def test_a_retry_after_a_failure_shares_the_turns_deadline(llm: FakeOpenAI) -> N
         model_for(llm).complete_turn(MESSAGES)
 
     wait_for(lambda: llm.abandoned_trickles, 10, "the fake to see the client close the connection")
-    assert len(llm.chat_requests()) == 2 and llm.abandoned_trickles == 1  # nothing sent after the deadline
+    assert len(llm.chat_requests()) == 2  # nothing sent after the deadline
+    assert llm.abandoned_trickles == 1
 
 
 def test_walking_down_the_output_format_ladder_shares_the_turns_deadline() -> None:
@@ -103,4 +104,5 @@ def test_walking_down_the_output_format_ladder_shares_the_turns_deadline() -> No
 
         wait_for(lambda: llm.abandoned_trickles, 10, "the fake to see the client close the connection")
         formats = [fmt["type"] if fmt else "text" for fmt in llm.response_formats()]
-        assert formats == ["json_schema", "json_object"] and llm.abandoned_trickles == 1
+        assert formats == ["json_schema", "json_object"]
+        assert llm.abandoned_trickles == 1

@@ -99,7 +99,8 @@ def say(service: ConversationService, words: str, number: int) -> Any:
 
 
 def assert_words_for_a_person(reply_text: str, chinese: bool) -> None:
-    assert reply_text.strip() and not reply_text.lstrip().startswith(("{", "[", "`", "<"))
+    assert reply_text.strip()
+    assert not reply_text.lstrip().startswith(("{", "[", "`", "<"))
     assert not any(name in reply_text for name in FIELD_NAMES)
     assert bool(CJK.search(reply_text)) is chinese
 
@@ -116,13 +117,15 @@ def test_the_hot_path_answers_in_words_in_the_users_language(server: FakeOpenAI,
         assert_words_for_a_person(reply.text, chinese)
     stored = [memory_id for reply in replies for memory_id in reply.stored_memory_ids]
     if personality in STORES_FROM_THE_TURN:
-        assert stored and not any(reply.offline for reply in replies)
+        assert stored
+        assert not any(reply.offline for reply in replies)
     if personality == "rambler":
         assert all(reply.text.startswith(("茉莉花茶很香", "Jasmine tea is lovely")) for reply in replies)
     if stored:  # what was remembered reached the model, in an app note, as each server received it
         last = server.chat_requests()[-1]["messages"]
         notes = [app_note(message["content"]) for message in last if message["role"] == "user"]
-        assert app_note(last[-1]["content"]).startswith("<app_note>") and "Current time" in notes[-1]
+        assert app_note(last[-1]["content"]).startswith("<app_note>")
+        assert "Current time" in notes[-1]
         assert any("jasmine tea" in note or "茉莉花茶" in note for note in notes)
     assert all(r.get("max_tokens") for r in server.chat_requests())
 
@@ -145,9 +148,12 @@ def test_background_jobs_store_and_write_only_words(server: FakeOpenAI, uows) ->
         contents = [m.content for m in uow.session.scalars(select(Memory).where(Memory.user_id == user_id))]
         summaries = [e.summary for e in uow.session.scalars(select(Episode))]
     assert "I love jasmine tea" in contents  # by the model, or by the rules when its JSON was unusable
-    assert episode is not None and summaries and all("{" not in s and "summary" not in s for s in summaries)
+    assert episode is not None
+    assert summaries
+    assert all("{" not in s and "summary" not in s for s in summaries)
     if server.personality.name not in ("empty-object", "rambler", "stops-mid-json"):  # their answers never close
-        assert "talked about tea" in summaries[0] and reviews.promoted == 1
+        assert "talked about tea" in summaries[0]
+        assert reviews.promoted == 1
     assert all(r.get("max_tokens") for r in server.chat_requests())
     assert all(json.dumps(r).count('"stream": true') == 1 for r in server.chat_requests())
 

@@ -53,8 +53,10 @@ def test_a_rambling_model_is_capped_and_its_reply_salvaged() -> None:
 
         completion = model_for(llm, max_output_tokens=200).complete_turn(MESSAGES)
 
-        assert completion.finish_reason == "length" and completion.output is None
-        assert completion.reply.startswith("Pepper is a great name.") and "{" not in completion.reply
+        assert completion.finish_reason == "length"
+        assert completion.output is None
+        assert completion.reply.startswith("Pepper is a great name.")
+        assert "{" not in completion.reply
         assert llm.chat_requests()[0]["max_tokens"] == 200
 
 
@@ -65,10 +67,13 @@ def test_a_reply_that_copies_the_app_note_back_is_cut_there_and_the_stream_close
 
         completion = model_for(llm).complete_turn(MESSAGES)
 
-        assert completion.reply == "Hello Lin, good to see you." and completion.problem == "note_echo"
-        assert completion.output is None and completion.finish_reason == CUT_AT_MARK
+        assert completion.reply == "Hello Lin, good to see you."
+        assert completion.problem == "note_echo"
+        assert completion.output is None
+        assert completion.finish_reason == CUT_AT_MARK
         wait_for(lambda: llm.abandoned_streams, 10, "the fake to see the client close the stream")
-        assert llm.abandoned_streams == 1 and len(llm.chat_requests()) == 1
+        assert llm.abandoned_streams == 1
+        assert len(llm.chat_requests()) == 1
 
 
 def test_a_background_answer_may_quote_the_note_markup(llm: FakeOpenAI) -> None:
@@ -99,8 +104,10 @@ def test_a_model_that_wants_max_completion_tokens_gets_it_from_then_on(llm: Fake
     assert model.complete_turn(MESSAGES).output is not None
 
     first, second, third = llm.chat_requests()
-    assert "max_tokens" in first and "max_completion_tokens" not in first
-    assert second["max_completion_tokens"] == third["max_completion_tokens"] == 1024 and "max_tokens" not in third
+    assert "max_tokens" in first
+    assert "max_completion_tokens" not in first
+    assert second["max_completion_tokens"] == third["max_completion_tokens"] == 1024
+    assert "max_tokens" not in third
 
 
 def test_a_server_that_refuses_stream_options_is_asked_without_them(llm: FakeOpenAI) -> None:
@@ -108,7 +115,8 @@ def test_a_server_that_refuses_stream_options_is_asked_without_them(llm: FakeOpe
     llm.queue_reply(TURN)
 
     assert model_for(llm).complete_turn(MESSAGES).output is not None
-    assert "stream_options" in llm.chat_requests()[0] and "stream_options" not in llm.chat_requests()[1]
+    assert "stream_options" in llm.chat_requests()[0]
+    assert "stream_options" not in llm.chat_requests()[1]
 
 
 def test_a_pinned_text_mode_sends_no_response_format_and_shows_an_example(llm: FakeOpenAI) -> None:
@@ -120,7 +128,8 @@ def test_a_pinned_text_mode_sends_no_response_format_and_shows_an_example(llm: F
     assert model.complete_json(MESSAGES, 50) == {"decision": "keep"}
     assert llm.response_formats() == [None, None]
     system = llm.chat_requests()[0]["messages"][0]["content"]
-    assert system.startswith("You are Mnemo.") and "Fill in this example" in system
+    assert system.startswith("You are Mnemo.")
+    assert "Fill in this example" in system
 
 
 def test_a_pinned_json_schema_mode_on_a_server_without_it_fails_with_a_hint() -> None:
@@ -136,7 +145,8 @@ def test_settings_reach_the_model(llm: FakeOpenAI) -> None:
     model = ChatModel.from_settings(settings)
     llm.queue_reply(TURN)
 
-    assert model is not None and model.complete_turn(MESSAGES).mode == "json_object+schema"
+    assert model is not None
+    assert model.complete_turn(MESSAGES).mode == "json_object+schema"
     [request] = llm.chat_requests()
     assert (request["max_tokens"], request["top_k"], request["response_format"]["type"]) == (300, 20, "json_object")
 
@@ -162,7 +172,9 @@ def test_a_server_that_cuts_streams_for_newcomers_gets_whole_requests_and_both_t
 
         first, second = asyncio.run(two_at_once(model_for(llm, output_mode="json_object")))
 
-        assert first.output is not None and second.output is not None
+        assert first.output is not None
+        assert second.output is not None
         streamed = [request.get("stream") for request in llm.chat_requests()]
-        assert streamed[:2] == [True, True] and not streamed[-1]
+        assert streamed[:2] == [True, True]
+        assert not streamed[-1]
         assert not any("stream_options" in r for r in llm.chat_requests() if not r.get("stream"))

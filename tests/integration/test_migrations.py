@@ -33,7 +33,8 @@ def connected(url: str) -> Iterator[Connection]:
 
 def test_migrations_go_up_and_down_on_postgres_without_pgvector(fresh_system_db):
     status = migrate.upgrade(fresh_system_db)
-    assert not status.available and not status.enabled
+    assert not status.available
+    assert not status.enabled
     with connected(fresh_system_db) as connection:
         inspector = inspect(connection)
         assert set(inspector.get_table_names()) >= TABLES
@@ -49,7 +50,8 @@ def test_migrations_go_up_and_down_on_postgres_without_pgvector(fresh_system_db)
 
 def test_migrations_create_vector_columns_and_hnsw_indexes_where_pgvector_exists(fresh_embedded_db):
     status = migrate.upgrade(fresh_embedded_db, embedding_dimensions=384)
-    assert status.enabled and status.dimensions == {"memories": 384, "episodes": 384, "conversation_turns": 384}
+    assert status.enabled
+    assert status.dimensions == {"memories": 384, "episodes": 384, "conversation_turns": 384}
     with connected(fresh_embedded_db) as connection:
         indexes = {i["name"] for i in inspect(connection).get_indexes("memories")}
         assert {"ix_memories_embedding_hnsw", "ix_memories_search_tsv"} <= indexes

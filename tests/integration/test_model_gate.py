@@ -20,20 +20,21 @@ from sqlalchemy import select
 
 from bench.fakes.openai_server import FakeOpenAI
 from bench.llm_calls import TURN, request_kind
-from shared.conversation.config import ConversationConfig
-from shared.conversation.extraction_timing import ExtractionTiming
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.prompt import OUTPUT_RULES
-from shared.conversation.service import ConversationService
-from shared.db.engine import make_engine, session_factory
+from shared.db.engine import make_engine
 from shared.db.memory_models import OutboxJob
 from shared.db.model_gate import BACKGROUND_KEY, LIVE_KEY, PostgresModelGate, RedisModelGate, server_slots
 from shared.lifecycle import outbox as jobs
 from shared.llm.client import ChatModel
 from shared.llm.gate import GatedCalls
-from shared.repositories.uow import UnitOfWork
-from shared.settings import Settings
-from worker import context as worker_context
+from tests.builders import (
+    PER_TURN_CONFIG,
+    conversation,
+    message,
+    model_turn,
+    units_of_work,
+    worker_units_of_work,
+)
 from worker import tasks
 
 GATE_REDIS = "redis://127.0.0.1:6379/7"  # shared with tests/e2e/test_model_pool.py: every other database is taken
@@ -43,16 +44,8 @@ CALL_SECONDS = 0.5
 BACKGROUND_CALLERS = 3
 SLACK = 0.25
 """What a turn may wait beyond one background call: the gate's poll, the threads, a busy machine."""
-TURN_ANSWER = {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
-               "response": "Nice to meet you.", "memory_update": {"should_store": False, "entries": []},
-               "todos": [], "topic": None, "context_variables": []}
-PER_TURN = ExtractionTiming(batch_turns=1)
-"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
-sitting is read (tests/integration/test_sitting_extraction.py)."""
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC",
-                            extraction=PER_TURN)
+TURN_ANSWER = model_turn("Nice to meet you.")
+CONFIG = PER_TURN_CONFIG
 
 
 @pytest.fixture
@@ -157,26 +150,15 @@ def test_a_server_on_this_machine_gets_one_slot_unless_told_and_a_hosted_one_non
 @pytest.fixture
 def worker_on(migrated_system_db, monkeypatch, tmp_path, one_slot_server):
     """Units of work, and a worker process's environment on the same database and the one-slot server."""
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DATABASE_URL", migrated_system_db)
-    monkeypatch.setenv("LLM_BASE_URL", one_slot_server.base_url)
-    monkeypatch.setenv("LLM_MODEL", "fake-chat")
-    monkeypatch.setattr(worker_context, "_context", None)
-    engine = make_engine(migrated_system_db)
-    sessions = session_factory(engine)
-    yield lambda: UnitOfWork(sessions)
-    if worker_context._context is not None:
-        worker_context._context.engine.dispose()
-    engine.dispose()
+    with worker_units_of_work(migrated_system_db, monkeypatch, tmp_path, LLM_BASE_URL=one_slot_server.base_url,
+                              LLM_MODEL="fake-chat") as units:
+        yield units
 
 
 def test_a_job_running_past_the_sweeps_age_is_not_sent_again_while_its_worker_lives(worker_on, one_slot_server):
-    service = ConversationService(worker_on, CONFIG, chat_model=model(one_slot_server))
-    asyncio.run(service.handle_message(IncomingMessage(platform="console", chat_id="9", user_id="9",
-                                                       text="I live in Lisbon", sent_at=datetime.now(UTC),
-                                                       message_id="1")))
+    service = conversation(worker_on, CONFIG, model(one_slot_server))
+    asyncio.run(service.handle_message(message("I live in Lisbon", user="9", platform="console", name=None,
+                                               message_id="1")))
     with worker_on() as uow:
         [(job_id, task, payload)] = [(job.id, job.task, dict(job.payload)) for job in uow.session.scalars(
             select(OutboxJob).where(OutboxJob.task == "extract_turn"))]
@@ -189,7 +171,8 @@ def test_a_job_running_past_the_sweeps_age_is_not_sent_again_while_its_worker_li
                             redispatch_after=timedelta(0))
     tasks.extract_turn.run(job_id=job_id, **payload)  # the broker delivers it again: it is left to the first
     running.join()
-    assert swept == 0 and resent == []
+    assert swept == 0
+    assert resent == []
     with worker_on() as uow:
         job = uow.session.get(OutboxJob, job_id)
         assert (job.status, job.running_until) == ("done", None)
@@ -232,7 +215,5 @@ def test_a_claim_is_renewed_while_its_worker_runs_and_released_after(uow_factory
 
 @pytest.fixture
 def uow_factory_committed(migrated_system_db):
-    engine = make_engine(migrated_system_db)
-    sessions = session_factory(engine)
-    yield lambda: UnitOfWork(sessions)
-    engine.dispose()
+    with units_of_work(migrated_system_db) as units:
+        yield units

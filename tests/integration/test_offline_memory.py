@@ -75,13 +75,17 @@ def test_told_then_asked_after_a_restart_the_fact_comes_back_in_the_second_perso
     second = Visit(uow_factory, 1)
     for question, answer in script["ask"]:
         reply = second.say(question)
-        assert reply.text == answer and reply.offline and reply.stored_memory_ids == ()
+        assert reply.text == answer
+        assert reply.offline
+        assert reply.stored_memory_ids == ()
     assert all_contents(uow_factory) == told  # no question was stored, nothing was superseded
 
     text, new, old, new_place, old_place = script["correct"]
     reply = second.say(text)
-    assert new_place in reply.text and old_place in reply.text  # says what it replaced
-    assert new in active_contents(uow_factory) and old not in active_contents(uow_factory)
+    assert new_place in reply.text  # says what it replaced
+    assert old_place in reply.text
+    assert new in active_contents(uow_factory)
+    assert old not in active_contents(uow_factory)
     with uow_factory() as uow:
         [replaced] = uow.session.scalars(select(Memory).where(Memory.content == old)).all()
         assert replaced.superseded_by is not None
@@ -92,7 +96,9 @@ def test_told_then_asked_after_a_restart_the_fact_comes_back_in_the_second_perso
 
     question, unknown = script["stranger"]
     reply = third.say(question, user="stranger")
-    assert unknown in reply.text and new_place not in reply.text and reply.memories_used == ()
+    assert unknown in reply.text
+    assert new_place not in reply.text
+    assert reply.memories_used == ()
 
 
 def test_the_worker_rule_pass_stores_no_question_either(uow_factory):
@@ -105,7 +111,8 @@ def test_the_worker_rule_pass_stores_no_question_either(uow_factory):
 
         turn_ids = list(uow.session.scalars(select(ConversationTurn.id).where(ConversationTurn.role == "user")))
     report = extract_turns(uow_factory, None, turn_ids, [], visit.at)
-    assert report.added == [] and all_contents(uow_factory) == ["我叫小红"]
+    assert report.added == []
+    assert all_contents(uow_factory) == ["我叫小红"]
 
 
 def test_a_question_never_adds_or_supersedes_a_memory_whoever_proposes_it(uow_factory):
@@ -119,7 +126,8 @@ def test_a_question_never_adds_or_supersedes_a_memory_whoever_proposes_it(uow_fa
                                         now=visit.at, source_turn_id=None, session_id=None,
                                         source_text="我叫什么名字？")
         uow.commit()
-    assert writes == [] and active_contents(uow_factory) == ["我叫小红"]
+    assert writes == []
+    assert active_contents(uow_factory) == ["我叫小红"]
 
 
 def test_a_refused_entry_is_logged_without_the_users_words_above_debug(uow_factory, caplog):
@@ -128,7 +136,8 @@ def test_a_refused_entry_is_logged_without_the_users_words_above_debug(uow_facto
         entry = StatedMemory("fact", "user", "pin", "what was my locker combination 4471?")
         with caplog.at_level(logging.INFO, logger="shared.memory.writes"):
             assert store_stated_memories(uow, user_id, [entry], now=START, source_turn_id=None, session_id=None) == []
-    assert caplog.messages and not any("4471" in message for message in caplog.messages)
+    assert caplog.messages
+    assert not any("4471" in message for message in caplog.messages)
 
 
 def test_the_models_entries_with_nothing_visible_are_refused_and_direction_controls_dropped(uow_factory):
@@ -151,7 +160,9 @@ def test_the_llm_path_cannot_store_from_a_question_either(uow_factory):
                              {"type": "fact", "subject": "user", "predicate": "name", "content": "用户问自己叫什么名字",
                               "tier": "long"}]}})
         reply = visit.say("我叫什么名字？")
-    assert reply.text == "你叫小红。" and reply.stored_memory_ids == () and all_contents(uow_factory) == []
+    assert reply.text == "你叫小红。"
+    assert reply.stored_memory_ids == ()
+    assert all_contents(uow_factory) == []
 
 
 def test_a_question_that_names_its_key_ranks_that_memory_first(uow_factory):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from pydantic import SecretStr
 
@@ -27,18 +25,6 @@ TG_GROUP = ReminderTarget("telegram", "-100500", "1001", "group")
 DC_USER = "300000000000000001"
 DC_PRIVATE = ReminderTarget("discord", "400000000000000001", DC_USER, "private")
 DC_GUILD = ReminderTarget("discord", "500000000000000001", DC_USER, "group")
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-def discord() -> Iterator[FakeDiscord]:
-    with FakeDiscord() as server:
-        yield server
 
 
 def telegram_sender(server: FakeTelegram, token: str | None = None, timeout: float = 5.0) -> TelegramSender:

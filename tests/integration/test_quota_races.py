@@ -75,7 +75,8 @@ def test_what_was_held_is_given_back_so_the_day_counts_only_what_was_spent(uow_f
     with uow_factory() as uow:
         user_id = uow.users.identify("discord", "dmitri").user_id
         [(_, totals)] = uow.usage.by_day(NOW.date(), user_id=user_id)
-    assert totals.calls == 5 and totals.messages == 5
+    assert totals.calls == 5
+    assert totals.messages == 5
     assert spent_today(uow_factory, "dmitri") == sum(
         call.prompt_tokens + call.completion_tokens for call in _calls(uow_factory, user_id))
 

@@ -12,13 +12,14 @@ from shared.recall.reindex import retokenize_all_stale
 from shared.recall.retrieval import recall_for_turn
 from shared.repositories.ranked_search import MEMORY_BM25_SQL, bm25_parameters
 from shared.search.tokenizer import TOKENIZER_VERSION
+from tests.builders import memory as memory_row
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
 def remember(uow, user_id, content, at=NOW):
-    return uow.memories.add(Memory(user_id=user_id, type="event", content=content, source="user_stated",
-                                   confidence=0.9, created_at=at, updated_at=at, last_accessed=NOW))
+    return uow.memories.add(memory_row(user_id, content, type_="event", confidence=0.9, created_at=at, updated_at=at,
+                                       last_accessed=NOW))
 
 
 def users(uow_factory, *names):
@@ -39,7 +40,8 @@ def test_a_rare_word_outranks_a_word_the_user_says_all_the_time(uow_factory):
         daily = [remember(uow, alice, f"coffee with the team, day {day}") for day in range(8)]
         uow.commit()
         found = ranked(uow, alice, "coffee in Lisbon")
-    assert found[0] == lisbon.id and set(found[1:]) <= {memory.id for memory in daily}
+    assert found[0] == lisbon.id
+    assert set(found[1:]) <= {memory.id for memory in daily}
 
 
 def test_word_statistics_are_the_speakers_own_not_everyones(uow_factory):
@@ -52,7 +54,8 @@ def test_word_statistics_are_the_speakers_own_not_everyones(uow_factory):
             remember(uow, bob, f"Lisbon tram ride number {day}")
         uow.commit()
         found = ranked(uow, alice, "coffee in Lisbon")
-    assert found[0] == lisbon.id and len(found) == 6
+    assert found[0] == lisbon.id
+    assert len(found) == 6
 
 
 def test_earlier_lines_of_the_conversation_find_what_a_short_follow_up_cannot(uow_factory):
@@ -78,7 +81,8 @@ def test_memories_noted_in_the_same_sitting_lend_each_other_support(uow_factory)
     scores = {item.memory.id: item.score for item in recall.memories}
     order = [item.memory.id for item in recall.memories]
     assert order.index(proud_of_race.id) < order.index(proud_of_garden.id)
-    assert scores[proud_of_race.id].neighbours == 1.0 and scores[proud_of_garden.id].neighbours == 0.0
+    assert scores[proud_of_race.id].neighbours == 1.0
+    assert scores[proud_of_garden.id].neighbours == 0.0
     assert scores[proud_of_race.id].keyword == scores[proud_of_garden.id].keyword
 
 
@@ -95,7 +99,8 @@ def test_the_line_noted_right_after_a_match_is_found_though_it_shares_no_word_wi
         uow.commit()
         recall = recall_for_turn(uow, alice, "What did she think of the coconut milk ice cream?", now=NOW, limit=10)
     found = [item.memory.id for item in recall.memories]
-    assert found[:2] == [made.id, answer.id] and later.id not in found
+    assert found[:2] == [made.id, answer.id]
+    assert later.id not in found
     assert all(item.memory.user_id == alice for item in recall.memories)
 
 
@@ -109,7 +114,8 @@ def test_memories_noted_in_the_time_the_question_names_come_first(uow_factory):
         cued = ranked(uow, alice, "where did I go hiking with Sam in May?")
         cued_zh = ranked(uow, alice, "我5月和Sam去哪徒步了", local_now=NOW)
     assert plain == [recent.id, in_may.id]
-    assert cued == [in_may.id, recent.id] and cued_zh[0] == in_may.id
+    assert cued == [in_may.id, recent.id]
+    assert cued_zh[0] == in_may.id
 
 
 def test_months_away_rank_what_the_user_said_as_the_day_after_they_left(uow_factory):
@@ -132,7 +138,8 @@ def test_months_away_rank_what_the_user_said_as_the_day_after_they_left(uow_fact
         next_day = scores(left + timedelta(days=1), left)
         back = scores(NOW, left)
         by_the_calendar = scores(NOW, None)
-    assert back == next_day and len(next_day) == 3
+    assert back == next_day
+    assert len(next_day) == 3
     assert next_day[0][0] == "violin lessons with Anna on Saturdays"
     assert by_the_calendar != next_day, "counted by the calendar, 200 days fade everything"
 
@@ -149,9 +156,11 @@ def test_rows_left_by_an_older_tokenizer_are_re_tokenised_and_found_again(uow_fa
     assert retokenize_all_stale(uow_factory, batch_size=1) >= 1
     with uow_factory() as uow:
         stored = uow.memories.get(alice, memory.id)
-        assert stored.tokenizer_version == TOKENIZER_VERSION and "比赛" in stored.search_tokens.split()
+        assert stored.tokenizer_version == TOKENIZER_VERSION
+        assert "比赛" in stored.search_tokens.split()
         [(found, score)] = uow.memories.ranked_candidates(alice, [("比赛", 1.0)])
-        assert found.id == memory.id and score > 0
+        assert found.id == memory.id
+        assert score > 0
 
 
 def test_a_word_in_most_of_a_users_memories_costs_in_proportion_to_them_not_their_square(uow_factory):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
@@ -31,18 +30,6 @@ from shared.repositories.reminders import CLAIMS_PER_USER
 NOW = datetime(2026, 11, 22, 1, 30, tzinfo=UTC)  # 09:30 in Shanghai
 LEASE = timedelta(seconds=30)
 DC_USER, DC_GUILD = "300000000000000001", "500000000000000001"
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-def discord() -> Iterator[FakeDiscord]:
-    with FakeDiscord() as server:
-        yield server
 
 
 def senders_for(telegram: FakeTelegram, discord: FakeDiscord | None = None,

@@ -93,13 +93,15 @@ def test_one_users_queries_never_return_another_users_memories(uow_factory):
         assert all(m.user_id == bob for m, _ in uow.memories.ranked_candidates(
             bob, [("乌龙茶", 1.0), ("password", 1.0)], contains=["乌龙茶", "secret"]))
         rows, total = uow.memories.page(bob)
-        assert total == 1 and rows[0].user_id == bob
+        assert total == 1
+        assert rows[0].user_id == bob
         uow.memories.touch(bob, [secret.id], NOW)
         assert uow.memories.purge(bob, [secret.id]) == []
         uow.commit()
     with uow_factory() as uow:
         kept = uow.memories.get(alice, secret.id)
-        assert kept is not None and kept.access_count == 0
+        assert kept is not None
+        assert kept.access_count == 0
 
 
 def test_memory_pages_filter_by_type_and_search_and_count_the_total(uow_factory):
@@ -110,9 +112,11 @@ def test_memory_pages_filter_by_type_and_search_and_count_the_total(uow_factory)
         uow.memories.add(_memory(alice, "likes 100% dark chocolate", type_="preference"))
         uow.commit()
         first, total = uow.memories.page(alice, limit=5)
-        assert total == 13 and len(first) == 5
+        assert total == 13
+        assert len(first) == 5
         prefs, total = uow.memories.page(alice, type_="preference")
-        assert total == 1 and prefs[0].type == "preference"
+        assert total == 1
+        assert prefs[0].type == "preference"
         _found, total = uow.memories.page(alice, search="100%")
         assert total == 1
 
@@ -147,7 +151,8 @@ def test_sessions_turns_and_duplicate_platform_messages(uow_factory):
         assert [t.text for t in recent] == [f"消息 {i}" for i in range(5, 20)]
         assert uow.turns.by_platform_message(chat, "user", "7").text == "消息 7"
         assert uow.sessions.close_idle(NOW, NOW) == []  # active until NOW: not idle before it
-        assert uow.sessions.close(session.id, NOW) and not uow.sessions.close(session.id, NOW)
+        assert uow.sessions.close(session.id, NOW)
+        assert not uow.sessions.close(session.id, NOW)
         assert uow.sessions.close_idle(NOW + timedelta(minutes=31), NOW) == []  # closed already
         assert uow.sessions.open_for(alice, chat) is None
 
@@ -179,12 +184,15 @@ def test_due_reminders_are_claimed_by_exactly_one_of_two_concurrent_claimers(uow
         first.commit()
         second.commit()
     ids_first, ids_second = {t.id for t in claimed_first}, {t.id for t in claimed_second}
-    assert len(ids_first) == 6 and len(ids_second) == 4 and not ids_first & ids_second
+    assert len(ids_first) == 6
+    assert len(ids_second) == 4
+    assert not ids_first & ids_second
     with uow_factory() as uow:
         assert uow.todos.claim_due(NOW) == []
         first_claim = min(claimed_first, key=lambda todo: todo.id)
         sent = (first_claim.user_id, first_claim.id, first_claim.attempts, NOW)
-        assert uow.todos.mark_sent(*sent) and not uow.todos.mark_sent(*sent)
+        assert uow.todos.mark_sent(*sent)
+        assert not uow.todos.mark_sent(*sent)
         assert uow.todos.claim_due(NOW + timedelta(minutes=10)) != []
 
 
@@ -196,7 +204,8 @@ def test_profiles_are_saved_and_replaced(uow_factory):
         uow.commit()
     with uow_factory() as uow:
         profile = uow.profiles.get(alice)
-        assert profile.core_summary.startswith("Likes tea") and profile.scratchpad == {"open_threads": ["面试"]}
+        assert profile.core_summary.startswith("Likes tea")
+        assert profile.scratchpad == {"open_threads": ["面试"]}
 
 
 def test_the_outbox_deduplicates_by_key_and_marks_jobs_done_once(uow_factory):
@@ -208,6 +217,7 @@ def test_the_outbox_deduplicates_by_key_and_marks_jobs_done_once(uow_factory):
         uow.commit()
         assert [j.id for j in uow.outbox.owed(NOW + timedelta(days=1))] == [job]
         uow.outbox.mark_sent(job, NOW)
-        assert uow.outbox.mark_done(job, NOW) and not uow.outbox.mark_done(job, NOW)
+        assert uow.outbox.mark_done(job, NOW)
+        assert not uow.outbox.mark_done(job, NOW)
         uow.commit()
         assert uow.outbox.owed(NOW + timedelta(days=1)) == []

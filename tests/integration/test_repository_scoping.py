@@ -100,8 +100,10 @@ def test_the_memories_a_prompt_showed_are_recorded_on_the_owners_turn_only(uow_f
         uow.turns.show_memories(alice, turn.id, (42, 43))
         uow.commit()
         turns, in_all = uow.turns.recent_counted(alice, session.id, 3)
-        assert [t.text for t in turns] == ["line 2", "line 3", "line 4"] and in_all == 5
-        assert turns[-1].memory_ids == [42, 43] and turns[0].memory_ids is None
+        assert [t.text for t in turns] == ["line 2", "line 3", "line 4"]
+        assert in_all == 5
+        assert turns[-1].memory_ids == [42, 43]
+        assert turns[0].memory_ids is None
         assert uow.turns.recent_counted(bob, session.id, 3) == ([], 0)
         assert uow.turns.recent_counted(alice, session.id, 0, before_turn_id=turn.id) == ([], 4)
 
@@ -115,7 +117,8 @@ def test_summary_reads_locks_and_links_only_the_session_owners_turns(uow_factory
         episode = uow.episodes.add(Episode(user_id=alice, chat_id=chat, session_id=session.id, summary="聊了消息",
                                            started_at=NOW, ended_at=NOW))
         assert uow.sessions.to_summarise(session.id).user_id == alice
-        assert uow.turns.unsummarised(bob, session.id) == [] and uow.turns.lock_unsummarised(bob, ids) == []
+        assert uow.turns.unsummarised(bob, session.id) == []
+        assert uow.turns.lock_unsummarised(bob, ids) == []
         uow.turns.link_to_episode(bob, ids, episode.id)
         assert [turn.id for turn in uow.turns.unsummarised(alice, session.id, limit=2)] == ids[:2]
         assert uow.turns.lock_unsummarised(alice, ids) == ids

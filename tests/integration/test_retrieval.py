@@ -7,17 +7,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.db.memory_models import Episode, Memory
+from shared.db.memory_models import Episode
 from shared.recall.retrieval import recall_for_turn
 from shared.repositories.vectors import VectorIndex
+from tests.builders import memory as memory_row
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
 def remember(uow, user_id, content, type_="fact", **fields):
-    return uow.memories.add(Memory(user_id=user_id, type=type_, content=content, source="user_stated",
-                                   confidence=fields.pop("confidence", 0.9), created_at=fields.pop("created_at", NOW),
-                                   updated_at=NOW, **fields))
+    return uow.memories.add(memory_row(user_id, content, type_=type_, confidence=fields.pop("confidence", 0.9),
+                                       created_at=fields.pop("created_at", NOW), updated_at=NOW, **fields))
 
 
 @pytest.fixture
@@ -45,7 +45,8 @@ def test_preferences_outrank_facts_and_the_topic_multiplies_by_1_3(uow_factory, 
         topical = recall_for_turn(uow, alice, "coffee", now=NOW, limit=5, topic="work")
     assert [item.memory.id for item in plain.memories] == [preference.id, fact.id]
     boosted = {item.memory.id: item.score for item in topical.memories}
-    assert boosted[fact.id].topic_boost == 1.3 and boosted[preference.id].topic_boost == 1.0
+    assert boosted[fact.id].topic_boost == 1.3
+    assert boosted[preference.id].topic_boost == 1.0
 
 
 def test_recency_and_use_count_shape_the_score(uow_factory, alice):
@@ -56,7 +57,8 @@ def test_recency_and_use_count_shape_the_score(uow_factory, alice):
         scores = {item.memory.id: item.score for item in recall_for_turn(uow, alice, "tennis", now=NOW,
                                                                           limit=5).memories}
     assert scores[stale.id].recency == pytest.approx(1 / 16)
-    assert scores[fresh.id].recency == pytest.approx(1.0) and scores[fresh.id].frequency == 1.0
+    assert scores[fresh.id].recency == pytest.approx(1.0)
+    assert scores[fresh.id].frequency == 1.0
     assert scores[fresh.id].total > scores[stale.id].total
 
 
@@ -65,7 +67,8 @@ def test_no_keywords_means_no_memories_and_nothing_breaks(uow_factory, alice):
         remember(uow, alice, "likes tea")
         uow.commit()
         recall = recall_for_turn(uow, alice, "?!? 🙂", now=NOW, limit=5)
-    assert recall.memories == () and recall.mode == "lexical"
+    assert recall.memories == ()
+    assert recall.mode == "lexical"
 
 
 def test_episodes_that_match_come_back_and_otherwise_the_latest_one(uow_factory, alice):
@@ -77,8 +80,10 @@ def test_episodes_that_match_come_back_and_otherwise_the_latest_one(uow_factory,
         uow.commit()
         matched = recall_for_turn(uow, alice, "面试怎么样了", now=NOW, limit=5)
         continuity = recall_for_turn(uow, alice, "hello", now=NOW, limit=5)
-    assert [e.id for e in matched.episodes] == [interview.id] and matched.episodes_matched
-    assert [e.id for e in continuity.episodes] == [latest.id] and not continuity.episodes_matched
+    assert [e.id for e in matched.episodes] == [interview.id]
+    assert matched.episodes_matched
+    assert [e.id for e in continuity.episodes] == [latest.id]
+    assert not continuity.episodes_matched
 
 
 def unit_vector(index: int, dims: int = 384) -> list[float]:
@@ -105,11 +110,14 @@ def test_vector_neighbours_are_fused_with_lexical_results_and_stay_within_the_us
     found = {item.memory.id: item.score for item in recall.memories}
     assert bobs.id not in found
     if not enabled:  # PostgreSQL without pgvector: lexical only, same interface
-        assert recall.mode == "lexical" and set(found) == {lexical.id}
+        assert recall.mode == "lexical"
+        assert set(found) == {lexical.id}
         return
-    assert recall.mode == "hybrid" and set(found) == {lexical.id, semantic.id}
+    assert recall.mode == "hybrid"
+    assert set(found) == {lexical.id, semantic.id}
     assert found[semantic.id].vector_similarity == pytest.approx(1.0)
-    assert found[lexical.id].keyword > 0 and math.isclose(found[lexical.id].vector_similarity, 0.0, abs_tol=1e-6)
+    assert found[lexical.id].keyword > 0
+    assert math.isclose(found[lexical.id].vector_similarity, 0.0, abs_tol=1e-6)
 
 
 def test_a_chinese_word_finds_the_longer_words_it_begins_like_the_seeds_prefix_star(uow_factory, alice):

@@ -4,28 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
-from bench.fakes.openai_server import FakeOpenAI
 from shared.db.memory_models import Memory
 from shared.lifecycle.decay import run_decay
 from shared.lifecycle.reviews import run_reviews
-from shared.llm.client import ChatModel
-from tests.conftest import audit_of
+from tests import builders
+from tests.builders import audit_actions, stored_memory
 
 NOW = datetime(2026, 11, 22, 3, 20, tzinfo=UTC)
 DAY = timedelta(days=1)
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
-def model(llm):
-    return ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
 
 
 def person(uow, platform_id: str = "1001") -> int:
@@ -33,23 +19,11 @@ def person(uow, platform_id: str = "1001") -> int:
 
 
 def remember(uow_factory, content: str, *, user: str = "1001", **fields) -> tuple[int, int]:
-    fields.setdefault("source", "user_stated")
     fields.setdefault("created_at", NOW - 40 * DAY)
-    with uow_factory() as uow:
-        user_id = person(uow, user)
-        memory = uow.memories.add(Memory(user_id=user_id, type=fields.pop("type", "fact"), content=content, **fields))
-        uow.commit()
-    return user_id, memory.id
+    return builders.remember(uow_factory, user, content, type_=fields.pop("type", "fact"), **fields)
 
 
-def load(uow_factory, memory_id: int) -> Memory | None:
-    with uow_factory() as uow:
-        return uow.session.get(Memory, memory_id)
-
-
-def events(uow_factory, user_id: int, memory_id: int) -> list[tuple[str, str]]:
-    with uow_factory() as uow:
-        return [(e.action, e.actor) for e in audit_of(uow, user_id, memory_id)]
+load, events = stored_memory, audit_actions
 
 
 def prompts(llm) -> str:
@@ -90,7 +64,8 @@ def test_what_the_user_stated_is_never_put_to_the_decay_review_however_far_it_fa
                              verified=True)
     report = run_reviews(uow_factory, model, NOW)
     assert (report.deleted, report.kept, report.llm_calls) == (0, 0, 0)
-    assert load(uow_factory, sister).deleted_at is None and load(uow_factory, remembered).deleted_at is None
+    assert load(uow_factory, sister).deleted_at is None
+    assert load(uow_factory, remembered).deleted_at is None
 
 
 def test_the_decay_review_keeps_a_memory_at_0_5_and_does_not_ask_again_as_it_fades(uow_factory, llm, model):
@@ -113,7 +88,8 @@ def test_the_model_may_search_the_users_memories_then_decide(uow_factory, llm, m
     assert (report.deleted, report.llm_calls) == (1, 2)
     assert load(uow_factory, old).deleted_at is not None
     second = "\n".join(m["content"] for m in llm.chat_requests()[1]["messages"])
-    assert "<search>" in second and "Moved to Berlin in 2025" in second
+    assert "<search>" in second
+    assert "Moved to Berlin in 2025" in second
 
 
 def test_three_rounds_without_a_decision_keep_the_memory(uow_factory, llm, model):
@@ -133,7 +109,8 @@ def test_without_a_model_promotions_are_kept_and_only_unused_inferred_memories_a
     _, stated = remember(uow_factory, "Plays the piano", importance=0.4, base_importance=0.6)
     report = run_reviews(uow_factory, None, NOW)
     assert (report.promoted, report.kept, report.deleted) == (0, 3, 1)
-    assert load(uow_factory, big).tier == "long" and load(uow_factory, guessed).deleted_at is not None
+    assert load(uow_factory, big).tier == "long"
+    assert load(uow_factory, guessed).deleted_at is not None
     assert load(uow_factory, used).importance == load(uow_factory, stated).importance == 0.5
     assert events(uow_factory, alice, big) == [("update", "rule")]
 

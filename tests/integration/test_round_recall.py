@@ -42,7 +42,8 @@ def test_what_the_bot_recommended_is_recalled_in_a_later_sitting_dated_and_attri
     say(service, "What was the name of that Miyazaki film you told me about?", clock=clock)
     note = system_prompt(llm)
     assert f"{START:%Y-%m-%d}:" in note
-    assert "you: Any film for a rainy evening?" in note and "me: You should try 'Spirited Away'" in note
+    assert "you: Any film for a rainy evening?" in note
+    assert "me: You should try 'Spirited Away'" in note
 
 
 def test_a_chinese_round_is_recalled_by_the_words_of_either_side(service, llm, clock):
@@ -63,7 +64,8 @@ def test_in_a_group_a_member_recalls_only_their_own_lines_and_the_replies_to_the
     llm.queue_reply(turn("I don't know."))
     say(service, "When is the violin recital?", user="alice", name="Alice", chat="g1", private=False, clock=clock)
     alice_sees = system_prompt(llm)
-    assert "violin recital is on Friday" not in alice_sees and "Good luck with the violin" not in alice_sees
+    assert "violin recital is on Friday" not in alice_sees
+    assert "Good luck with the violin" not in alice_sees
     llm.queue_reply(turn("On Friday."))
     say(service, "When is my violin recital?", user="bob", name="Bob", chat="g1", private=False, clock=clock)
     assert "you: My violin recital is on Friday" in system_prompt(llm)
@@ -97,7 +99,8 @@ def test_the_facts_drawn_from_a_line_key_its_round(service, llm, clock, uow_fact
     extract_turns(uow_factory, service.chat_model, [turn_id], [], clock.now)
     with uow_factory() as uow:
         keys = uow.session.scalar(select(ConversationTurn.search_tokens).where(ConversationTurn.id == turn_id))
-    assert "pet" in keys.split() and "cat" in keys.split()
+    assert "pet" in keys.split()
+    assert "cat" in keys.split()
 
 
 def test_a_round_the_conversation_window_shows_is_not_repeated_in_the_note(service, llm, clock):
@@ -143,7 +146,9 @@ def test_the_note_shows_reminders_due_within_a_day_and_all_when_asked(service, l
     llm.queue_reply(turn("Sure."))
     say(service, "How is the weather?", clock=clock)
     note = system_prompt(llm)
-    assert "<pending_reminders>" in note and "stretch your back" in note and "renew the passport" not in note
+    assert "<pending_reminders>" in note
+    assert "stretch your back" in note
+    assert "renew the passport" not in note
     llm.queue_reply(turn("Two."))
     say(service, "What reminders do I have?", clock=clock)
     assert "renew the passport" in system_prompt(llm)

@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlalchemy import select
 
-from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.config import ConversationConfig
 from shared.conversation.extraction_timing import ExtractionTiming
 from shared.conversation.messages import IncomingMessage
@@ -18,21 +16,9 @@ from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory, OutboxJob
 from shared.db.models import ConversationTurn
 from shared.lifecycle.extraction import extract_sitting
-from shared.llm.client import ChatModel
 from tests.integration.test_knowledge_monitor import add, conversation, operations
 
 START = datetime(2026, 1, 3, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
-def model(llm):
-    return ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
 
 
 def session_of(uow_factory, turn_id: int) -> int:
@@ -48,7 +34,8 @@ def test_a_closed_sittings_waiting_turns_are_read_in_one_call_each_memory_from_i
                                add("The user adopted a kitten", predicate="pet"),
                                add("The user works as a nurse", predicate="job")))
     report = extract_sitting(uow_factory, model, session_of(uow_factory, turn_ids[0]), START + timedelta(hours=1))
-    assert len(llm.chat_requests()) == 1 and report.llm_calls == 1
+    assert len(llm.chat_requests()) == 1
+    assert report.llm_calls == 1
     with uow_factory() as uow:
         sources = {m.predicate: m.source_turn_id for m in uow.session.scalars(
             select(Memory).where(Memory.user_id == user_id))}

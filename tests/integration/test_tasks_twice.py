@@ -8,53 +8,24 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from bench.fakes.telegram_api import FakeTelegram
-from shared.conversation.config import ConversationConfig
-from shared.conversation.extraction_timing import ExtractionTiming
-from shared.conversation.messages import IncomingMessage
-from shared.conversation.service import ConversationService
-from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import ConversationTurn
 from shared.reminders import service as reminders
-from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import TOKENIZER_VERSION
-from shared.settings import Settings
+from tests.builders import PER_TURN, conversation, conversation_config, message, worker_units_of_work
 from worker import context as worker_context
 from worker import tasks
 
-PER_TURN = ExtractionTiming(batch_turns=1)
-"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
-sitting is read (tests/integration/test_sitting_extraction.py)."""
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Asia/Shanghai",
-                            extraction=PER_TURN)
-
-
-@pytest.fixture
-def telegram():
-    with FakeTelegram() as fake:
-        yield fake
+CONFIG = conversation_config(personality="a friend", default_timezone="Asia/Shanghai", extraction=PER_TURN)
 
 
 @pytest.fixture
 def uow_factory(migrated_system_db, monkeypatch, telegram, tmp_path):
     """Units of work, and the environment a worker process would see for the same database."""
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DATABASE_URL", migrated_system_db)
-    monkeypatch.setenv("TELEGRAM_TOKEN", telegram.token)
-    monkeypatch.setenv("TELEGRAM_API_BASE_URL", telegram.base_url)
-    monkeypatch.setattr(worker_context, "_context", None)
     monkeypatch.setattr(tasks, "_senders", None)
-    engine = make_engine(migrated_system_db)
-    sessions = session_factory(engine)
-    yield lambda: UnitOfWork(sessions)
-    if worker_context._context is not None:
-        worker_context._context.engine.dispose()
-    engine.dispose()
+    with worker_units_of_work(migrated_system_db, monkeypatch, tmp_path, TELEGRAM_TOKEN=telegram.token,
+                              TELEGRAM_API_BASE_URL=telegram.base_url) as units:
+        yield units
 
 
 def counts(uow_factory) -> tuple[int, ...]:
@@ -72,10 +43,8 @@ def run_owed_jobs_twice(uow_factory) -> None:
 
 
 def test_outbox_tasks_run_twice_change_nothing_the_second_time(uow_factory):
-    service = ConversationService(uow_factory, CONFIG, chat_model=None)
-    message = IncomingMessage(platform="telegram", chat_id="5", user_id="5", text="我住在杭州。我喜欢喝乌龙茶",
-                              sent_at=datetime.now(UTC), message_id="1")
-    asyncio.run(service.handle_message(message))
+    service = conversation(uow_factory, CONFIG)
+    asyncio.run(service.handle_message(message("我住在杭州。我喜欢喝乌龙茶", user="5", name=None, message_id="1")))
     with uow_factory() as uow:
         session_id = uow.session.scalars(select(Memory.session_id)).first()
         uow.sessions.close(session_id, datetime.now(UTC))
@@ -102,7 +71,8 @@ def test_a_reminder_task_delivered_twice_pings_once(uow_factory, telegram):
     [claim] = reminders.claim_due_reminders(uow_factory, now)
     assert tasks.deliver_reminder.run(claim.todo_id, claim.attempt) == "sent"
     assert tasks.deliver_reminder.run(claim.todo_id, claim.attempt) == "skipped"
-    assert len(telegram.sent) == 1 and telegram.sent[0]["text"].startswith("⏰ Reminder: stretch")
+    assert len(telegram.sent) == 1
+    assert telegram.sent[0]["text"].startswith("⏰ Reminder: stretch")
 
 
 def test_maintenance_tasks_run_twice_change_nothing_the_second_time(uow_factory):
@@ -129,10 +99,9 @@ def test_maintenance_tasks_run_twice_change_nothing_the_second_time(uow_factory)
 
 
 def test_turns_waiting_in_the_same_session_are_extracted_in_one_batch(uow_factory):
-    service = ConversationService(uow_factory, CONFIG, chat_model=None)
+    service = conversation(uow_factory, CONFIG)
     for index, text in enumerate(("我住在杭州", "我喜欢喝乌龙茶", "我叫阿明")):
-        asyncio.run(service.handle_message(IncomingMessage(platform="telegram", chat_id="8", user_id="8", text=text,
-                                                           sent_at=datetime.now(UTC), message_id=str(index))))
+        asyncio.run(service.handle_message(message(text, user="8", name=None, message_id=str(index))))
     with uow_factory() as uow:
         jobs = [(job.id, job.payload) for job in uow.session.scalars(
             select(OutboxJob).where(OutboxJob.task == "extract_turn").order_by(OutboxJob.id))]

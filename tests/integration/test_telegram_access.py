@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from pydantic import SecretStr
 from sqlalchemy import func, select
 from telegram.ext import Application
 
-from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, user_object
 from shared.access.texts import refusal_text
 from shared.commands import texts
-from shared.commands.service import MemoryCommands
 from shared.conversation.messages import IncomingMessage
 from shared.db.models import ConversationTurn, Identity
 from shared.settings import Settings
+from tests.builders import telegram_settings
 from tests.integration.test_telegram_bot import (
     ALICE,
     ALICE_CALLER,
@@ -43,30 +40,10 @@ pytestmark = pytest.mark.committed
 
 
 @pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
-def commands(uow_factory) -> MemoryCommands:
-    return MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
-
-
-@pytest.fixture
 def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """The bot answers in the group only (and its operator anywhere); Bob is blocked."""
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    return Settings(_env_file=None, telegram_token=SecretStr(telegram.token), telegram_api_base_url=telegram.base_url,
-                    telegram_allow_chats=str(GROUP["id"]), access_block_users="telegram:1002",
-                    access_operators="telegram:1003")
+    return telegram_settings(telegram, monkeypatch, default_timezone="UTC", telegram_allow_chats=str(GROUP["id"]),
+                             access_block_users="telegram:1002", access_operators="telegram:1003")
 
 
 def stored(uow_factory, model) -> int:

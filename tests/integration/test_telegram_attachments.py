@@ -4,17 +4,13 @@ server as a seeing model, as each text-only server refuses an image part, or no 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import json
-from collections.abc import Iterator
-from datetime import timedelta
 
 import pytest
 from limits.storage import MemoryStorage
 from PIL import Image
-from pydantic import SecretStr
 from sqlalchemy import select
 from telegram.ext import Application
 
@@ -22,20 +18,18 @@ from bench.fakes.llm_personalities import has_images
 from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, chat_object, sticker_object, user_object
 from bench.fakes.transcriber import FakeTranscriber
-from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from shared.attachments.files import TEXT_FILE_TOKEN_CAP
 from shared.attachments.images import IMAGE_MAX_SIDE
 from shared.attachments.kinds import MAX_TEXT_FILE_BYTES
 from shared.commands.service import MemoryCommands
-from shared.conversation.config import ConversationConfig
-from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory
 from shared.db.models import ConversationTurn
 from shared.db.usage_models import UsageCall
 from shared.limits import SharedLimit
-from shared.llm.client import ChatModel
 from shared.llm.transcription import Transcriber
 from shared.settings import Settings
+from tests.builders import chat_model, conversation, telegram_settings
+from tests.integration.test_telegram_bot import run_bot as run_polling_bot
 from tests.waiting import until
 
 ALICE = user_object(1001, "Alice", username="alice", language_code="en")
@@ -80,42 +74,34 @@ def seeing(language: str):
 
 
 @pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
 def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    return Settings(_env_file=None, telegram_token=SecretStr(telegram.token), telegram_api_base_url=telegram.base_url,
-                    default_timezone="Asia/Shanghai")
+    return telegram_settings(telegram, monkeypatch)
 
 
 def run_bot(settings: Settings, uow_factory, llm: FakeOpenAI | None, scenario, *,
             ears: FakeTranscriber | None = None, vision: str = "auto", fetch_limit: SharedLimit | None = None) -> None:
-    model = (ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10, vision=vision)
-             if llm else None)
+    model = chat_model(llm, vision=vision) if llm else None
     transcriber = Transcriber(ears.base_url, "test", "whisper-1") if ears else None
-    service = ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model,
-                                  transcriber=transcriber, fetch_limit=fetch_limit)
-    commands = MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
+    service = conversation(uow_factory, settings, model, transcriber=transcriber, fetch_limit=fetch_limit)
+    run_polling_bot(settings, service, MemoryCommands(uow_factory, default_timezone="Asia/Shanghai"), scenario)
 
-    async def main() -> None:
-        application = build_application(settings, service, commands)
-        await application.initialize()
-        await application.updater.start_polling(poll_interval=0.05, timeout=timedelta(seconds=1),
-                                                allowed_updates=ALLOWED_UPDATES)
-        await application.start()
-        try:
-            await scenario(application)
-        finally:
-            await application.updater.stop()
-            await application.stop()
-            await application.shutdown()
 
-    asyncio.run(main())
+def file_sent(telegram: FakeTelegram, settings: Settings, uow_factory, language: str, content: bytes, name: str,
+              mime: str) -> tuple[dict, dict]:
+    """The model's one request and the one reply after the user sends a file with the caption, the model seeing."""
+    user, chat = USERS[language]
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        llm.set_responder(seeing(language))
+
+        async def scenario(_app: Application) -> None:
+            document = telegram.add_file(content, name, mime)
+            telegram.push_message(chat, user, CAPTION[language], document=document)
+            await until(lambda: telegram.messages_to(chat), what="the reply")
+
+        run_bot(settings, uow_factory, llm, scenario)
+        [body] = llm.chat_requests()
+    [reply] = telegram.messages_to(chat)
+    return body, reply
 
 
 def user_turns(uow_factory) -> list[str]:
@@ -297,44 +283,24 @@ def test_a_sticker_is_its_emoji(telegram, settings, uow_factory, language):
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_a_text_file_is_read_into_the_message_but_the_round_keeps_only_its_name(
         telegram, settings, uow_factory, language):
-    user, chat = USERS[language]
     notes = ("Shopping: oat milk, coffee beans\nCall mum on Sunday\n" if language == "en"
              else "购物：燕麦奶，咖啡豆\n周日给妈妈打电话\n")
-    with FakeOpenAI(models=("fake-chat",)) as llm:
-        llm.set_responder(seeing(language))
-
-        async def scenario(_app: Application) -> None:
-            document = telegram.add_file(notes.encode(), "notes.txt", "text/plain")
-            telegram.push_message(chat, user, CAPTION[language], document=document)
-            await until(lambda: telegram.messages_to(chat), what="the reply")
-
-        run_bot(settings, uow_factory, llm, scenario)
-        [body] = llm.chat_requests()
+    body, reply = file_sent(telegram, settings, uow_factory, language, notes.encode(), "notes.txt", "text/plain")
     prompt = body["messages"][-1]["content"]
     assert f'<file name="notes.txt">\n{notes.strip()}\n</file>' in prompt
     assert user_turns(uow_factory) == [f"{CAPTION[language]}\n[file notes.txt]"]
-    [reply] = telegram.messages_to(chat)
     assert "only its beginning" not in reply["text"] and "开头" not in reply["text"]
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_a_long_text_file_is_cut_at_the_token_cap_and_the_user_told(telegram, settings, uow_factory, language):
-    user, chat = USERS[language]
     long_text = "".join(f"line {n}: the quick brown fox jumps over the lazy dog\n" for n in range(2000))
-    with FakeOpenAI(models=("fake-chat",)) as llm:
-        llm.set_responder(seeing(language))
-
-        async def scenario(_app: Application) -> None:
-            document = telegram.add_file(long_text.encode(), "log.md", "text/markdown")
-            telegram.push_message(chat, user, CAPTION[language], document=document)
-            await until(lambda: telegram.messages_to(chat), what="the reply")
-
-        run_bot(settings, uow_factory, llm, scenario)
-        [body] = llm.chat_requests()
+    body, reply = file_sent(telegram, settings, uow_factory, language, long_text.encode(), "log.md", "text/markdown")
     prompt = body["messages"][-1]["content"]
-    assert "line 0:" in prompt and "line 1999:" not in prompt and "(the file was cut" in prompt
+    assert "line 0:" in prompt
+    assert "line 1999:" not in prompt
+    assert "(the file was cut" in prompt
     assert len(prompt) < TEXT_FILE_TOKEN_CAP * 8
-    [reply] = telegram.messages_to(chat)
     assert ("log.md was long: I read only its beginning." if language == "en" else "log.md 太长了") in reply["text"]
 
 
@@ -345,21 +311,11 @@ def test_a_long_text_file_is_cut_at_the_token_cap_and_the_user_told(telegram, se
 ])
 def test_an_oversized_or_unread_file_is_named_never_downloaded_and_the_user_told(
         telegram, settings, uow_factory, language, name, mime, size, said):
-    user, chat = USERS[language]
-    with FakeOpenAI(models=("fake-chat",)) as llm:
-        llm.set_responder(seeing(language))
-
-        async def scenario(_app: Application) -> None:
-            document = telegram.add_file(b"x" * size, name, mime)
-            telegram.push_message(chat, user, CAPTION[language], document=document)
-            await until(lambda: telegram.messages_to(chat), what="the reply")
-
-        run_bot(settings, uow_factory, llm, scenario)
-        [body] = llm.chat_requests()
+    body, reply = file_sent(telegram, settings, uow_factory, language, b"x" * size, name, mime)
     assert not [call for call in telegram.calls if call.method == "getFile"]  # refused before any download
     assert "xxxx" not in json.dumps(body)
-    [reply] = telegram.messages_to(chat)
-    assert said[language] in reply["text"] and name in reply["text"]
+    assert said[language] in reply["text"]
+    assert name in reply["text"]
     [line] = user_turns(uow_factory)
     assert line.startswith(f"{CAPTION[language]}\n[file {name}, ")
 

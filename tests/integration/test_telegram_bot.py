@@ -8,24 +8,21 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from prometheus_client import REGISTRY
-from pydantic import SecretStr
 from sqlalchemy import select
 from telegram.ext import Application
 
-from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_render import SNOOZE_MINUTES, TEXT_LIMIT, reply_messages, split_message, utf16_len
 from shared.app.logs import redact_every_record
 from shared.commands import texts
 from shared.commands.service import Caller, ImportReport, MemoryCommands
-from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.pressure import busy_notice
 from shared.conversation.service import ConversationService
@@ -35,12 +32,12 @@ from shared.db.models import ConversationTurn
 from shared.delivery.platform_api import TelegramSender
 from shared.emotion import PLAIN_STRATEGY, UNKNOWN
 from shared.errors import ConfirmationInvalid, NotFound
-from shared.llm.client import ChatModel
 from shared.reminders.service import claim_due_reminders, deliver_reminder
 from shared.repositories.uow import UnitOfWork
 from shared.settings import Settings
 from shared.text import Language
 from shared.usage.policy import QuotaPolicy
+from tests.builders import conversation, model_turn, telegram_settings
 from tests.fakes.database_outage import DatabaseOutage
 from tests.waiting import until
 
@@ -56,33 +53,8 @@ cannot share the one connection of a test that is rolled back."""
 
 
 @pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
-
-
-@pytest.fixture
 def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    return Settings(_env_file=None, telegram_token=SecretStr(telegram.token), telegram_api_base_url=telegram.base_url,
-                    default_timezone="Asia/Shanghai")
-
-
-@pytest.fixture
-def commands(uow_factory) -> MemoryCommands:
-    return MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
-
-
-def conversation(uow_factory, settings: Settings, llm: FakeOpenAI | None = None) -> ConversationService:
-    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10) if llm else None
-    return ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model)
+    return telegram_settings(telegram, monkeypatch)
 
 
 def run_bot(settings: Settings, service: ConversationService, commands: MemoryCommands, scenario: Scenario) -> None:
@@ -114,11 +86,7 @@ async def all_fetched(telegram: FakeTelegram) -> None:
 
 
 def llm_turn(response: str, *entries: tuple[str, str, str, str]) -> dict:
-    return {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
-            "response": response,
-            "memory_update": {"should_store": bool(entries), "entries": [
-                {"type": t, "subject": s, "predicate": p, "content": c, "tier": "long"} for t, s, p, c in entries]},
-            "todos": [], "topic": None, "context_variables": []}
+    return model_turn(response, entries=entries)
 
 
 def buttons(message: dict) -> list[dict]:

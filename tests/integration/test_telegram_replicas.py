@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import httpx
@@ -20,14 +20,13 @@ from bench.fakes.telegram_api import FakeTelegram, user_object
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_webhook import SECRET_HEADER, webhook_running
 from shared.commands.service import MemoryCommands
-from shared.conversation.config import ConversationConfig
 from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.memory_models import Todo
 from shared.db.models import ConversationTurn
 from shared.db.update_log import RECLAIM_AFTER, UpdateInbox
-from shared.llm.client import ChatModel
 from shared.settings import Settings
+from tests.builders import conversation
 from tests.integration.test_telegram_webhook import update
 from tests.waiting import until
 
@@ -40,18 +39,10 @@ pytestmark = pytest.mark.committed
 
 
 @pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        server.set_responder(lambda _request: {"response": "Nice to hear from you.", "emotion": None,
-                                               "memory_update": None, "todos": [], "topic": None,
-                                               "context_variables": []})
-        yield server
+def llm(llm: FakeOpenAI) -> FakeOpenAI:
+    llm.set_responder(lambda _request: {"response": "Nice to hear from you.", "emotion": None, "memory_update": None,
+                                        "todos": [], "topic": None, "context_variables": []})
+    return llm
 
 
 def replicas(telegram: FakeTelegram, llm: FakeOpenAI, uow_factory, engine,
@@ -62,11 +53,9 @@ def replicas(telegram: FakeTelegram, llm: FakeOpenAI, uow_factory, engine,
                         telegram_api_base_url=telegram.base_url, default_timezone="UTC")
 
     def application():
-        model = ChatModel(base_url=llm.base_url, api_key="k", model="fake-chat", timeout_seconds=10)
-        service = ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model)
-        commands = MemoryCommands(uow_factory, default_timezone="UTC")
         inbox = UpdateInbox(engine, "telegram")
-        return build_application(settings, service, commands, inbox=inbox), inbox
+        commands = MemoryCommands(uow_factory, default_timezone="UTC")
+        return build_application(settings, conversation(uow_factory, settings, llm), commands, inbox=inbox), inbox
 
     async def main() -> None:
         serve = {"url": f"https://bot.example.org{PATH}", "listen": "127.0.0.1", "port": 0, "path": PATH,
@@ -144,8 +133,7 @@ def test_a_replica_starting_while_another_answers_a_message_does_not_answer_it_t
     replies_of_the_starting_replica = []
 
     def replica_service(llm: FakeOpenAI) -> ConversationService:
-        model = ChatModel(base_url=llm.base_url, api_key="k", model="fake-chat", timeout_seconds=10)
-        return ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=model)
+        return conversation(uow_factory, settings, llm)
 
     async def start_the_other_replica(service: ConversationService) -> None:
         async for _message, reply in service.unanswered_replies("telegram"):

@@ -11,21 +11,19 @@ import json
 import logging
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import pytest
-from pydantic import SecretStr
 
 from bench.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from bot.telegram_webhook import MAX_UPDATE_BYTES, SECRET_HEADER, webhook_running
 from shared.commands.service import MemoryCommands
-from shared.conversation.config import ConversationConfig
-from shared.conversation.service import ConversationService
 from shared.db.update_log import UpdateInbox
 from shared.settings import Settings
+from tests.builders import conversation, telegram_settings
 from tests.waiting import until
 
 SECRET = "webhook-secret_0123456789abcdef"
@@ -37,27 +35,16 @@ pytestmark = pytest.mark.committed
 
 
 @pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
 def settings(telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    return Settings(_env_file=None, telegram_token=SecretStr(telegram.token), telegram_api_base_url=telegram.base_url,
-                    default_timezone="Asia/Shanghai")
+    return telegram_settings(telegram, monkeypatch)
 
 
 def run_webhook_bot(settings: Settings, uow_factory, scenario: Callable[[Post, int], Awaitable[None]], *,
                     inbox: UpdateInbox | None = None) -> None:
     """Serve the bot's webhook on a free port of loopback, play the scenario, stop it."""
-    service = ConversationService(uow_factory, ConversationConfig.from_settings(settings), chat_model=None)
-    commands = MemoryCommands(uow_factory, default_timezone="Asia/Shanghai")
-
     async def main() -> None:
-        application = build_application(settings, service, commands, inbox=inbox)
+        application = build_application(settings, conversation(uow_factory, settings),
+                                        MemoryCommands(uow_factory, default_timezone="Asia/Shanghai"), inbox=inbox)
         async with webhook_running(application, url=f"https://bot.example.org{PATH}", listen="127.0.0.1", port=0,
                                    path=PATH, secret_token=SECRET, allowed_updates=ALLOWED_UPDATES,
                                    inbox=inbox) as port, \
@@ -100,7 +87,8 @@ def test_the_webhook_is_set_with_its_secret_and_an_update_posted_to_it_is_answer
 
     run_webhook_bot(settings, uow_factory, scenario)
     registered = telegram.calls_to("setWebhook")[0].params
-    assert registered["url"] == f"https://bot.example.org{PATH}" and registered["secret_token"] == SECRET
+    assert registered["url"] == f"https://bot.example.org{PATH}"
+    assert registered["secret_token"] == SECRET
     assert json.loads(registered["allowed_updates"]) == ALLOWED_UPDATES
     assert "/remember" in telegram.messages_to(DANA["id"])[-1]["text"]
 

@@ -64,9 +64,11 @@ def test_pending_reminders_keep_their_clock_time_and_amounts_of_time_their_momen
     assert (change.moved, change.kept) == (1, 1)
     moved, kept = todo(uow_factory, school.id), todo(uow_factory, stretch.id)
     assert moved.due_at == moved.remind_at == datetime(2027, 3, 11, 0, 30, tzinfo=UTC)  # 08:30 in Hangzhou
-    assert kept.due_at == NOW + timedelta(minutes=45) and (moved.timezone, kept.timezone) == ("Asia/Shanghai",) * 2
+    assert kept.due_at == NOW + timedelta(minutes=45)
+    assert (moved.timezone, kept.timezone) == ("Asia/Shanghai",) * 2
     [soonest, later] = commands.list_reminders(LI)
-    assert f"{soonest.due_at:%H:%M %z}" == "10:00 +0800" and f"{later.due_at:%a %H:%M}" == "Thu 08:30"
+    assert f"{soonest.due_at:%H:%M %z}" == "10:00 +0800"
+    assert f"{later.due_at:%a %H:%M}" == "Thu 08:30"
 
 
 def test_a_deadline_moves_with_its_heads_up_and_a_clock_time_that_has_passed_is_sent_at_once(commands, uow_factory):
@@ -136,7 +138,8 @@ def test_the_migration_makes_the_first_zone_of_a_users_accounts_theirs(fresh_sys
             zones = dict(connection.execute(text("SELECT id, timezone FROM users ORDER BY id")).all())
             columns = connection.execute(text("SELECT column_name FROM information_schema.columns "
                                               "WHERE table_name = 'identities'")).scalars().all()
-        assert zones == {1: "Europe/Oslo", 2: None} and "timezone" not in columns
+        assert zones == {1: "Europe/Oslo", 2: None}
+        assert "timezone" not in columns
         migrate.downgrade(fresh_system_db, "0025")
         with engine.begin() as connection:
             back = connection.execute(text("SELECT platform_user_id, timezone FROM identities ORDER BY id")).all()

@@ -40,7 +40,8 @@ def answer_a_turn(uow_factory) -> Iterator[Callable[[], None]]:
             message = IncomingMessage(platform="telegram", chat_id="c1", user_id="1001", text=SAID, sent_at=START,
                                       is_private=True, display_name="Alice", message_id="7")
             reply = asyncio.run(service.handle_message(message))
-            assert reply.text == REPLIED and len(reply.stored_memory_ids) == 1
+            assert reply.text == REPLIED
+            assert len(reply.stored_memory_ids) == 1
 
         yield answer
 
@@ -53,10 +54,12 @@ def test_every_line_of_a_turn_and_every_job_it_owes_carry_its_turn_id_platform_a
     answered = [line for line in lines if line["message"].startswith("message answered (model)")]
     assert len(answered) == 1, lines
     turn_id = answered[0]["turn"]
-    assert len(turn_id) == 16 and answered[0]["platform"] == "telegram"
+    assert len(turn_id) == 16
+    assert answered[0]["platform"] == "telegram"
     assert answered[0]["user"] == log_context.hash_user("telegram", "1001") != "1001"
     refused = [line for line in lines if "not stored (question)" in line["message"]]
-    assert refused and all(line["turn"] == turn_id for line in refused)
+    assert refused
+    assert all(line["turn"] == turn_id for line in refused)
     with uow_factory() as uow:
         owed = uow.session.scalars(select(OutboxJob)).all()
     assert {job.task for job in owed} >= {"extract_turn"}

@@ -11,62 +11,37 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bench.fakes.openai_server import FakeOpenAI
-from shared.conversation.config import ConversationConfig
-from shared.conversation.messages import IncomingMessage
-from shared.conversation.service import ConversationService
 from shared.conversation.warning_texts import WarningCode
 from shared.db.memory_models import Todo
-from shared.llm.client import ChatModel
 from shared.reminders.service import claim_due_reminders
 from shared.reminders.zone_texts import default_zone_text
+from tests.builders import Clock, conversation, conversation_config, message, model_turn
 
 SENT = datetime(2027, 3, 10, 1, 15, tzinfo=UTC)  # 09:15 in Hangzhou
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC", deadline_heads_up=timedelta(minutes=30))
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = SENT
-
-    def __call__(self) -> datetime:
-        return self.now
+CONFIG = conversation_config(deadline_heads_up=timedelta(minutes=30))
 
 
 def turn(response: str, *, todos=(), timezone: str | None = None) -> dict:
-    return {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
-            "response": response, "memory_update": {"should_store": False, "entries": []},
-            "todos": [{"content": c, "due": d, "kind": k} for c, d, k in todos], "topic": None,
-            "context_variables": [], "timezone": timezone}
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        yield server
+    return model_turn(response, todos=todos, timezone=timezone)
 
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return Clock(SENT)
 
 
 @pytest.fixture
 def model(uow_factory, llm, clock):
-    chat = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
-    return ConversationService(uow_factory, CONFIG, chat_model=chat, clock=clock)
+    return conversation(uow_factory, CONFIG, llm, clock=clock)
 
 
 @pytest.fixture
 def offline(uow_factory, clock):
-    return ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock)
+    return conversation(uow_factory, CONFIG, clock=clock)
 
 
 def say(service, text: str, *, sent: datetime = SENT, user: str = "u7"):
-    message = IncomingMessage(platform="telegram", chat_id=user, user_id=user, text=text, sent_at=sent,
-                              display_name="Li")
-    return asyncio.run(service.handle_message(message))
+    return asyncio.run(service.handle_message(message(text, user=user, sent=sent, name="Li")))
 
 
 def slow(llm: FakeOpenAI, clock: Clock, seconds: float, answer: dict) -> None:

@@ -76,7 +76,9 @@ def test_a_command_marks_its_update_handled_in_its_own_transaction_and_the_body_
         MemoryCommands(uow_factory).remember(EVE, "I drink green tea")
         assert update.marked
     stored = row(uow_factory, 502)
-    assert stored.handled_by == update.attempt and stored.handled_at is not None and stored.body is None
+    assert stored.handled_by == update.attempt
+    assert stored.handled_at is not None
+    assert stored.body is None
     inbox.finish(update)  # the end of its handling changes nothing more
     assert row(uow_factory, 502).handled_by == update.attempt
 
@@ -85,7 +87,8 @@ def test_a_command_that_fails_before_its_commit_leaves_the_update_to_be_handled_
     inbox.receive(503, body(503))
     with handling(UpdateInHand("telegram", 503)) as update, pytest.raises(Exception, match="remember_empty"):
         MemoryCommands(uow_factory).remember(EVE, "   ")
-    assert not update.marked and row(uow_factory, 503).handled_at is None
+    assert not update.marked
+    assert row(uow_factory, 503).handled_at is None
 
 
 def test_a_second_attempt_at_a_handled_update_changes_nothing(inbox, uow_factory):
@@ -159,4 +162,5 @@ def test_old_updates_are_forgotten_as_new_ones_arrive(inbox, engine, uow_factory
     silent_since(engine, 1, age=timedelta(days=3))
     for update_id in range(2, PRUNE_EVERY + 1):
         inbox.receive(update_id, "{}")
-    assert row(uow_factory, 1) is None and row(uow_factory, 2) is not None
+    assert row(uow_factory, 1) is None
+    assert row(uow_factory, 2) is not None

@@ -54,8 +54,10 @@ def test_a_user_sees_their_own_usage_windows_money_and_what_is_left_today(api):
     assert today["cached_share"] == pytest.approx(500 / 1400)
     assert today["cost"] == pytest.approx((900 * 1.0 + 500 * 0.5 + 250 * 4.0) / 1_000_000)
     assert (week["tokens"], month["messages"]) == (2850, 2)
-    assert usage["allowance"]["limit"] == 5000 and usage["allowance"]["remaining"] == 5000 - 1650
-    assert usage["currency"] == "CNY" and usage["lifted"] is False
+    assert usage["allowance"]["limit"] == 5000
+    assert usage["allowance"]["remaining"] == 5000 - 1650
+    assert usage["currency"] == "CNY"
+    assert usage["lifted"] is False
 
 
 def test_operators_see_totals_kinds_days_and_top_users_and_nobody_else_does(api):
@@ -67,7 +69,8 @@ def test_operators_see_totals_kinds_days_and_top_users_and_nobody_else_does(api)
     assert anonymous.get("/api/v1/admin/usage", headers={"Authorization": "Bearer wrong"}).status_code == 401
     admin = {"Authorization": f"Bearer {ADMIN}"}
     report = anonymous.get("/api/v1/admin/usage?days=7", headers=admin).json()
-    assert report["totals"]["tokens"] == 1650 + 2400 and report["totals"]["requests"] == 4
+    assert report["totals"]["tokens"] == 1650 + 2400
+    assert report["totals"]["requests"] == 4
     assert [(k["kind"], k["requests"]) for k in report["by_kind"]] == [("turn", 3), ("extraction", 1)]
     assert [(u["user_id"], u["name"], u["tokens"]) for u in report["top_users"]] == [(bob, "Bob", 2400),
                                                                                       (ann, "Ann", 1650)]
@@ -82,15 +85,20 @@ def test_a_lifted_user_has_no_allowance_and_the_operator_report_reads_in_plain_w
     ann = spend(api, ANN, [ANSWER])
     with api.uow_factory() as uow:
         assert find_user(uow, "telegram:1001") == ann == find_user(uow, str(ann))
-        assert find_user(uow, "telegram:nobody") is None and find_user(uow, "99999999999") is None
+        assert find_user(uow, "telegram:nobody") is None
+        assert find_user(uow, "99999999999") is None
         uow.users.set_quota_lifted(ann, NOW)
         uow.commit()
     usage = api.signed_in(ANN).get("/api/v1/usage").json()
-    assert usage["allowance"] is None and usage["lifted"] is True
+    assert usage["allowance"] is None
+    assert usage["lifted"] is True
     with api.uow_factory() as uow:
         text = operator_usage_text(operator_usage(uow, NOW, POLICY, days=7))
-    assert "Usage of all users, 7 UTC day(s)" in text and "total: 1 message · 1 requests · 1,200 tokens" in text
-    assert "replies: " in text and "CNY" in text and "#" in text
+    assert "Usage of all users, 7 UTC day(s)" in text
+    assert "total: 1 message · 1 requests · 1,200 tokens" in text
+    assert "replies: " in text
+    assert "CNY" in text
+    assert "#" in text
 
 
 @pytest.mark.committed
@@ -108,4 +116,6 @@ def test_mnemo_usage_prints_the_report_and_lifts_and_restores_a_users_quota(api,
     capsys.readouterr()
     assert cli.main(["usage", "--days", "3"]) == 0
     printed = capsys.readouterr().out
-    assert "Usage of all users, 3 UTC day(s)" in printed and "#" in printed and "Ann" in printed
+    assert "Usage of all users, 3 UTC day(s)" in printed
+    assert "#" in printed
+    assert "Ann" in printed

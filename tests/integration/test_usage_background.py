@@ -9,7 +9,6 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from bench.fakes.openai_server import FakeOpenAI
-from shared.db.memory_models import Memory
 from shared.db.models import ConversationTurn
 from shared.lifecycle.dedup import run_dedup
 from shared.lifecycle.embedding import embed_memories
@@ -19,6 +18,7 @@ from shared.lifecycle.reviews import run_reviews
 from shared.llm.client import ChatModel
 from shared.recall.embeddings import OpenAIEmbedder
 from shared.repositories.vectors import VectorIndex
+from tests import builders
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 MONTH_START = date(2026, 11, 1)
@@ -54,12 +54,8 @@ def conversation(uow_factory, *lines: str, user: str = "u1", closed: bool = Fals
 
 def remember(uow_factory, content: str, *, user: str = "u1", **fields) -> tuple[int, int]:
     fields.setdefault("created_at", NOW - timedelta(days=40))
-    with uow_factory() as uow:
-        user_id = uow.users.identify("telegram", user).user_id
-        memory = uow.memories.add(Memory(user_id=user_id, type=fields.pop("type", "preference"), content=content,
-                                         source="user_stated", confidence=0.9, **fields))
-        uow.commit()
-    return user_id, memory.id
+    return builders.remember(uow_factory, user, content, type_=fields.pop("type", "preference"), confidence=0.9,
+                             **fields)
 
 
 def spent(uow_factory, user_id: int) -> list[tuple[str, int | None, bool]]:
@@ -77,7 +73,8 @@ def test_the_knowledge_monitor_records_its_call_with_the_chat_of_the_turns(uow_f
     user_id, chat_id, _session, turn_ids = conversation(uow_factory, "I live in Berlin now")
     llm.queue_reply({"operations": [{"op": "SKIP"}]})
     report = extract_turns(uow_factory, model, turn_ids, [], NOW)
-    assert report.llm_calls == 1 and report.extracted_turn_ids == turn_ids
+    assert report.llm_calls == 1
+    assert report.extracted_turn_ids == turn_ids
     assert spent(uow_factory, user_id) == [("extraction", chat_id, False)]
 
 

@@ -13,7 +13,6 @@ from pydantic import SecretStr
 from telegram.ext import Application
 
 from bench.fakes.discord_api import EPHEMERAL, FakeDiscord
-from bench.fakes.openai_server import FakeOpenAI
 from bench.fakes.telegram_api import FakeTelegram, user_object
 from bot.console import chat_loop
 from bot.console_commands import ConsoleCommands
@@ -39,10 +38,9 @@ WEI = user_object(1002, "Wei", language_code="zh-hans")
 
 
 @pytest.fixture
-def llm():
-    with FakeOpenAI(models=("fake-chat",)) as server:
-        server.set_responder(lambda _request: llm_turn("Lovely."))
-        yield server
+def llm(llm):
+    llm.set_responder(lambda _request: llm_turn("Lovely."))
+    return llm
 
 
 def services(uow_factory, llm) -> tuple[ConversationService, MemoryCommands]:
@@ -68,12 +66,17 @@ def test_telegram_usage_and_the_notice_past_the_allowance_in_each_users_language
         run_bot(settings, *services(uow_factory, llm), scenario)
         english = [message["text"] for message in telegram.messages_to(ANNA["id"])]
         chinese = [message["text"] for message in telegram.messages_to(WEI["id"])]
-    assert english[0] == "Lovely." and chinese[0] == "Lovely."
-    assert "You've used today's allowance" in english[1] and "offline mode" in english[1]
+    assert english[0] == "Lovely."
+    assert chinese[0] == "Lovely."
+    assert "You've used today's allowance" in english[1]
+    assert "offline mode" in english[1]
     assert "今天的额度已经用完" in chinese[1]
     assert english[2].startswith("Your usage (UTC days):\nToday: 2 messages · ")
-    assert "cached" in english[2] and "USD" in english[2] and "Daily allowance: 50 tokens, 0 left today" in english[2]
-    assert chinese[2].startswith("你的用量（按 UTC 日计算）：\n今天：2 条消息 · ") and "今天还剩 0" in chinese[2]
+    assert "cached" in english[2]
+    assert "USD" in english[2]
+    assert "Daily allowance: 50 tokens, 0 left today" in english[2]
+    assert chinese[2].startswith("你的用量（按 UTC 日计算）：\n今天：2 条消息 · ")
+    assert "今天还剩 0" in chinese[2]
     assert len(llm.chat_requests()) == 2  # one answer each: the second messages were not sent to the model
 
 
@@ -90,8 +93,10 @@ def test_discord_usage_is_ephemeral_and_the_notice_rides_under_the_dm_reply(uow_
         answered, refused = (message["content"] for message in fake.messages_in(fake.dm_channel(DISCORD_ALICE)))
         [usage] = fake.followups
     assert answered == "Lovely."
-    assert "*You've used today's allowance" in refused and "offline mode" in refused
-    assert usage["flags"] & EPHEMERAL and usage["content"].startswith("你的用量（按 UTC 日计算）：\n今天：2 条消息")
+    assert "*You've used today's allowance" in refused
+    assert "offline mode" in refused
+    assert usage["flags"] & EPHEMERAL
+    assert usage["content"].startswith("你的用量（按 UTC 日计算）：\n今天：2 条消息")
     assert re.search(r"约 0\.\d{4} USD", usage["content"])
 
 

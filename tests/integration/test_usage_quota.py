@@ -11,7 +11,6 @@ import pytest
 from sqlalchemy import select
 
 from bench.fakes.openai_server import FakeOpenAI
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory, OutboxJob
 from shared.db.models import ConversationTurn
@@ -19,23 +18,15 @@ from shared.lifecycle.dedup import run_dedup
 from shared.lifecycle.extraction import extract_turns
 from shared.lifecycle.outbox import sweep_jobs
 from shared.lifecycle.reviews import run_reviews
-from shared.llm.client import ChatModel
 from shared.usage.policy import QuotaPolicy
 from shared.usage.quota import put_off_if_over
+from tests.builders import Clock, conversation, message
 from tests.integration.test_usage_recording import CONFIG, TURN
 
 TODAY = datetime(2026, 11, 22, 20, 0, tzinfo=UTC)
 TOMORROW = datetime(2026, 11, 23, 0, 0, tzinfo=UTC)
 QUOTA = QuotaPolicy(per_user=50)
 """Smaller than one turn: the first message spends the day's allowance."""
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = TODAY
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture
@@ -47,19 +38,17 @@ def llm():
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return Clock(TODAY)
 
 
 def service_with(uow_factory, llm, clock, quota=QUOTA, dispatched=None) -> ConversationService:
-    model = ChatModel(base_url=llm.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
-    return ConversationService(uow_factory, replace(CONFIG, quota=quota), chat_model=model, clock=clock,
-                               dispatch=None if dispatched is None else dispatched.extend)
+    return conversation(uow_factory, replace(CONFIG, quota=quota), llm, clock=clock,
+                        dispatch=None if dispatched is None else dispatched.extend)
 
 
 def say(service, clock, text: str, message_id: str, *, user="u1", chat="c1", private=True):
-    message = IncomingMessage(platform="telegram", chat_id=chat, user_id=user, text=text, sent_at=clock(),
-                              is_private=private, display_name="Alice", message_id=message_id)
-    return asyncio.run(service.handle_message(message))
+    incoming = message(text, user=user, chat=chat, sent=clock(), is_private=private, message_id=message_id)
+    return asyncio.run(service.handle_message(incoming))
 
 
 def user_turns(uow_factory, platform_user_id: str = "u1") -> list[tuple[str, str]]:
@@ -79,11 +68,15 @@ def test_past_the_allowance_the_user_is_told_in_english_answered_offline_and_not
     dispatched: list[int] = []
     service = service_with(uow_factory, llm, clock, dispatched=dispatched)
     first = say(service, clock, "I like oolong tea", "1")
-    assert not first.offline and first.notice is None and len(llm.chat_requests()) == 1
+    assert not first.offline
+    assert first.notice is None
+    assert len(llm.chat_requests()) == 1
     sent_before = list(dispatched)
     second = say(service, clock, "My sister Anna lives in Berlin", "2")
-    assert second.offline and second.text
-    assert "today's allowance" in second.notice and "00:00 UTC" in second.notice
+    assert second.offline
+    assert second.text
+    assert "today's allowance" in second.notice
+    assert "00:00 UTC" in second.notice
     assert len(llm.chat_requests()) == 1  # the model was not asked
     assert [role for role, _ in user_turns(uow_factory)] == ["user", "assistant", "user", "assistant"]
     assert dispatched == sent_before  # the second turn's work is owed, not sent
@@ -95,7 +88,9 @@ def test_a_chinese_speaker_is_told_in_chinese(uow_factory, llm, clock):
     service = service_with(uow_factory, llm, clock)
     say(service, clock, "我喜欢乌龙茶", "1")
     reply = say(service, clock, "我妹妹住在柏林", "2")
-    assert reply.offline and "额度" in reply.notice and "UTC 00:00" in reply.notice
+    assert reply.offline
+    assert "额度" in reply.notice
+    assert "UTC 00:00" in reply.notice
 
 
 def test_their_extraction_waits_for_the_next_day_and_then_runs(uow_factory, llm, clock):
@@ -115,7 +110,8 @@ def test_their_extraction_waits_for_the_next_day_and_then_runs(uow_factory, llm,
     llm.queue_reply({"operations": [{"op": "ADD", "type": "person", "subject": "Anna", "predicate": "lives_in",
                                      "content": "The user's sister Anna lives in Berlin", "tier": "long"}]})
     report = extract_turns(uow_factory, service.chat_model, [payload["turn_id"]], [], clock.now)
-    assert report.llm_calls == 1 and report.added
+    assert report.llm_calls == 1
+    assert report.added
     with uow_factory() as uow:
         user_id = uow.users.identify("telegram", "u1").user_id
         assert uow.usage.tokens_on(user_id, TOMORROW.date()) > 0
@@ -139,14 +135,17 @@ def test_an_operator_can_lift_the_quota_of_one_user(uow_factory, llm, clock):
         assert uow.users.set_quota_lifted(uow.users.identify("telegram", "u1").user_id, clock.now)
         uow.commit()
     reply = say(service, clock, "My sister Anna lives in Berlin", "2")
-    assert not reply.offline and reply.notice is None and len(llm.chat_requests()) == 2
+    assert not reply.offline
+    assert reply.notice is None
+    assert len(llm.chat_requests()) == 2
 
 
 def test_a_group_past_its_allowance_is_told_so_even_for_a_member_who_has_not_spoken(uow_factory, llm, clock):
     service = service_with(uow_factory, llm, clock, quota=QuotaPolicy(per_chat=50))
     say(service, clock, "I like oolong tea", "1", user="u1", chat="group", private=False)
     reply = say(service, clock, "and I like coffee", "2", user="u2", chat="group", private=False)
-    assert reply.offline and "This group" in reply.notice
+    assert reply.offline
+    assert "This group" in reply.notice
     private = say(service, clock, "hello there", "3", user="u2", chat="u2")
     assert not private.offline  # the group's allowance is the group's
 
@@ -165,6 +164,7 @@ def test_reviews_and_dedup_of_a_user_over_quota_wait_for_a_later_run(uow_factory
     asked = len(llm.chat_requests())
     assert run_reviews(uow_factory, service.chat_model, clock.now, quota=QUOTA).deferred == 1
     dedup = run_dedup(uow_factory, clock.now, chat_model=service.chat_model, quota=QUOTA)
-    assert (dedup.llm_calls, dedup.merged) == (0, 0) and len(llm.chat_requests()) == asked
+    assert (dedup.llm_calls, dedup.merged) == (0, 0)
+    assert len(llm.chat_requests()) == asked
     llm.queue_reply({"decision": "keep", "reason": "not yet"})
     assert run_reviews(uow_factory, service.chat_model, TOMORROW, quota=QUOTA).kept == 1

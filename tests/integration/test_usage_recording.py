@@ -5,38 +5,24 @@ fields, plain counts, no usage at all), and the hot path on real PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 
 import pytest
 
 from bench.fakes.openai_server import FakeOpenAI
-from shared.conversation.config import ConversationConfig
-from shared.conversation.extraction_timing import ExtractionTiming
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.db.usage_models import MAX_MODEL_CHARS, UsageTotals
-from shared.llm.client import ChatModel
 from shared.llm.metering import CallUsage, metered, reported_usage
 from shared.recall.embeddings import OpenAIEmbedder
 from shared.repositories.usage import CALLS_PER_STATEMENT
+from tests.builders import PER_TURN, chat_model, conversation, conversation_config, message, model_turn
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 SYSTEM = "You are the memory keeper. Answer with one JSON object. " + "Keep only what the user said. " * 20
 QUESTION = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "I like oolong tea. JSON please."}]
-TURN = {"emotion": {"primary": "neutral", "category": "neutral", "confidence": 0.9, "indicators": []},
-        "response": "Oolong it is.", "memory_update": {"should_store": False, "entries": []}, "todos": [],
-        "topic": None, "context_variables": []}
-PER_TURN = ExtractionTiming(batch_turns=1)
-"""Every turn owes its knowledge-monitor job at once: these tests are about the jobs a turn owes, not when a
-sitting is read (tests/integration/test_sitting_extraction.py)."""
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="UTC",
-                            extraction=PER_TURN)
-
-
-def model_of(server: FakeOpenAI) -> ChatModel:
-    return ChatModel(base_url=server.base_url, api_key="test", model="fake-chat", timeout_seconds=10)
+TURN = model_turn("Oolong it is.")
+CONFIG = conversation_config(extraction=PER_TURN)
+model_of = chat_model
 
 
 def two_json_answers(personality: str, *, streaming: bool = True):
@@ -55,28 +41,34 @@ def two_json_answers(personality: str, *, streaming: bool = True):
 def test_openai_reports_the_cached_part_of_a_repeated_prompt(streaming):
     first, second = two_json_answers("openai", streaming=streaming)
     assert (first.kind, first.model, first.estimated) == ("extraction", "fake-chat", False)
-    assert first.prompt_tokens > 0 and first.completion_tokens > 0 and first.latency_ms >= 0
+    assert first.prompt_tokens > 0
+    assert first.completion_tokens > 0
+    assert first.latency_ms >= 0
     assert first.cached_tokens == 0
     assert 0 < second.cached_tokens <= second.prompt_tokens == first.prompt_tokens
 
 
 def test_deepseeks_cache_hit_tokens_count_as_cached():
     first, second = two_json_answers("deepseek-cache")
-    assert first.cached_tokens == 0 and 0 < second.cached_tokens <= second.prompt_tokens
+    assert first.cached_tokens == 0
+    assert 0 < second.cached_tokens <= second.prompt_tokens
     assert not second.estimated
 
 
 def test_a_server_reporting_plain_counts_has_nothing_cached():
     first, second = two_json_answers("llama.cpp")
     assert (first.cached_tokens, second.cached_tokens) == (0, 0)
-    assert not first.estimated and first.prompt_tokens > 0
+    assert not first.estimated
+    assert first.prompt_tokens > 0
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "whole"])
 def test_a_server_reporting_no_usage_gets_an_estimate_marked_as_one(streaming):
     first, second = two_json_answers("no-usage", streaming=streaming)
     for call in (first, second):
-        assert call.estimated and call.prompt_tokens > 100 and call.completion_tokens > 0
+        assert call.estimated
+        assert call.prompt_tokens > 100
+        assert call.completion_tokens > 0
         assert call.cached_tokens == 0
 
 
@@ -88,7 +80,8 @@ def test_every_request_of_a_retried_turn_is_noted_and_none_outside_a_meter():
         with metered("turn") as meter:
             completion = model.complete_turn(QUESTION)
         model.complete_json(QUESTION)  # no meter open: noted nowhere
-    assert completion.output is not None and completion.attempts == 2
+    assert completion.output is not None
+    assert completion.attempts == 2
     assert [call.kind for call in meter.calls] == ["turn"]  # the refused request was not answered: no usage
 
 
@@ -115,9 +108,8 @@ def test_usage_is_read_from_sdk_objects_and_plain_dicts_alike():
 
 
 def say(service: ConversationService, text: str, message_id: str, *, user="u1", chat="c1", private=True):
-    message = IncomingMessage(platform="telegram", chat_id=chat, user_id=user, text=text, sent_at=NOW,
-                              is_private=private, display_name="Alice", message_id=message_id)
-    return asyncio.run(service.handle_message(message))
+    incoming = message(text, user=user, chat=chat, sent=NOW, is_private=private, message_id=message_id)
+    return asyncio.run(service.handle_message(incoming))
 
 
 def usage_of(uow_factory, platform_user_id: str = "u1"):
@@ -133,14 +125,15 @@ def test_a_turn_records_its_answer_and_its_query_embedding_with_the_user_and_cha
     with FakeOpenAI(personality="openai") as server:
         server.set_responder(lambda _request: TURN)
         embedder = OpenAIEmbedder(server.base_url, "test", "fake-embed", dimensions=384)
-        service = ConversationService(uow_factory, CONFIG, chat_model=model_of(server), embedder=embedder,
+        service = conversation(uow_factory, CONFIG, server, embedder=embedder,
                                       clock=lambda: NOW)
         say(service, "I like oolong tea", "1")
         say(service, "I like oolong tea", "1")  # a duplicate: answered once, paid once
         say(service, "and green tea too", "2")
     calls, by_kind, _user = usage_of(uow_factory)
     assert sorted(call.kind for call in calls) == ["turn", "turn", "turn_embedding", "turn_embedding"]
-    assert {call.chat_id for call in calls} != {None} and all(call.created_at == NOW for call in calls)
+    assert {call.chat_id for call in calls} != {None}
+    assert all(call.created_at == NOW for call in calls)
     turn, embedding = by_kind["turn"], by_kind["turn_embedding"]
     assert (turn.messages, turn.calls, embedding.messages, embedding.calls) == (2, 2, 0, 2)
     assert turn.prompt_tokens == sum(c.prompt_tokens for c in calls if c.kind == "turn")
@@ -148,19 +141,22 @@ def test_a_turn_records_its_answer_and_its_query_embedding_with_the_user_and_cha
 
 
 def test_an_offline_turn_counts_a_message_and_no_tokens(uow_factory):
-    service = ConversationService(uow_factory, CONFIG, chat_model=None, clock=lambda: NOW)
+    service = conversation(uow_factory, CONFIG, clock=lambda: NOW)
     say(service, "I like oolong tea", "1")
     calls, by_kind, _user = usage_of(uow_factory)
-    assert calls == [] and by_kind == {"turn": UsageTotals(messages=1)}
+    assert calls == []
+    assert by_kind == {"turn": UsageTotals(messages=1)}
 
 
 def test_a_turn_whose_model_failed_still_records_what_was_answered(uow_factory):
     with FakeOpenAI(personality="no-usage") as server:
         server.queue_reply("not json at all, and no braces")
-        service = ConversationService(uow_factory, CONFIG, chat_model=model_of(server), clock=lambda: NOW)
+        service = conversation(uow_factory, CONFIG, server, clock=lambda: NOW)
         reply = say(service, "I like oolong tea", "1")
     calls, _by_kind, _user = usage_of(uow_factory)
-    assert reply.text and calls and all(call.estimated and call.kind == "turn" for call in calls)
+    assert reply.text
+    assert calls
+    assert all(call.estimated and call.kind == "turn" for call in calls)
 
 
 def test_a_batch_larger_than_one_statement_is_recorded_whole(uow_factory):

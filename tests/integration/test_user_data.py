@@ -10,19 +10,17 @@ from sqlalchemy import select, text, update
 
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands.service import MemoryCommands
-from shared.conversation.service import ConversationService
 from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
 from shared.errors import InvalidCommand
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS
 from shared.reminders.service import claim_due_reminders
 from tests.conftest import audit_of
+from tests.integration import test_commands
 from tests.integration.test_commands import (
     ALICE,
     BOB,
-    CONFIG,
     START,
-    Clock,
     count,
     fingerprint,
     give_vectors,
@@ -37,19 +35,8 @@ from tests.integration.test_commands import (
 pytestmark = pytest.mark.pgvector  # an export must leave the vectors out where there are some
 
 
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def commands(uow_factory, clock) -> MemoryCommands:
-    return MemoryCommands(uow_factory, default_timezone="Asia/Shanghai", clock=clock)
-
-
-@pytest.fixture
-def conversation(uow_factory, clock) -> ConversationService:
-    return ConversationService(uow_factory, CONFIG, chat_model=None, clock=clock)
+clock, commands, conversation = test_commands.clock, test_commands.commands, test_commands.conversation
+"""The fixtures of tests/integration/test_commands.py: a clock set by hand, the commands and the offline hot path."""
 
 
 def export_of(commands: MemoryCommands, caller) -> dict:
@@ -99,13 +86,17 @@ def test_an_export_holds_all_of_the_callers_data_and_nothing_of_anyone_else(comm
     chain = {m["content"]: m for m in document["memories"]}
     assert chain["我住在北京"]["superseded_by"] == chain["我住在上海"]["id"]
     source = next(t for t in document["turns"] if t["id"] == chain["我喜欢乌龙茶"]["source_turn"])
-    assert source["text"] == "我喜欢乌龙茶" and source["episode"] == 1
+    assert source["text"] == "我喜欢乌龙茶"
+    assert source["episode"] == 1
     assert document["profile"]["scratchpad"] == {"current_focus": "搬家"}
     assert (chain["去了杭州"]["entities"], chain["去了杭州"]["happened_at"][:10]) == (["杭州", "西湖"], "2026-10-23")
     assert [t["content"] for t in document["todos"]] == ["开会"]
     raw = exported.data.decode()
-    assert "green tea" not in raw and "call mom" not in raw
-    assert "embedding" not in raw and "user_id" not in raw and "platform_user_id" not in raw
+    assert "green tea" not in raw
+    assert "call mom" not in raw
+    assert "embedding" not in raw
+    assert "user_id" not in raw
+    assert "platform_user_id" not in raw
 
 
 def test_export_forget_all_import_export_again_gives_the_same_content(commands, conversation, uow_factory):
@@ -134,7 +125,9 @@ def test_importing_the_same_file_twice_adds_nothing_the_second_time(commands, co
     data = commands.export_data(ALICE).data
     before = fingerprint(uow_factory)
     report = commands.import_data(ALICE, data)
-    assert set(report.imported.values()) == {0} and report.refused == () and report.duplicates > 0
+    assert set(report.imported.values()) == {0}
+    assert report.refused == ()
+    assert report.duplicates > 0
     assert fingerprint(uow_factory) == before
 
 
@@ -189,7 +182,8 @@ def test_an_imported_memory_with_nothing_visible_is_refused(commands, uow_factor
         {"id": number + 1, "type": "fact", "content": blank} for number, blank in enumerate(blanks)] + [
         {"id": 99, "type": "fact", "content": "grows basil\u2800"}]}
     report = commands.import_data(ALICE, json.dumps(document).encode())
-    assert report.imported["memories"] == 1 and len(report.refused) == len(blanks)
+    assert report.imported["memories"] == 1
+    assert len(report.refused) == len(blanks)
     assert memories_of(commands, ALICE) == ["grows basil\u2800"]
 
 
@@ -264,7 +258,8 @@ def test_an_imported_file_cannot_pass_the_pending_cap_and_its_long_past_reminder
 
     report = commands.import_data(BOB, json.dumps(document).encode())
 
-    assert report.imported["todos"] == 30 + MAX_PENDING_REMINDERS - 1 + 1 and report.missed == 30
+    assert report.imported["todos"] == 30 + MAX_PENDING_REMINDERS - 1 + 1
+    assert report.missed == 30
     assert sum("the most I keep" in reason for reason in report.refused) == 21
     assert len(commands.list_reminders(BOB)) == MAX_PENDING_REMINDERS
     assert count(uow_factory, "SELECT count(*) FROM todos WHERE status = 'cancelled' AND last_error LIKE "
@@ -287,7 +282,8 @@ def test_a_time_beyond_year_9998_in_utc_is_refused_and_the_user_can_still_list_e
     assert (report.imported["todos"], report.imported["memories"]) == (1, 1)
     reasons = "\n".join(report.refused)
     assert "todos[0]: due_at '9999-12-31T20:00:00-13:00' is not an ISO 8601 time" in reasons
-    assert "memories[0]: created_at '1901-01-01T00:00Z'" in reasons and "from 1970 to 9998 in UTC" in reasons
+    assert "memories[0]: created_at '1901-01-01T00:00Z'" in reasons
+    assert "from 1970 to 9998 in UTC" in reasons
     assert [r.content for r in commands.list_reminders(BOB)] == ["dentist"]
     assert commands.import_data(BOB, commands.export_data(BOB).data).duplicates == 2
 

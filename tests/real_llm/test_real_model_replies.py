@@ -14,15 +14,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.conversation.config import ConversationConfig
 from shared.conversation.fitting import MESSAGE_CUT_MARK, PAST_CUT_MARK
-from shared.conversation.messages import IncomingMessage
 from shared.conversation.service import ConversationService
 from shared.conversation.warning_texts import WarningCode
 from shared.llm.client import ChatModel
 from shared.llm.turn_answer import read_turn_answer
 from shared.llm.turn_schema import NOTE_OPEN
 from shared.speech.non_answers import non_answer
+from tests.builders import conversation_config, message
 from tests.fakes.recording_proxy import RecordingProxy
 from tests.real_llm.conftest import MODEL_ALIAS, N_CTX
 
@@ -31,9 +30,7 @@ pytestmark = [pytest.mark.real_llm, pytest.mark.timeout(900)]
 TURN_SECONDS = 150
 MAX_OUTPUT_TOKENS = 96
 START = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
-CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
-                            memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
-                            default_timezone="Asia/Shanghai")
+CONFIG = conversation_config(default_timezone="Asia/Shanghai")
 DIARY = "这是我这个月的日记，想请你看看：" + "".join(
     f"第{day}天：06:{day % 60:02d}起床，07:10送朵朵去幼儿园，坐2号线到公司，"
     "09:30、11:00、14:15开会，18:20健身，23:05睡觉。" for day in range(1, 130))
@@ -44,10 +41,9 @@ ORDINARY = ["Hi! My name is Lin and I live in Lisbon.", "我很喜欢喝茉莉�
 
 
 def say(service: ConversationService, text: str, number: int):
-    message = IncomingMessage(platform="telegram", chat_id="c1", user_id="lin", text=text,
-                              sent_at=START + timedelta(minutes=number), is_private=True, display_name="Lin",
-                              message_id=str(number))
-    return asyncio.run(service.handle_message(message))
+    incoming = message(text, user="lin", chat="c1", sent=START + timedelta(minutes=number), name="Lin",
+                       message_id=str(number))
+    return asyncio.run(service.handle_message(incoming))
 
 
 def model_on(proxy: RecordingProxy) -> ChatModel:
@@ -66,9 +62,11 @@ def test_a_conversation_longer_than_the_servers_window_is_fitted_to_it_and_answe
                       "ratio": model.window.ratio,
                       "replies": [[reply.text, reply.notice, [str(warning) for warning in reply.warnings]]
                                   for reply in (pasted, after)]}, ensure_ascii=False))
-    assert len(refused) == 1 and f"maximum context length is {N_CTX} tokens" in bytes(refused[0].answer).decode()
+    assert len(refused) == 1
+    assert f"maximum context length is {N_CTX} tokens" in bytes(refused[0].answer).decode()
     assert model.window.tokens == N_CTX  # the refusal named it: every later prompt fits from the start
-    assert [request.status for request in requests][-2:] == [200, 200] and requests[-2].status == 200
+    assert [request.status for request in requests][-2:] == [200, 200]
+    assert requests[-2].status == 200
     for reply in (pasted, after):  # offline only where the model's own answer was unusable (its quality)
         codes = {warning.code for warning in reply.warnings}
         assert not codes & {WarningCode.CONTEXT_OVERFLOW, WarningCode.MODEL_UNAVAILABLE}
@@ -76,7 +74,8 @@ def test_a_conversation_longer_than_the_servers_window_is_fitted_to_it_and_answe
     first_sent = requests[requests.index(refused[0]) + 1].body["messages"]
     assert MESSAGE_CUT_MARK in first_sent[-1]["content"]  # the diary alone did not fit: its start was read
     if not pasted.offline:  # the user is told how much of it the model read
-        assert pasted.notice is not None and pasted.notice.startswith("你的消息太长，模型只读了前 ")
+        assert pasted.notice is not None
+        assert pasted.notice.startswith("你的消息太长，模型只读了前 ")
     last_sent = requests[-1].body["messages"]
     assert any(PAST_CUT_MARK in message["content"] for message in last_sent if message["role"] == "user")
 
@@ -95,10 +94,12 @@ def test_the_small_models_non_answers_are_never_shown_as_its_reply(real_llm_url,
         assert reply.text.strip() and WarningCode.MODEL_UNAVAILABLE not in {
             warning.code for warning in reply.warnings}
         if answer and non_answer(answer, text) is not None:  # a non-answer came back: the offline responder spoke
-            assert reply.offline and reply.text != answer
+            assert reply.offline
+            assert reply.text != answer
             assert WarningCode.MODEL_NON_ANSWER in {warning.code for warning in reply.warnings}
         elif not reply.offline:  # the model's own words (cut at a sentence's end when max_tokens cut them)
-            assert reply.text[:40] in answer and non_answer(reply.text, text) is None
+            assert reply.text[:40] in answer
+            assert non_answer(reply.text, text) is None
 
 
 def _asked(request) -> str:

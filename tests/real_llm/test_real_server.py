@@ -186,7 +186,8 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
     assert len(offline) <= len(unusable), (transcript, [r.content()[:200] for r in requests])
     for _label, reply, warnings, seconds in turns:
         assert not any("unavailable" in w for w in warnings), transcript
-        assert reply.strip() and not reply.lstrip().startswith(("{", "[", "`")), transcript
+        assert reply.strip(), transcript
+        assert not reply.lstrip().startswith(("{", "[", "`")), transcript
         assert not any(name in reply for name in FIELD_NAMES), transcript
         assert seconds < TURN_LIMIT_SECONDS, figures
     assert extracted == [True, True], figures
@@ -197,7 +198,8 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
         refused_schema = request.body.get("response_format", {}).get("type") == "json_schema"
         assert request.status == 200 or refused_schema, (request.status, request.body.get("response_format"))
     memory_keeper = [r for r in requests if not _is_turn(r)]
-    assert memory_keeper and all(r.status == 200 for r in memory_keeper)
+    assert memory_keeper
+    assert all(r.status == 200 for r in memory_keeper)
 
 
 DOCTOR_SECONDS = 30  # the doctor's own deadline for the model check (shared/app/doctor_llm.py)
@@ -220,7 +222,9 @@ def test_doctor_times_the_real_server_within_its_deadline_and_names_the_output_m
     line = next(line for line in doctor.stdout.splitlines() if "] llm:" in line)
     print(f"{seconds:.0f} s: {line}")
     assert "output mode json_object+schema, refused: json_schema" in line, line
-    assert "first token after" in line and "tokens/s" in line and "LLM_TIMEOUT_SECONDS=" in line, line
+    assert "first token after" in line, line
+    assert "tokens/s" in line, line
+    assert "LLM_TIMEOUT_SECONDS=" in line, line
     assert seconds < limit + DOCTOR_OTHER_SECONDS, f"the doctor took {seconds:.0f} s"
     if llm_seconds:  # time enough for a whole turn
         assert "one turn took" in line, line

@@ -63,7 +63,8 @@ def test_a_block_outranks_an_allow_but_never_an_operator():
     assert decide(DC_IN_GUILD, lists).reason == "operator"
     without_operator = policy(("allow", "user", "discord", "42"), ("block", "role", "discord", "61"))
     blocked = decide(DC_IN_GUILD, without_operator)
-    assert blocked == Decision(False, "blocked") and blocked.entry == Entry("block", "role", "discord", "61")
+    assert blocked == Decision(False, "blocked")
+    assert blocked.entry == Entry("block", "role", "discord", "61")
     assert decide(DC_DM, without_operator).allowed  # roles belong to a server: none in a DM
 
 
@@ -142,7 +143,8 @@ def test_the_settings_lists_become_the_baseline_policy(clean_environment, monkey
     monkeypatch.setenv("TELEGRAM_ALLOW_CHATS", "-100777,1001")
     monkeypatch.setenv("ACCESS_DEFAULT", "Closed")
     baseline = load_settings().access_policy()
-    assert baseline.operators == {("telegram", "5"), ("discord", "6")} and baseline.default == "closed"
+    assert baseline.operators == {("telegram", "5"), ("discord", "6")}
+    assert baseline.default == "closed"
     assert baseline.entries == {Entry("block", "user", "telegram", "13"), Entry("block", "user", "discord", "14"),
                                 Entry("allow", "role", "discord", "61"), Entry("allow", "chat", "telegram", "-100777"),
                                 Entry("allow", "chat", "telegram", "1001")}

@@ -33,14 +33,17 @@ def jpeg(width: int, height: int, *, orientation: int | None = None, mode: str =
 
 def test_a_photo_is_downscaled_to_the_cap_upright_and_without_metadata():
     result = Image.open(io.BytesIO(for_model(jpeg(3000, 2000, orientation=6))))  # 6: rotated 90° on the camera
-    assert result.format == "JPEG" and result.size == (683, IMAGE_MAX_SIDE)  # turned upright, then scaled
-    assert not result.getexif() and b"CameraMaker" not in for_model(jpeg(3000, 2000))
+    assert result.format == "JPEG"  # turned upright, then scaled
+    assert result.size == (683, IMAGE_MAX_SIDE)
+    assert not result.getexif()
+    assert b"CameraMaker" not in for_model(jpeg(3000, 2000))
 
 
 def test_a_small_or_transparent_image_is_never_enlarged_and_laid_on_white():
     assert Image.open(io.BytesIO(for_model(jpeg(200, 100)))).size == (200, 100)
     png = Image.open(io.BytesIO(for_model(jpeg(50, 50, mode="RGBA"))))
-    assert png.mode == "RGB" and png.getpixel((1, 1)) == (255, 255, 255)
+    assert png.mode == "RGB"
+    assert png.getpixel((1, 1)) == (255, 255, 255)
 
 
 @pytest.mark.parametrize("data", [b"not an image", b"\x89PNG\r\n\x1a\n" + b"\0" * 40, b""])
@@ -69,8 +72,10 @@ def test_what_a_file_is_taken_for(name, mime, kind):
 
 
 def test_size_and_type_are_checked_before_any_download():
-    assert admit("photo", MAX_IMAGE_BYTES) is None and admit("photo", MAX_IMAGE_BYTES + 1) == "too_large"
-    assert admit("file", MAX_TEXT_FILE_BYTES + 1) == "too_large" and admit("file", None) is None
+    assert admit("photo", MAX_IMAGE_BYTES) is None
+    assert admit("photo", MAX_IMAGE_BYTES + 1) == "too_large"
+    assert admit("file", MAX_TEXT_FILE_BYTES + 1) == "too_large"
+    assert admit("file", None) is None
     assert admit("file", 10, readable=False) == "unread_type"
     assert admit("photo", 10, allowed=False) == "over_limit"  # the sender's allowance spent: not fetched
     assert admit("photo", MAX_IMAGE_BYTES + 1, allowed=False) == "too_large"  # what it is, before the allowance
@@ -81,7 +86,9 @@ def test_a_text_file_is_read_whole_or_cut_at_the_cap_on_a_line():
     assert read_text("你好，世界".encode("gb18030")) == ("你好，世界", False)
     long = "".join(f"line {n} says something\n" for n in range(3000))
     text, cut = read_text(long.encode())
-    assert cut and estimate_tokens(text) <= TEXT_FILE_TOKEN_CAP and text.endswith("says something")
+    assert cut
+    assert estimate_tokens(text) <= TEXT_FILE_TOKEN_CAP
+    assert text.endswith("says something")
     with pytest.raises(UnreadableText):
         read_text(b"PK\x03\x04\x00\x00binary")
 
@@ -91,14 +98,17 @@ def test_the_round_keeps_marks_never_content_and_the_prompt_gets_the_file():
     line = turn_line("look", [PHOTO, notes, Attachment(kind="sticker", emoji="😺")])
     assert line == "look\n[photo]\n[file notes/file.txt]\n😺"
     shown = prompt_text(line, [notes])
-    assert shown.startswith(line) and '<file name="notes/file.txt">\nmilk' in shown and "was cut" in shown
+    assert shown.startswith(line)
+    assert '<file name="notes/file.txt">\nmilk' in shown
+    assert "was cut" in shown
     assert turn_line("", [Attachment(kind="file", name="a.pdf", outcome="unread_type")]) == \
         "[file a.pdf, not read: not a kind of file I read]"
 
 
 def test_a_photos_description_replaces_its_mark_on_one_line():
     assert described("look\n[photo]", "a grey cat\non a [blue] sofa") == "look\n[photo: a grey cat on a (blue) sofa]"
-    assert described("look", "a cat") == "look" and described("[photo]", "  ") == "[photo]"
+    assert described("look", "a cat") == "look"
+    assert described("[photo]", "  ") == "[photo]"
     assert round_line("[photo]", "a cat", image_seen=False) == "[photo]"
     assert round_line("[photo]", "a cat", image_seen=True) == "[photo: a cat]"
 
@@ -123,8 +133,10 @@ def test_the_image_goes_with_the_last_user_message_and_counts_as_image_tokens():
     messages = [{"role": "system", "content": "rules"}, {"role": "user", "content": "hi"},
                 {"role": "assistant", "content": "hello"}, {"role": "user", "content": "look <app_note>…"}]
     seen = with_image(messages, "data:image/jpeg;base64,AAAA")
-    assert seen[:3] == messages[:3] and seen[3]["content"][0] == {"type": "text", "text": "look <app_note>…"}
-    assert image_count(seen) == 1 and content_text(seen[3]["content"]) == "look <app_note>…"
+    assert seen[:3] == messages[:3]
+    assert seen[3]["content"][0] == {"type": "text", "text": "look <app_note>…"}
+    assert image_count(seen) == 1
+    assert content_text(seen[3]["content"]) == "look <app_note>…"
     assert estimate_chat(seen) == estimate_chat(messages) + IMAGE_TOKENS  # never the base64 as text
 
 

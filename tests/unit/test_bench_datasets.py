@@ -65,14 +65,17 @@ def test_madial_turns_search_with_the_latest_user_line_and_the_earlier_ones_as_c
     (tmp_path / "dialogues-dev.jsonl").write_text(json.dumps(dialogue, ensure_ascii=False) + "\n")
     [memory], [loaded] = load_madial(tmp_path)
     assert (memory.id, memory.at) == ("7", datetime(2023, 12, 25, tzinfo=UTC))
-    assert loaded.user_lines == ("一", "三") and loaded.relevant == ("7",)
+    assert loaded.user_lines == ("一", "三")
+    assert loaded.relevant == ("7",)
     assert madial_turn(loaded.user_lines) == ("三", ("一",))
 
 
 def test_recall_any_all_and_share_count_relevant_items_in_the_top_k():
     ranked = ["a", "b", "c", "d"]
-    assert recall_any(ranked, ["c", "z"], 2) == 0.0 and recall_any(ranked, ["c", "z"], 3) == 1.0
-    assert recall_all(ranked, ["a", "c"], 2) == 0.0 and recall_all(ranked, ["a", "c"], 3) == 1.0
+    assert recall_any(ranked, ["c", "z"], 2) == 0.0
+    assert recall_any(ranked, ["c", "z"], 3) == 1.0
+    assert recall_all(ranked, ["a", "c"], 2) == 0.0
+    assert recall_all(ranked, ["a", "c"], 3) == 1.0
     assert recall_share(ranked, ["a", "c", "z", "y"], 3) == 0.5
     assert recall_any([], ["a"], 10) == 0.0
 
@@ -83,7 +86,8 @@ def test_locomo_figures_split_by_category_and_count_sessions():
     figures = locomo_figures(rows)
     assert set(figures) == {"overall", "1 multi-hop", "4 single-hop"}
     assert figures["overall"]["recall_any@1"] == 0.5
-    assert figures["1 multi-hop"]["session_recall@5"] == 0.5 and figures["1 multi-hop"]["recall_all@20"] == 0.0
+    assert figures["1 multi-hop"]["session_recall@5"] == 0.5
+    assert figures["1 multi-hop"]["recall_all@20"] == 0.0
     assert madial_figures([(["1", "2"], ("2", "3"), nothing)])["recall@1"] == 0.0
     assert madial_figures([(["1", "2"], ("2", "3"), nothing)])["recall@3"] == pytest.approx(0.5)
 
@@ -93,14 +97,17 @@ def test_evidence_counts_as_in_the_prompt_only_when_the_prompt_holds_it_whatever
     packed = (4, ["D1:2"], ("D1:2", "D1:3"), Packed(("D1:2",), 80))
     overall = locomo_figures([found_but_cut, packed])["overall"]
     assert overall["recall_any@5"] == 1.0
-    assert overall["evidence_in_prompt"] == 0.5 and overall["all_evidence_in_prompt"] == 0.0
-    assert overall["memories_in_prompt"] == 1.0 and overall["context_tokens_mean"] == 100
+    assert overall["evidence_in_prompt"] == 0.5
+    assert overall["all_evidence_in_prompt"] == 0.0
+    assert overall["memories_in_prompt"] == 1.0
+    assert overall["context_tokens_mean"] == 100
     assert overall["context_tokens_p95"] == 120
 
 
 def test_a_madial_dialogue_counts_the_share_of_its_relevant_memories_in_the_prompt():
     figures = madial_figures([(["1", "2", "3"], ("2", "3"), Packed(("1", "2"), 90))])
-    assert figures["recall@3"] == 1.0 and figures["evidence_in_prompt"] == 0.5
+    assert figures["recall@3"] == 1.0
+    assert figures["evidence_in_prompt"] == 0.5
     assert in_prompt_figures([])["evidence_in_prompt"] == 0.0
 
 

@@ -30,7 +30,9 @@ def turn_prompt(memories: list[MemoryLine]) -> list[dict[str, str]]:
 
 def test_percentiles_and_distribution_of_a_hundred_values():
     values = [float(v) for v in range(1, 101)]
-    assert percentile(values, 0.5) == 51 and percentile(values, 0.95) == 95 and percentile(values, 1.0) == 100
+    assert percentile(values, 0.5) == 51
+    assert percentile(values, 0.95) == 95
+    assert percentile(values, 1.0) == 100
     assert distribution(values) == {"count": 100, "mean": 50.5, "p50": 51, "p95": 95, "max": 100}
 
 
@@ -50,7 +52,8 @@ def test_each_product_prompt_is_counted_as_its_own_kind_of_llm_call():
 def test_the_memory_section_is_read_from_the_app_note_and_holds_the_remembered_lines():
     lines = [MemoryLine(i, "preference", f"likes dish number {i} with extra garlic", NOW) for i in range(5)]
     section = memory_section(turn_prompt(lines))
-    assert section.startswith("What you know about the user") and section.endswith("</memories>")
+    assert section.startswith("What you know about the user")
+    assert section.endswith("</memories>")
     assert all(line.content in section for line in lines)
     assert "Answer with one JSON object" not in section
     assert estimate_tokens(section) > sum(estimate_tokens(line.content) for line in lines)
@@ -76,7 +79,8 @@ def test_a_locomo_sample_replays_the_first_speaker_as_the_user_and_the_other_as_
         ("Hi Bo! I adopted a cat. a cat", "Lovely!"), ("Her name is Mimi.", "Talk soon!"), ("Sleepy.", "Talk soon!")]
     assert replay.messages[0].at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     assert replay.messages[2].at.date() == datetime(2023, 5, 9).date()
-    assert replay.transcript.splitlines()[0] == "Ann: Hi Bo!" and "Bo: How is Mimi?" in replay.transcript
+    assert replay.transcript.splitlines()[0] == "Ann: Hi Bo!"
+    assert "Bo: How is Mimi?" in replay.transcript
 
 
 RESULTS = {

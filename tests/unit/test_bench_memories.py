@@ -36,4 +36,7 @@ def test_the_report_prints_the_junk_rate_and_the_coverage():
             "junk_examples": [{"memory": "我叫什么名字", "said": "我叫什么名字？", "kinds": ["question"]}]}
     text = report({"goal_junk_rate": 0.02, "locomo": part, "madial": {**part, "coverage": None},
                    "all": {**part, "goal_met": False}})
-    assert "25.0%" in text and "50.0%" in text and "NOT met" in text and "我叫什么名字" in text
+    assert "25.0%" in text
+    assert "50.0%" in text
+    assert "NOT met" in text
+    assert "我叫什么名字" in text

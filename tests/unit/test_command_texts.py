@@ -83,8 +83,12 @@ def test_an_empty_page_says_so_differently_with_and_without_a_filter():
 
 
 def test_the_locale_picks_chinese_only_for_zh():
-    assert texts.is_chinese("zh-TW") and texts.is_chinese("ZH") and texts.is_chinese("zh_Hans")
-    assert not texts.is_chinese("en-US") and not texts.is_chinese(None) and not texts.is_chinese("")
+    assert texts.is_chinese("zh-TW")
+    assert texts.is_chinese("ZH")
+    assert texts.is_chinese("zh_Hans")
+    assert not texts.is_chinese("en-US")
+    assert not texts.is_chinese(None)
+    assert not texts.is_chinese("")
 
 
 @pytest.mark.parametrize("locale", ["en", "zh-CN"])
@@ -101,7 +105,8 @@ def test_the_command_menu_has_every_command_with_descriptions_that_fit_discord_a
                      "export", "import", "pause", "resume", "link", "panel", "usage", "help"]
     for name, english, chinese in texts.COMMANDS:
         assert re.fullmatch(r"[a-z0-9_]{1,32}", name)
-        assert 1 <= len(english) <= 100 and 1 <= len(chinese) <= 100
+        assert 1 <= len(english) <= 100
+        assert 1 <= len(chinese) <= 100
 
 
 def test_an_origin_quotes_the_message_and_its_link_or_says_where_it_came_from():
@@ -115,7 +120,9 @@ def test_an_origin_quotes_the_message_and_its_link_or_says_where_it_came_from():
 def test_a_confirmation_names_what_goes_counts_the_rest_and_when_the_buttons_stop_working():
     some = Confirmation("t" * 22, "forget", 7, ("喜欢乌龙茶", "喜欢绿茶"), NOW + timedelta(minutes=5))
     shown = texts.confirmation_text(some, "en", now=NOW)
-    assert shown.startswith("Forget these 7 memories?") and "• 喜欢乌龙茶" in shown and "… and 5 more" in shown
+    assert shown.startswith("Forget these 7 memories?")
+    assert "• 喜欢乌龙茶" in shown
+    assert "… and 5 more" in shown
     assert "5 minutes" in shown
     everything = Confirmation("t" * 22, "forget", 2, (), NOW + timedelta(minutes=5), everything=True)
     assert "一切" in texts.confirmation_text(everything, "zh", now=NOW)
@@ -128,7 +135,8 @@ def test_a_forget_by_search_names_the_exchanges_it_takes_beside_the_memories():
                         round_preview=("2026-11-20 我在喝乌龙茶",))
     shown = texts.confirmation_text(both, "en", now=NOW)
     assert shown.startswith("Forget this memory and 3 exchanges of ours?")
-    assert "• 2026-11-20 you said: 我在喝乌龙茶" in shown and "… and 2 more exchanges" in shown
+    assert "• 2026-11-20 you said: 我在喝乌龙茶" in shown
+    assert "… and 2 more exchanges" in shown
     only_said = Confirmation("t" * 22, "forget", 0, (), NOW + timedelta(minutes=5), rounds=1,
                              round_preview=("2026-11-20 tea time",))
     assert texts.confirmation_text(only_said, "zh", now=NOW).startswith("确定删除这 1 段对话吗？")
@@ -140,7 +148,8 @@ def test_results_read_naturally_in_both_languages():
     assert texts.remembered_text(TEA, "zh") == "好的，我记住了：喜欢乌龙茶（#12，preference）"
     assert texts.paused_text(True, "en").startswith("Paused") and texts.paused_text(False, "zh") == (
         "已恢复，我会继续记住你说的事。")
-    assert texts.unlinked_text("en") and texts.cancelled_text("en")
+    assert texts.unlinked_text("en")
+    assert texts.cancelled_text("en")
 
 
 def test_reminders_show_their_local_time_and_zone():
@@ -205,13 +214,16 @@ def test_an_import_report_counts_each_section_and_lists_some_refusals():
                           refused=tuple(f"memories[{i}]: bad" for i in range(12)), duplicates=2)
     shown = texts.import_report_text(report, "en")
     assert shown.splitlines()[0] == "Imported: 3 memories, 1 summary, 0 reminders, 10 messages, 1 profile"
-    assert "Skipped 2 you already had." in shown and "… and 2 more" in shown
+    assert "Skipped 2 you already had." in shown
+    assert "… and 2 more" in shown
     assert texts.import_report_text(report, "zh").startswith("已导入：记忆 3、摘要 1、提醒 0、聊天记录 10、档案 1")
 
 
 def test_a_link_code_says_how_to_use_it_and_for_how_long():
     shown = texts.link_code_text(LinkCode("K7M2QX9P", NOW + timedelta(minutes=4)), "en", now=NOW)
-    assert "K7M2QX9P" in shown and "/link K7M2QX9P" in shown and "4 minutes" in shown
+    assert "K7M2QX9P" in shown
+    assert "/link K7M2QX9P" in shown
+    assert "4 minutes" in shown
 
 
 def test_a_link_request_names_the_account_it_would_join_and_how_to_confirm_there():
@@ -221,7 +233,8 @@ def test_a_link_request_names_the_account_it_would_join_and_how_to_confirm_there
     assert "the Telegram account “Alice” and the console account “local”" in english
     assert "Telegram 账号「Alice」、console 账号「local」" in chinese
     for shown in (english, chinese):
-        assert "/link confirm W3XR8TQA" in shown and "5" in shown
+        assert "/link confirm W3XR8TQA" in shown
+        assert "5" in shown
     assert "Discord account “mallory”" in texts.linked_text(Account("discord", "mallory"), "en")
     assert "Discord 账号「mallory」" in texts.linked_text(Account("discord", "mallory"), "zh")
 
@@ -230,9 +243,12 @@ def test_every_error_key_the_services_raise_has_a_text_in_both_languages():
     raised = set()
     for path in SHARED.rglob("*.py"):
         raised |= set(re.findall(r'(?:InvalidCommand|NotFound|ConfirmationInvalid)\("([a-z_]+)"', path.read_text()))
-    assert raised and raised <= set(texts.ERRORS), raised - set(texts.ERRORS)
+    assert raised, raised - set(texts.ERRORS)
+    assert raised <= set(texts.ERRORS), raised - set(texts.ERRORS)
     for english, chinese in texts.ERRORS.values():
-        assert english and chinese and english != chinese
+        assert english
+        assert chinese
+        assert english != chinese
 
 
 def test_errors_are_rendered_with_their_parameters_and_unknown_ones_get_a_general_message():

@@ -114,7 +114,8 @@ def test_postgres_password_is_never_written_in_the_file(services: dict[str, dict
 
 def test_redis_has_a_healthcheck(services: dict[str, dict[str, Any]]) -> None:
     check = " ".join(services["redis"]["healthcheck"]["test"])
-    assert "redis-cli" in check and "ping" in check, f"redis is not health-checked with redis-cli ping: {check!r}"
+    assert "redis-cli" in check, f"redis is not health-checked with redis-cli ping: {check!r}"
+    assert "ping" in check, f"redis is not health-checked with redis-cli ping: {check!r}"
 
 
 @pytest.mark.parametrize("name", APP_SERVICES + INFRASTRUCTURE)
@@ -129,7 +130,8 @@ def test_a_bot_runs_only_in_its_platforms_profile_and_everything_else_always(
 def test_the_slash_commands_are_published_once_before_the_discord_bot_starts(
         services: dict[str, dict[str, Any]]) -> None:
     sync = services["discord-sync"]
-    assert command_of(sync) == ["mnemo", "discord", "--sync"] and str(sync.get("restart")) == "no"
+    assert command_of(sync) == ["mnemo", "discord", "--sync"]
+    assert str(sync.get("restart")) == "no"
     for bot in ("bot-discord", "bot-discord-shards-even", "bot-discord-shards-odd"):
         assert services[bot]["depends_on"]["discord-sync"]["condition"] == "service_completed_successfully"
         assert "--sync" not in command_of(services[bot])
@@ -139,12 +141,14 @@ def test_two_discord_processes_split_the_shards_between_them(services: dict[str,
     commands = [command_of(services[name]) for name in ("bot-discord-shards-even", "bot-discord-shards-odd")]
     counts = {command[command.index("--shard-count") + 1] for command in commands}
     ids = [command[command.index("--shards") + 1] for command in commands]
-    assert counts == {"${DISCORD_SHARD_COUNT:-2}"} and ids == ["${DISCORD_SHARDS_EVEN:-0}", "${DISCORD_SHARDS_ODD:-1}"]
+    assert counts == {"${DISCORD_SHARD_COUNT:-2}"}
+    assert ids == ["${DISCORD_SHARDS_EVEN:-0}", "${DISCORD_SHARDS_ODD:-1}"]
 
 
 def test_telegram_webhook_replicas_listen_for_the_proxy_and_poll_nowhere(services: dict[str, dict[str, Any]]) -> None:
     command = command_of(services["bot-telegram-webhook"])
-    assert command[:3] == ["mnemo", "telegram", "--webhook-url"] and command[command.index("--listen") + 1] == "0.0.0.0"
+    assert command[:3] == ["mnemo", "telegram", "--webhook-url"]
+    assert command[command.index("--listen") + 1] == "0.0.0.0"
     assert services["bot-telegram-webhook"]["deploy"]["replicas"] >= 2
     assert services["bot-telegram"]["deploy"]["replicas"] == 1
 
@@ -158,7 +162,8 @@ def test_telegram_webhook_replicas_have_a_loopback_host_port_each_and_never_run_
     [mapping] = [interpolate(str(entry)) for entry in replicas["ports"]]
     host_ip, host_ports, container_port = mapping.split(":")
     first, last = (int(port) for port in host_ports.split("-"))
-    assert host_ip == "127.0.0.1" and container_port == "8443", mapping  # for a proxy on the host, nobody else
+    assert host_ip == "127.0.0.1", mapping  # for a proxy on the host, nobody else
+    assert container_port == "8443", mapping
     assert last - first + 1 >= replicas["deploy"]["replicas"], f"{mapping}: two replicas would need one host port"
 
 
@@ -246,7 +251,8 @@ def test_each_process_runs_a_mnemo_subcommand_that_exists_with_arguments_it_acce
     services: dict[str, dict[str, Any]], name: str,
 ) -> None:
     command = command_of(services[name])
-    assert command[:1] == ["mnemo"] and len(command) >= 2, f"{name} does not run `mnemo <subcommand>`: {command}"
+    assert command[:1] == ["mnemo"], f"{name} does not run `mnemo <subcommand>`: {command}"
+    assert len(command) >= 2, f"{name} does not run `mnemo <subcommand>`: {command}"
     assert command[1] in COMMANDS, f"{name} runs `mnemo {command[1]}`, which is not in shared.app.cli.COMMANDS"
     as_run = [_VARIABLE.sub(lambda found: found["arg"] or "", part) for part in command]  # compose's defaults
     try:
@@ -301,7 +307,8 @@ def test_each_long_running_process_is_health_checked_through_its_readiness_endpo
     assert check.get("test") == ["CMD", "mnemo", "health"], f"{name} is not health-checked with `mnemo health`"
     build_parser().parse_args(check["test"][2:])  # a subcommand mnemo has
     port = environment_of(service).get("METRICS_PORT", "")
-    assert port.isdigit() and int(port) > 0, f"{name} serves no /readyz for its health check (METRICS_PORT={port!r})"
+    assert port.isdigit(), f"{name} serves no /readyz for its health check (METRICS_PORT={port!r})"
+    assert int(port) > 0, f"{name} serves no /readyz for its health check (METRICS_PORT={port!r})"
     assert environment_of(service).get("METRICS_HOST") == "0.0.0.0", f"{name}'s /metrics is unreachable for Prometheus"
     assert not any(str(mapping).split(":")[-1] == port for mapping in service.get("ports", [])), (
         f"{name} publishes its operations port on the host")

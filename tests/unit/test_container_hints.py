@@ -29,7 +29,8 @@ def test_the_container_flag_wins_and_otherwise_dockers_or_podmans_marker_file_te
 def test_a_loopback_url_in_a_container_is_explained_with_the_address_that_reaches_the_host(url, tmp_path) -> None:
     hint = loopback_hint(url, "LLM_BASE_URL", IN_COMPOSE, tmp_path)
     port = url.rsplit(":", 1)[1]
-    assert "is the container itself" in hint and f"LLM_BASE_URL=http://host.docker.internal:{port}" in hint
+    assert "is the container itself" in hint
+    assert f"LLM_BASE_URL=http://host.docker.internal:{port}" in hint
     assert "not 127.0.0.1 only" in hint
 
 
@@ -82,4 +83,6 @@ def test_outside_compose_the_doctor_has_nothing_to_say_about_profiles() -> None:
 ])
 def test_the_doctor_says_which_bots_the_profiles_start_and_what_each_lacks(environ, verdict, words) -> None:
     check = compose_check(environ)
-    assert check is not None and check.verdict == verdict and words in check.detail, check
+    assert check is not None, check
+    assert check.verdict == verdict, check
+    assert words in check.detail, check

@@ -23,7 +23,8 @@ LLAMA_CPP_PYTHON_MODELS = {"object": "list", "data": [{"id": "gemma3", "object":
 def test_llama_cpp_props_name_one_slots_window():
     assert window_from_props(LLAMA_CPP_PROPS) == 8192
     assert window_from_props({"n_ctx": 4096}) == 4096
-    assert window_from_props({"detail": "Not Found"}) is None and window_from_props(["n_ctx"]) is None
+    assert window_from_props({"detail": "Not Found"}) is None
+    assert window_from_props(["n_ctx"]) is None
 
 
 def test_a_model_list_names_the_window_only_where_the_server_runs_with_it():
@@ -61,7 +62,8 @@ def test_the_budget_is_the_window_less_the_replys_room_and_the_instruction_in_es
     window = ContextWindow(configured=8192)
     assert window.prompt_budget(1024) == int((8192 - 1024) * 0.9)
     window.reported = 2048  # the server's smaller window wins; a larger one never raises the setting
-    assert window.tokens == 2048 and window.prompt_budget(200, instruction_tokens=286) == int(1848 * 0.9) - 286
+    assert window.tokens == 2048
+    assert window.prompt_budget(200, instruction_tokens=286) == int(1848 * 0.9) - 286
     window.reported = 32768
     assert window.tokens == 8192
     window.reported = 2048  # a small window: the reply's room is at most a quarter of it
@@ -74,7 +76,8 @@ def test_the_servers_token_count_calibrates_the_estimate_keeping_the_largest_rat
     assert window.ratio == 0.9
     window.observe(prompt_tokens=1500, estimated=1000)
     window.observe(prompt_tokens=800, estimated=1000)
-    assert window.ratio == 1.5 and window.prompt_budget(96) == int(4000 * 0.9 / 1.5)
+    assert window.ratio == 1.5
+    assert window.prompt_budget(96) == int(4000 * 0.9 / 1.5)
     window.refused(ContextRefusal(2048, prompt_tokens=6000), estimated=2000)
     assert (window.tokens, window.ratio) == (2048, 3.0)
     window.observe(prompt_tokens=10**6, estimated=1)

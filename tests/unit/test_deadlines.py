@@ -73,6 +73,7 @@ def test_what_is_to_be_done_loses_the_deadline_words_around_it():
 def test_a_time_put_first_is_a_deadline_when_the_words_after_it_end_in_due():
     text = "Friday 5pm the tax return is due"
     found = resolve_when(text, WEDNESDAY, TOKYO)
-    assert reads_as_deadline(text, found) and todo_content(found.rest) == "the tax return"
+    assert reads_as_deadline(text, found)
+    assert todo_content(found.rest) == "the tax return"
     other = "Friday 5pm pay Sam what is due to him"
     assert not reads_as_deadline(other, resolve_when(other, WEDNESDAY, TOKYO))

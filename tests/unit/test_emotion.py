@@ -114,7 +114,8 @@ def test_effective_emotion_is_neutral_below_the_threshold_and_itself_above():
 def test_the_plain_mode_ignores_the_emotion():
     assert strategy_for(emotion("sad"), enabled=False) == PLAIN_STRATEGY
     assert strategy_for(None, enabled=False) == PLAIN_STRATEGY
-    assert PLAIN_STRATEGY.use_memory and not PLAIN_STRATEGY.proactive_question
+    assert PLAIN_STRATEGY.use_memory
+    assert not PLAIN_STRATEGY.proactive_question
 
 
 # --- Emotion JSON -----------------------------------------------------------------------------

@@ -37,7 +37,8 @@ def test_a_time_outside_1970_to_9998_in_utc_refuses_the_entry_with_the_reason(wh
                                                "timezone": "UTC"}]))
     assert [t["content"] for t in document.sections["todos"]] == ["y"]
     [reason] = document.refused
-    assert reason.startswith("todos[0]: due_at") and "from 1970 to 9998 in UTC" in reason
+    assert reason.startswith("todos[0]: due_at")
+    assert "from 1970 to 9998 in UTC" in reason
 
 
 @pytest.mark.parametrize("content", ["\u200b\u200b", " \u2060\ufeff ", "\u202d\u202c", "\u200e"])

@@ -38,7 +38,8 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 
 def test_binds_loopback_and_lists_models(llm: FakeOpenAI, client: openai.OpenAI) -> None:
-    assert llm.base_url.startswith("http://127.0.0.1:") and llm.base_url.endswith("/v1")
+    assert llm.base_url.startswith("http://127.0.0.1:")
+    assert llm.base_url.endswith("/v1")
     assert [m.id for m in client.models.list()] == ["fake-chat", "fake-embed"]
 
 
@@ -49,9 +50,12 @@ def test_chat_completion_returns_queued_dict_then_default(llm: FakeOpenAI, clien
     second = client.chat.completions.create(model="fake-chat", messages=MESSAGES)
 
     assert json.loads(first.choices[0].message.content or "") == {"facts": ["cat is called Miso"]}
-    assert first.object == "chat.completion" and first.model == "fake-chat"
-    assert first.choices[0].finish_reason == "stop" and first.choices[0].message.role == "assistant"
-    assert first.usage is not None and first.usage.prompt_tokens > 0
+    assert first.object == "chat.completion"
+    assert first.model == "fake-chat"
+    assert first.choices[0].finish_reason == "stop"
+    assert first.choices[0].message.role == "assistant"
+    assert first.usage is not None
+    assert first.usage.prompt_tokens > 0
     assert first.usage.total_tokens == first.usage.prompt_tokens + first.usage.completion_tokens
     assert json.loads(second.choices[0].message.content or "") == {"response": "ok"}
     assert [body["messages"] for body in llm.chat_requests()] == [MESSAGES, MESSAGES]
@@ -75,7 +79,8 @@ def test_json_schema_refused_but_json_object_accepted_when_unsupported() -> None
         )
 
         assert refused.value.status_code == 400
-        assert "json_schema" in refused.value.message and "response_format" in refused.value.message
+        assert "json_schema" in refused.value.message
+        assert "response_format" in refused.value.message
         assert json.loads(reply.choices[0].message.content or "") == {"response": "ok"}
         assert llm.response_formats() == [schema, {"type": "json_object"}]
 
@@ -110,9 +115,11 @@ def test_streaming_answers_in_chunks_with_the_finish_reason_and_usage(llm: FakeO
                                                  stream_options={"include_usage": True}))
 
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert text == "a" * 40 and len(chunks) > 3
+    assert text == "a" * 40
+    assert len(chunks) > 3
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
-    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 10
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 10
 
 
 def test_embeddings_are_deterministic_and_rank_shared_words_higher(client: openai.OpenAI) -> None:

@@ -27,4 +27,5 @@ def test_anything_else_asks_to_forget_nothing(text):
 
 
 def test_the_speaker_is_left_out_of_the_words_looked_for():
-    assert named_words("I have a cat") == "have a cat" and named_words("我住在北京") == "住在北京"
+    assert named_words("I have a cat") == "have a cat"
+    assert named_words("我住在北京") == "住在北京"

@@ -26,7 +26,8 @@ def test_chunks_of_several_tokens_share_the_tokens_the_server_reported() -> None
 
 @pytest.mark.parametrize("measured", [reading(None, 0, None), reading(2.0, 1, 2.0), reading(2.0, 3, 2.0)])
 def test_without_two_timed_tokens_the_speed_and_a_turns_time_are_unknown(measured) -> None:
-    assert measured.tokens_per_second is None and measured.turn_seconds() is None
+    assert measured.tokens_per_second is None
+    assert measured.turn_seconds() is None
 
 
 def test_no_token_at_all_says_so() -> None:

@@ -49,7 +49,8 @@ def test_bound_fields_add_to_the_outer_ones_and_are_gone_after_the_block():
 def test_a_job_takes_along_the_turn_platform_and_user_but_not_the_task_or_strangers():
     assert log_context.carried({"turn": "t1", "platform": "discord", "user": "ab12", "task": "x", "sql": "drop"}) == \
         {"turn": "t1", "platform": "discord", "user": "ab12"}
-    assert log_context.carried(None) == {} and log_context.carried(["turn"]) == {}
+    assert log_context.carried(None) == {}
+    assert log_context.carried(["turn"]) == {}
     with log_context.bound(turn="t2", task="mnemo.sweep_outbox"):
         assert log_context.carried() == {"turn": "t2"}
 
@@ -60,7 +61,9 @@ def test_a_turn_gets_a_new_id_and_a_keyed_hash_of_its_user_that_is_not_the_plain
         first = log_context.current()
     with log_context.turn_context("telegram", "1001"):
         second = log_context.current()
-    assert first["turn"] != second["turn"] and first["user"] == second["user"] and first["platform"] == "telegram"
+    assert first["turn"] != second["turn"]
+    assert first["user"] == second["user"]
+    assert first["platform"] == "telegram"
     assert "1001" not in first["user"]
     assert first["user"] not in hashlib.sha256(b"telegram\x001001").hexdigest()
     assert log_context.hash_user("discord", "1001") != first["user"]
@@ -72,7 +75,8 @@ def test_the_hash_key_is_log_hash_key_or_derived_from_the_secrets_and_random_wit
     own = log_context.derive_key("my-own-log-hash-key", ["tok"])
     assert own == b"my-own-log-hash-key"
     derived = log_context.derive_key(None, ["b-secret", "a-secret"])
-    assert derived == log_context.derive_key(None, ["a-secret", "b-secret"]) and b"secret" not in derived
+    assert derived == log_context.derive_key(None, ["a-secret", "b-secret"])
+    assert b"secret" not in derived
     assert derived != log_context.derive_key(None, ["a-secret"])
     assert log_context.derive_key(None, []) is None
     log_context.use_key(None)
@@ -113,11 +117,16 @@ def test_a_json_line_is_one_event_with_the_context_and_a_redacted_traceback():
     lines = out.getvalue().splitlines()
     assert len(lines) == 2
     event, outside = map(json.loads, lines)
-    assert event["message"] == "job 7 failed\non two lines" and event["level"] == "ERROR"
+    assert event["message"] == "job 7 failed\non two lines"
+    assert event["level"] == "ERROR"
     assert (event["turn"], event["platform"], event["user"]) == ("t9", "telegram", "ab12")
-    assert event["logger"] == "mnemo.test.json" and event["time"].endswith("+00:00") and event["pid"] > 0
-    assert "RuntimeError: token *** refused" in event["exc"] and TOKEN not in out.getvalue()
-    assert "turn" not in outside and outside["message"] == "outside any turn"
+    assert event["logger"] == "mnemo.test.json"
+    assert event["time"].endswith("+00:00")
+    assert event["pid"] > 0
+    assert "RuntimeError: token *** refused" in event["exc"]
+    assert TOKEN not in out.getvalue()
+    assert "turn" not in outside
+    assert outside["message"] == "outside any turn"
 
 
 def test_a_text_line_ends_with_the_context_in_brackets():

@@ -11,7 +11,8 @@ def test_entities_are_short_distinct_names_and_anything_else_is_ignored():
     dog, biscuit, long_name = read_entities(["dog", "Biscuit", "dog", " ", 7, None, "x" * 500])
     assert (dog, biscuit, len(long_name)) == ("dog", "Biscuit", MAX_ENTITY_CHARS)
     assert len(read_entities([f"name {i}" for i in range(50)])) == MAX_ENTITIES
-    assert read_entities("dog") == () and read_entities(None) == ()
+    assert read_entities("dog") == ()
+    assert read_entities(None) == ()
 
 
 def test_when_is_a_past_day_or_month():

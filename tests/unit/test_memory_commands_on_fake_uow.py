@@ -43,7 +43,8 @@ def test_memories_are_listed_newest_first_in_pages_with_a_type_filter_and_a_sear
     assert (first.items[0].content, first.items[0].type, first.items[0].source) == ("Oolong tea", "preference",
                                                                                    "user_stated")
     last = commands.list_memories(ALICE, page=3, page_size=10)
-    assert [item.content for item in last.items][-1] == "fact number 0" and len(last.items) == 4
+    assert [item.content for item in last.items][-1] == "fact number 0"
+    assert len(last.items) == 4
     assert commands.list_memories(ALICE, page=99, page_size=10).page == 3
     assert [item.content for item in commands.list_memories(ALICE, type_="偏好").items] == ["Oolong tea"]
     assert commands.list_memories(ALICE, search="NUMBER 2").total == 4  # 2, 20, 21, 22
@@ -110,7 +111,8 @@ def test_forget_by_search_deletes_only_the_callers_matching_memories(commands):
         commands.remember(ALICE, words)
     commands.remember(BOB, "喜欢红茶")
     confirmation = commands.request_forget(ALICE, "茶")
-    assert confirmation.count == 2 and set(confirmation.preview) == {"喜欢乌龙茶", "喜欢绿茶"}
+    assert confirmation.count == 2
+    assert set(confirmation.preview) == {"喜欢乌龙茶", "喜欢绿茶"}
     assert commands.confirm(ALICE, confirmation.token) == 2
     assert memories_of(commands, ALICE) == ["住在上海"]
     assert memories_of(commands, BOB) == ["喜欢红茶"]
@@ -124,9 +126,11 @@ def test_forget_all_deletes_memories_and_owed_jobs_but_keeps_reminders_and_other
     bob = database.rows(Todo)[-1].user_id
     bobs_rows = rows_of(database, bob)
     confirmation = commands.request_forget(ALICE, "all")
-    assert confirmation.everything and confirmation.count == 2
+    assert confirmation.everything
+    assert confirmation.count == 2
     assert commands.confirm(ALICE, confirmation.token) == 2
-    assert memories_of(commands, ALICE) == [] and len(commands.list_reminders(ALICE)) == 1
+    assert memories_of(commands, ALICE) == []
+    assert len(commands.list_reminders(ALICE)) == 1
     assert [job.user_id for job in database.rows(OutboxJob)] == [bob, bob]
     alice_audit = [(e.action, e.before, e.after, e.reason) for e in database.rows(MemoryEvent) if e.user_id != bob]
     assert {(a, b, c) for a, b, c, _ in alice_audit} == {("add", None, None), ("forget", None, None)}
@@ -158,7 +162,8 @@ def test_pausing_twice_keeps_the_first_pause_time_and_resume_clears_it(commands,
     commands.pause(ALICE)
     clock.now += timedelta(hours=1)
     commands.pause(ALICE)
-    assert commands.is_paused(ALICE) and not commands.is_paused(BOB)
+    assert commands.is_paused(ALICE)
+    assert not commands.is_paused(BOB)
     with database.unit_of_work() as uow:
         assert uow.users.get(uow.users.identity("telegram", "1001").user_id).paused_at == START
     commands.resume(ALICE)
@@ -174,9 +179,11 @@ def test_forget_all_reminders_says_how_many_reminders_go_and_deletes_them_with_e
         commands.add_reminder(caller, "后天下午3点 看牙")
     bobs_todos = [(t.user_id, t.content) for t in database.rows(Todo)][2:]
     confirmation = commands.request_forget(ALICE, target)
-    assert confirmation.everything and (confirmation.count, confirmation.reminders) == (1, 2)
+    assert confirmation.everything
+    assert (confirmation.count, confirmation.reminders) == (1, 2)
     assert commands.confirm(ALICE, confirmation.token) == 1
-    assert memories_of(commands, ALICE) == [] and commands.list_reminders(ALICE) == ()
+    assert memories_of(commands, ALICE) == []
+    assert commands.list_reminders(ALICE) == ()
     assert [(t.user_id, t.content) for t in database.rows(Todo)] == bobs_todos
 
 

@@ -41,4 +41,6 @@ def test_a_key_made_from_chinese_reads_to_a_chinese_reader_without_english_words
 
 def test_a_key_of_no_known_relation_reads_with_spaces_and_no_key_reads_as_nothing():
     assert key_texts("pet_peeve") == {"en": "pet peeve", "zh": "pet peeve"}
-    assert key_texts(None) is None and key_texts("") is None and key_text(None, "zh") is None
+    assert key_texts(None) is None
+    assert key_texts("") is None
+    assert key_text(None, "zh") is None

@@ -49,7 +49,8 @@ def test_the_rule_lists_are_read_off_the_policy_table() -> None:
     assert MODEL_CHANGED_TIERS == ("transient", "short", "long", "core")  # only the operator's stay put
     assert EXPIRING_TIERS == ("transient", "short", "long")  # core and system outlive decay
     assert DECAYING_TIERS == REVIEWED_TIERS == ("short", "long")
-    assert DEDUP_TIERS == ("short", "long", "core") and PREFERRED_TIERS == ("core",)
+    assert DEDUP_TIERS == ("short", "long", "core")
+    assert PREFERRED_TIERS == ("core",)
     assert tiers_where("decays") == DECAYING_TIERS
 
 
@@ -115,7 +116,8 @@ def test_a_memory_key_has_one_length_limit_in_the_code_the_docs_and_the_panel():
     root = Path(__file__).resolve().parents[2]
     api_doc = (root / "docs" / "api.md").read_text(encoding="utf-8")
     stated = re.search(r"`key` is up to (\d+) characters", api_doc)
-    assert stated and int(stated[1]) == MAX_LABEL_CHARS
+    assert stated
+    assert int(stated[1]) == MAX_LABEL_CHARS
     assert re.search(r"`content` is 1–(\d+) characters", api_doc)[1] == str(MAX_MEMORY_CHARS)
     page = (root / "bot" / "panel" / "index.html").read_text(encoding="utf-8")
     assert re.search(r'id="memory-key"[^>]*maxlength="(\d+)"', page)[1] == str(MAX_LABEL_CHARS)

@@ -37,7 +37,8 @@ def test_every_metric_follows_the_prometheus_naming_conventions(metric) -> None:
         assert not metric._name.endswith("_total")  # prometheus-client adds it
     if metric._type == "histogram":
         assert metric._name.endswith("_seconds"), "histograms here measure time, in seconds"
-    assert "_ms" not in metric._name and "milliseconds" not in metric._name
+    assert "_ms" not in metric._name
+    assert "milliseconds" not in metric._name
     assert not FORBIDDEN_LABELS & set(metric._labelnames), f"{metric._name} would carry a user's id or words"
     assert metric._documentation
 
@@ -97,12 +98,14 @@ def test_a_telegram_error_stands_for_the_status_telegram_answered() -> None:
     assert api_error_status(RetryAfter(3)) == 429
     assert api_error_status(BadRequest("chat not found")) == 400
     assert api_error_status(Forbidden("blocked")) == 403
-    assert api_error_status(TimedOut()) is None and api_error_status(NetworkError("reset")) is None
+    assert api_error_status(TimedOut()) is None
+    assert api_error_status(NetworkError("reset")) is None
 
 
 def test_companions_serve_on_the_ports_after_the_front_end() -> None:
     assert [companion_metrics_port(9464, role) for role in ("worker", "beat", "api")] == ["9465", "9466", "9467"]
-    assert companion_metrics_port(0, "worker") == "0" and companion_metrics_port(None, "beat") == ""
+    assert companion_metrics_port(0, "worker") == "0"
+    assert companion_metrics_port(None, "beat") == ""
     assert companion_metrics_port(9464, "doctor") == ""
 
 
@@ -150,7 +153,8 @@ def test_readiness_names_what_fails_and_what_does_not_answer(monkeypatch: pytest
     report = readiness.report()
     hung.set()
     readiness.close()
-    assert not report.ready and report.failing == ["broker", "llm"]
+    assert not report.ready
+    assert report.failing == ["broker", "llm"]
     assert report.checks["database"] == "ok"
     assert report.checks["broker"].startswith("ConnectionRefusedError: connection refused by")
     assert "secret-host-password" not in report.checks["broker"]

@@ -48,7 +48,8 @@ def test_there_is_an_alert_for_each_thing_the_issue_names() -> None:
     missing = [what for needle, what in REQUIRED_ALERTS.items() if needle not in expressions]
     assert not missing, f"no alert on {missing}"
     for rule in alert_rules():
-        assert rule["labels"]["severity"] in {"warning", "critical"} and rule["annotations"]["summary"]
+        assert rule["labels"]["severity"] in {"warning", "critical"}
+        assert rule["annotations"]["summary"]
 
 
 @pytest.mark.parametrize("source", ["alerts", "dashboard"])
@@ -62,10 +63,12 @@ def test_the_dashboard_reads_the_provisioned_data_source() -> None:
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
     source = yaml.safe_load((ROOT / "deploy/grafana/provisioning/datasources/prometheus.yml").read_text())
     uid = source["datasources"][0]["uid"]
-    assert dashboard["uid"] == "mnemo" and len(dashboard_expressions()) >= 20
+    assert dashboard["uid"] == "mnemo"
+    assert len(dashboard_expressions()) >= 20
     for panel in dashboard["panels"]:
         if panel["type"] != "row":
-            assert panel["datasource"]["uid"] == uid and panel["targets"], panel["title"]
+            assert panel["datasource"]["uid"] == uid, panel["title"]
+            assert panel["targets"], panel["title"]
 
 
 @pytest.mark.parametrize("arguments", [["check", "rules", "alerts.yml"], ["check", "config", "prometheus.yml"],

@@ -40,7 +40,8 @@ def stored(output) -> list[str]:
 
 def test_a_statement_is_stored_and_echoed_in_the_second_person():
     output = respond("我最喜欢的水果是芒果")
-    assert output.response == "好的，我记住了：你最喜欢的水果是芒果。" and stored(output) == ["我最喜欢的水果是芒果"]
+    assert output.response == "好的，我记住了：你最喜欢的水果是芒果。"
+    assert stored(output) == ["我最喜欢的水果是芒果"]
     output = respond("I have a dog named Biscuit, he's a beagle.")
     assert output.response == "Got it — you have a dog named Biscuit, he's a beagle."
     assert "我最喜欢" not in respond("我最喜欢的水果是芒果").response
@@ -48,7 +49,9 @@ def test_a_statement_is_stored_and_echoed_in_the_second_person():
 
 def test_while_remembering_is_paused_a_statement_is_not_claimed_as_remembered():
     output = respond("我住在北京", paused=True)
-    assert "记住了" not in output.response and "暂停" in output.response and "你住在北京" in output.response
+    assert "记住了" not in output.response
+    assert "暂停" in output.response
+    assert "你住在北京" in output.response
     assert "paused" in respond("I live in Berlin", paused=True).response
 
 
@@ -65,7 +68,8 @@ def test_a_name_is_acknowledged_by_name():
 ])
 def test_recall_questions_are_answered_from_memory_in_the_second_person_and_not_stored(question, answer):
     output = respond(question, known=XIAOHONG)
-    assert output.response == answer and output.memory_update == ()
+    assert output.response == answer
+    assert output.memory_update == ()
 
 
 @pytest.mark.parametrize(("question", "answer"), [
@@ -76,7 +80,8 @@ def test_recall_questions_are_answered_from_memory_in_the_second_person_and_not_
 ])
 def test_english_recall_questions_are_answered_too(question, answer):
     output = respond(question, known=ANA)
-    assert output.response == answer and output.memory_update == ()
+    assert output.response == answer
+    assert output.memory_update == ()
 
 
 @pytest.mark.parametrize(("question", "memory", "answer"), [
@@ -88,7 +93,8 @@ def test_english_recall_questions_are_answered_too(question, answer):
 def test_a_question_about_the_speaker_in_words_no_slot_knows_is_answered_by_a_memory_sharing_them(
         question, memory, answer):
     output = respond(question, recalled=(MemoryNote(memory, "fact", None, 1.0),))
-    assert output.response == answer and output.memory_update == ()
+    assert output.response == answer
+    assert output.memory_update == ()
 
 
 def test_without_a_memory_sharing_its_words_such_a_question_is_one_it_cannot_answer_offline():
@@ -127,7 +133,8 @@ def test_a_correction_supersedes_under_the_same_key_and_says_what_it_replaced():
 
 def test_saying_a_known_fact_again_is_acknowledged_and_not_stored_again():
     output = respond("我住在北京", known=XIAOHONG)
-    assert output.response == "我记得呢：你住在北京。" and output.memory_update == ()
+    assert output.response == "我记得呢：你住在北京。"
+    assert output.memory_update == ()
     recalled = (MemoryNote("我最喜欢吃火锅", "preference", "likes_火锅", 1.0),)
     assert respond("我最喜欢吃火锅！", recalled=recalled).memory_update == ()
 
@@ -136,8 +143,10 @@ def test_sadness_gets_empathy_without_quoting_memories_or_probing():
     recalled = (MemoryNote("我最喜欢吃火锅", "preference", "likes_火锅", 1.0),)
     for text in ("我今天心情很差…", "今天好累", "我好难过"):
         output = respond(text, recalled=recalled, strategy="sad")
-        assert "火锅" not in output.response and not output.response.endswith(("？", "?"))
-        assert output.emotion["category"] == "negative" and OFFLINE_HINT_KEY not in output.context_variables
+        assert "火锅" not in output.response
+        assert not output.response.endswith(("？", "?"))
+        assert output.emotion["category"] == "negative"
+        assert OFFLINE_HINT_KEY not in output.context_variables
     assert "I'm here" in respond("I'm stressed").response or "breath" in respond("I'm stressed").response
 
 
@@ -159,10 +168,14 @@ def test_a_follow_up_question_is_asked_only_where_the_strategy_allows_one():
 
 def test_a_question_it_cannot_answer_says_so_and_hints_at_a_model_once():
     output = respond("今天天气怎么样？")
-    assert "离线模式" in output.response and "LLM_BASE_URL" in output.response
-    assert "README.md#llm-servers" in output.response and output.context_variables == {OFFLINE_HINT_KEY: "shown"}
+    assert "离线模式" in output.response
+    assert "LLM_BASE_URL" in output.response
+    assert "README.md#llm-servers" in output.response
+    assert output.context_variables == {OFFLINE_HINT_KEY: "shown"}
     again = respond("What is the capital of France?", hint_shown=True)
-    assert "offline mode" in again.response and "LLM_BASE_URL" not in again.response and again.context_variables == {}
+    assert "offline mode" in again.response
+    assert "LLM_BASE_URL" not in again.response
+    assert again.context_variables == {}
     assert "LLM_BASE_URL" not in respond("我住在北京").response
 
 
@@ -170,7 +183,9 @@ def test_a_question_it_cannot_answer_says_so_and_hints_at_a_model_once():
                                   "Who won the 1998 World Cup?"])
 def test_nobody_but_the_operator_at_the_console_is_told_how_to_connect_a_model(text):
     told = respond(text, operator_console=False)
-    assert "LLM_" not in told.response and ".md" not in told.response and told.context_variables == {}
+    assert "LLM_" not in told.response
+    assert ".md" not in told.response
+    assert told.context_variables == {}
     assert "LLM_BASE_URL" in respond(text).response
 
 
@@ -185,15 +200,18 @@ def test_reminders_are_confirmed_with_the_resolved_local_time():
     assert output.todos[0].due == "2026-11-23T09:00:00+08:00"
     assert respond("remind me in 10 minutes to stretch").response == (
         "Okay — I'll remind you today at 10:40 (Asia/Shanghai): stretch.")
-    assert "什么时候" in respond("提醒我开会").response and respond("提醒我开会").todos == ()
+    assert "什么时候" in respond("提醒我开会").response
+    assert respond("提醒我开会").todos == ()
     assert not respond("remind me to stretch").response.endswith("?")
 
 
 def test_reminders_resolve_against_the_message_time_in_the_users_zone():
     [todo] = extract_reminders("提醒我明天早上9点去面试", NOW, "Asia/Shanghai")
-    assert todo.content == "去面试" and todo.due == "2026-11-23T09:00:00+08:00"
+    assert todo.content == "去面试"
+    assert todo.due == "2026-11-23T09:00:00+08:00"
     [todo] = extract_reminders("remind me in 10 minutes to stretch", NOW, "Asia/Shanghai")
-    assert todo.content == "stretch" and todo.due == "2026-11-22T10:40:00+08:00"
+    assert todo.content == "stretch"
+    assert todo.due == "2026-11-22T10:40:00+08:00"
     assert extract_reminders("明天早上9点开会", NOW, "Asia/Shanghai") == []
 
 
@@ -224,7 +242,9 @@ def test_a_reminder_asked_for_as_a_question_keeps_no_question_mark_unless_it_is_
 
 def test_the_keys_to_look_up_are_those_stated_asked_and_the_name():
     keys, prefixes = lookup_keys("我住在哪里？")
-    assert ("fact", "lives_in") in keys and ("fact", "name") in keys and prefixes == []
+    assert ("fact", "lives_in") in keys
+    assert ("fact", "name") in keys
+    assert prefixes == []
     keys, _ = lookup_keys("不对，我现在住在上海")
     assert ("fact", "lives_in") in keys
     assert lookup_keys("我喜欢什么？")[1][0] == ("preference", "likes_")
@@ -234,7 +254,8 @@ def test_the_keys_to_look_up_are_those_stated_asked_and_the_name():
                                   "我" * 9000, "I live in " + "x" * 9000, "你好 hello 我叫 Ana, I live in 北京"])
 def test_any_input_gets_a_non_empty_reply(text):
     output = respond(text, known=XIAOHONG)
-    assert output.response.strip() and output.emotion["primary"]
+    assert output.response.strip()
+    assert output.emotion["primary"]
 
 
 @pytest.mark.parametrize("text", ["thanks so much, talk to you later", "Okay, that's it for today. Thank you!",
@@ -246,7 +267,8 @@ def test_a_goodbye_gets_a_goodbye_and_a_thanks_in_it_is_answered_too(text):
     chinese = bool(re.search(r"[\u4e00-\u9fff]", text))
     goodbye = ("聊", "见") if chinese else ("talk soon", "Take care", "see you")
     assert any(word in output.response for word in goodbye), output.response
-    assert "great news" not in output.response and "很棒" not in output.response
+    assert "great news" not in output.response
+    assert "很棒" not in output.response
     assert not stored(output)
     thanked = "thank" in text.lower() or "谢" in text
     thanks_words = ("welcome", "Any time", "Glad", "不客气", "不用谢", "能帮上忙")

@@ -28,7 +28,8 @@ def short_lines(count: int, relevance: float = 0.8) -> list[MemoryLine]:
 def test_short_memories_beyond_the_base_count_fill_the_budget_while_they_match():
     packed = pack_memories(short_lines(20), [], 700, base=5)
     assert len(packed.memory_ids) == 5 * EXTRA_FACTOR == candidate_count(5)
-    assert packed.left_out == 0 and packed.tokens <= 700
+    assert packed.left_out == 0
+    assert packed.tokens <= 700
 
 
 def test_no_more_than_the_budget_is_spent_and_base_memories_that_did_not_fit_are_counted():
@@ -62,7 +63,8 @@ def test_near_identical_memories_are_packed_once_and_a_changed_number_or_negatio
                 line(3, "I have three cats called Tom and Jerry."), line(4, "我养了一只猫叫咪咪"),
                 line(5, "我养了一只猫叫咪咪。")]
     packed = pack_memories(memories, [], 700, base=5)
-    assert packed.memory_ids == (1, 3, 4) and packed.left_out == 0  # nothing was lost to the budget
+    assert packed.memory_ids == (1, 3, 4)  # nothing was lost to the budget
+    assert packed.left_out == 0
     assert similarity(word_set("I like coffee"), word_set("I don't like coffee")) < 0.85
 
 

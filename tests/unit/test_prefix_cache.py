@@ -26,7 +26,8 @@ def test_a_prompt_that_extends_the_previous_one_is_reusable_up_to_where_they_par
 
 def test_a_changed_system_message_leaves_nothing_to_reuse_after_it():
     shares = reusable_shares([chat("rules at 10:00", "hi"), chat("rules at 10:01", "hi"), chat("rules at 10:01", "hi")])
-    assert shares[0] < 0.5 and shares[1] == 1.0
+    assert shares[0] < 0.5
+    assert shares[1] == 1.0
 
 
 def test_every_background_prompt_opens_with_its_fixed_rules_and_puts_the_data_after_them():

@@ -57,12 +57,15 @@ def test_long_past_turns_are_shortened_with_a_mark_oldest_first_and_the_prompt_f
     built = build_turn_prompt(inputs(history, budget=2500))
     assert estimate_chat(built.messages) <= 2500
     users = [m["content"] for m in built.messages[1:-1] if m["role"] == "user"]
-    assert users[0].endswith(PAST_CUT_MARK) and users[0].startswith("Paragraph 0 of the essay")
+    assert users[0].endswith(PAST_CUT_MARK)
+    assert users[0].startswith("Paragraph 0 of the essay")
     assert estimate_tokens(users[0]) <= SHORT_TURN_TOKENS + estimate_tokens(PAST_CUT_MARK)
     assert users[-1] == "short one"  # short turns and every reply stay whole
     assert [m["content"] for m in built.messages[1:-1] if m["role"] == "assistant"] == [
         f"Thanks for sharing #{n}!" for n in range(4)]
-    assert built.shortened_turns == 3 and built.left_out_turns == 0 and built.message_read_chars is None
+    assert built.shortened_turns == 3
+    assert built.left_out_turns == 0
+    assert built.message_read_chars is None
     assert built.messages[-1]["content"].startswith("What did you think of it?")
 
 
@@ -71,7 +74,9 @@ def test_only_as_many_long_turns_are_shortened_as_the_budget_needs_the_newest_st
     whole = estimate_chat(build_turn_prompt(inputs(history)).messages)
     built = build_turn_prompt(inputs(history, budget=whole - estimate_tokens(ESSAY) // 2))
     users = [m["content"] for m in built.messages[1:-1] if m["role"] == "user"]
-    assert users == [users[0], ESSAY] and users[0].endswith(PAST_CUT_MARK) and built.shortened_turns == 1
+    assert users == [users[0], ESSAY]
+    assert users[0].endswith(PAST_CUT_MARK)
+    assert built.shortened_turns == 1
 
 
 def test_when_shortening_is_not_enough_the_oldest_turns_leave_and_their_memories_return_to_the_note():
@@ -79,9 +84,11 @@ def test_when_shortening_is_not_enough_the_oldest_turns_leave_and_their_memories
     history = [PastTurn("user", "I love jasmine tea", memories=(tea,)), PastTurn("assistant", "Lovely!"),
                *pasted_history([f"line {n}: " + "words " * 100 for n in range(8)])]
     built = build_turn_prompt(inputs(history, budget=1500, memories=[tea]))
-    assert estimate_chat(built.messages) <= 1500 and built.left_out_turns >= 2
+    assert estimate_chat(built.messages) <= 1500
+    assert built.left_out_turns >= 2
     assert "I love jasmine tea" not in str(built.messages[1:-1])
-    assert "Lin loves jasmine tea" in app_note(built.messages[-1]["content"]) and built.memory_ids == (7,)
+    assert "Lin loves jasmine tea" in app_note(built.messages[-1]["content"])
+    assert built.memory_ids == (7,)
 
 
 def test_a_newest_message_that_alone_does_not_fit_is_cut_with_a_mark_and_the_characters_read_are_counted():
@@ -90,8 +97,10 @@ def test_a_newest_message_that_alone_does_not_fit_is_cut_with_a_mark_and_the_cha
         assert estimate_chat(built.messages) <= 3000
         message = built.messages[-1]["content"]
         kept = message[: message.index(MESSAGE_CUT_MARK)]
-        assert pasted.startswith(kept) and len(kept) == built.message_read_chars < len(pasted)
-        assert built.left_out_turns == 2 and [m["role"] for m in built.messages] == ["system", "user"]
+        assert pasted.startswith(kept)
+        assert len(kept) == built.message_read_chars < len(pasted)
+        assert built.left_out_turns == 2
+        assert [m["role"] for m in built.messages] == ["system", "user"]
 
 
 def test_a_window_too_small_for_the_memory_note_gives_the_note_less_and_the_message_stays_readable():
@@ -100,7 +109,8 @@ def test_a_window_too_small_for_the_memory_note_gives_the_note_less_and_the_mess
     budget = estimate_chat([{"content": static_system("Mnemo", "a warm friend")}]) + 400
     asked = inputs(pasted_history(["hello"]), message="Tell me about my garden, please.", memories=memories)
     built, unbounded = build_turn_prompt(replace(asked, prompt_budget_tokens=budget)), build_turn_prompt(asked)
-    assert estimate_chat(built.messages) <= budget and built.message_read_chars is None
+    assert estimate_chat(built.messages) <= budget
+    assert built.message_read_chars is None
     assert built.messages[-1]["content"].startswith("Tell me about my garden, please.\n\n")
     assert 0 < len(built.memory_ids) < len(unbounded.memory_ids)  # fewer memories: the conversation keeps its room
     before_the_note = estimate_chat(unbounded.messages) - estimate_chat([unbounded.messages[-1]])
@@ -110,7 +120,8 @@ def test_a_window_too_small_for_the_memory_note_gives_the_note_less_and_the_mess
 def test_in_a_window_with_room_for_little_more_than_the_system_message_the_message_is_cut_to_that_room():
     budget = estimate_chat([{"content": static_system("Mnemo", "a warm friend")}]) + 250
     built = build_turn_prompt(inputs(pasted_history(["hello"]), message=ESSAY, budget=budget))
-    assert estimate_chat(built.messages) <= budget and 0 < built.message_read_chars < len(ESSAY)
+    assert estimate_chat(built.messages) <= budget
+    assert 0 < built.message_read_chars < len(ESSAY)
 
 
 def test_the_notice_of_a_cut_message_is_in_the_users_language():
@@ -121,13 +132,17 @@ def test_the_notice_of_a_cut_message_is_in_the_users_language():
 
 def test_a_cut_ends_where_a_sentence_or_word_ends_and_never_passes_its_budget():
     cut = cut_to_tokens(ESSAY, 50)
-    assert estimate_tokens(cut) <= 50 and cut.endswith(".") and ESSAY.startswith(cut)
+    assert estimate_tokens(cut) <= 50
+    assert cut.endswith(".")
+    assert ESSAY.startswith(cut)
     assert cut_to_tokens("短句。" * 100, 20).endswith("。")
-    assert cut_to_tokens("whole", 10) == "whole" and cut_to_tokens("anything", 0) == ""
+    assert cut_to_tokens("whole", 10) == "whole"
+    assert cut_to_tokens("anything", 0) == ""
 
 
 def test_fitting_counts_each_turns_own_costs_and_leaves_out_from_the_oldest():
     past = [PastCost("a " * 400, 10), PastCost("b " * 50, 10), PastCost("c " * 50, 10)]
     fitted = fit_conversation(past, "hi", room=300)
-    assert fitted.past[0] is None and fitted.past[1:] == ("b " * 50, "c " * 50)
+    assert fitted.past[0] is None
+    assert fitted.past[1:] == ("b " * 50, "c " * 50)
     assert (fitted.shortened, fitted.left_out, fitted.message) == (0, 1, "hi")

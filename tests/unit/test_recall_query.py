@@ -13,7 +13,8 @@ from shared.search.recall_query import (
 def test_a_message_alone_gives_its_terms_at_full_weight():
     query = build_recall_query("I adopted a puppy")
     assert query.weighted_terms == (("adopt", MESSAGE_WEIGHT), ("puppi", MESSAGE_WEIGHT))
-    assert query.message_terms == ("adopt", "puppi") and query.topic_terms == ()
+    assert query.message_terms == ("adopt", "puppi")
+    assert query.topic_terms == ()
 
 
 def test_english_words_are_searched_by_their_snowball_stems():
@@ -49,7 +50,8 @@ def test_the_message_terms_come_first_so_a_term_cap_drops_context_not_the_messag
 def test_only_the_latest_context_lines_are_used():
     lines = [f"word{i}x" for i in range(MAX_CONTEXT_LINES + 3)]
     terms = build_recall_query("puppy", context=lines).terms
-    assert "word0x" not in terms and f"word{MAX_CONTEXT_LINES + 2}x" in terms
+    assert "word0x" not in terms
+    assert f"word{MAX_CONTEXT_LINES + 2}x" in terms
     assert len(terms) == 1 + MAX_CONTEXT_LINES
 
 

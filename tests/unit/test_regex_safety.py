@@ -17,10 +17,7 @@ import ast
 import importlib
 import pkgutil
 import re
-import signal
-import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice, zip_longest
@@ -32,6 +29,7 @@ import pytest
 import bot
 import shared
 from shared.errors import MnemoError
+from tests.cpu_time import ABANDON_SECONDS, cpu_seconds
 from tests.regex_adversary import Adversary, adversaries, as_input
 
 ADVERSARIAL_CHARS = 100_000
@@ -40,10 +38,6 @@ PATTERN_SECONDS = 0.150
 word alternation on 100k characters took 57 ms on a loaded 2-core VM); a quadratic one takes seconds."""
 ENTRY_POINT_SECONDS = 0.5
 """CPU time a public text function may take: it applies tens of patterns, each linear."""
-TRIES = 3
-"""A call over the budget is timed again, up to this many times in all, and its best time counts."""
-ABANDON_SECONDS = 1.0
-"""A call still running after this much CPU is interrupted: it is slow, and may be exponential."""
 ENTRY_POINT_INPUTS = 24
 OPTIONAL_DEPENDENCIES = frozenset({"torch", "sentence_transformers", "matplotlib"})
 """Modules that need these (the local embedder, plots) are skipped when they are not installed."""
@@ -112,42 +106,6 @@ def discovered() -> list[Found]:
 PATTERNS = discovered()
 
 
-class Abandoned(BaseException):
-    """Raised in the call being timed; a BaseException, so the code under test cannot catch it."""
-
-
-@contextmanager
-def abandoned_after(seconds: float) -> Iterator[None]:
-    """Interrupt the block after ``seconds`` of the process's CPU (``re`` checks for signals as it
-    works); the profiling timer leaves pytest-timeout's alarm alone."""
-    def interrupt(signum, frame):
-        raise Abandoned
-    previous = signal.signal(signal.SIGPROF, interrupt)
-    signal.setitimer(signal.ITIMER_PROF, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, previous)
-
-
-def cpu_seconds(call: Callable[[], object], budget: float) -> float:
-    """The best CPU time of ``call`` over up to ``TRIES`` runs (stopping once one is within ``budget``);
-    infinity when it was abandoned."""
-    best = float("inf")
-    for _ in range(TRIES):
-        try:
-            with abandoned_after(ABANDON_SECONDS):
-                start = time.thread_time()
-                call()
-                best = min(best, time.thread_time() - start)
-        except Abandoned:
-            return float("inf")
-        if best <= budget:
-            break
-    return best
-
-
 def slow_calls(calls: dict[str, Callable[[str], object]], inputs: list[Adversary], budget: float,
                convert: Callable[[str], object] = str) -> list[str]:
     """Each (call, input) over ``budget``, described; a call is not tried again after its first failure."""
@@ -155,7 +113,7 @@ def slow_calls(calls: dict[str, Callable[[str], object]], inputs: list[Adversary
     for label, call in calls.items():
         for adversary in inputs:
             text = convert(adversary.text(ADVERSARIAL_CHARS))
-            took = cpu_seconds(lambda call=call, text=text: call(text), budget)
+            took = cpu_seconds(lambda call=call, text=text: call(text), budget, abandon=ABANDON_SECONDS)
             if took > budget:
                 shown = "over a second (abandoned)" if took == float("inf") else f"{took * 1000:.0f} ms"
                 failures.append(f"{label} took {shown} on {adversary.shape}")
@@ -174,7 +132,8 @@ def test_discovery_finds_the_patterns_of_every_room_and_those_built_into_rules()
 def test_the_adversaries_of_a_pattern_come_from_its_alphabet_and_end_outside_it():
     shapes = {(a.unit, a.end) for a in adversaries(re.compile(r"://[^@/\s]*:(?P<password>[^@]+)@"))}
     assert ("://", "\x00") in shapes
-    assert ("/", "\x00") in shapes and (":", "\x00") in shapes
+    assert ("/", "\x00") in shapes
+    assert (":", "\x00") in shapes
     assert any(unit.startswith("://") and len(unit) > 3 for unit, _ in shapes), "the prefix before a repetition"
 
 

@@ -133,7 +133,8 @@ def test_madial_dialogues_bring_the_archive_and_ask_the_users_last_line_before_t
     assert [(t.role, t.text) for t in replayed.turns] == [("user", "今天好热。"), ("assistant", "是啊。")]
     [question] = replayed.questions
     assert (question.text, question.evidence, question.kind) == ("我想吃冰淇淋！", ("4",), "madial")
-    assert replayed.turns[0].at == datetime(2023, 12, 26, 12, 0, tzinfo=UTC) and question.at > replayed.turns[-1].at
+    assert replayed.turns[0].at == datetime(2023, 12, 26, 12, 0, tzinfo=UTC)
+    assert question.at > replayed.turns[-1].at
 
 
 def _as_json(replayed) -> dict:

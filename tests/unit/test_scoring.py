@@ -124,6 +124,7 @@ def test_vectors_add_a_share_of_cosine_similarity_and_lexical_strength_is_kept()
     fused = fused_relevance({1: 1.0, 2: 0.4}, {2: 0.9, 3: 0.8, 4: -0.2})
     assert fused[1] == pytest.approx(1 - VECTOR_SHARE)
     assert fused[2] == pytest.approx((1 - VECTOR_SHARE) * 0.4 + VECTOR_SHARE * 0.9)
-    assert fused[3] == pytest.approx(VECTOR_SHARE * 0.8) and fused[4] == 0.0
+    assert fused[3] == pytest.approx(VECTOR_SHARE * 0.8)
+    assert fused[4] == 0.0
     assert fused[1] > fused[2] > fused[3]
     assert fused_relevance({}, {}) == {}

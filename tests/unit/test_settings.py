@@ -32,7 +32,8 @@ def test_the_issue_names_every_variable_and_the_documented_defaults():
     assert settings.memory_retrieval_limit == 5
     assert settings.memory_eviction_threshold is None
     assert settings.session_idle_minutes == 30
-    assert settings.uses_embedded_database and not settings.llm_configured
+    assert settings.uses_embedded_database
+    assert not settings.llm_configured
     assert settings.telegram_api_base_url == "https://api.telegram.org/bot"
 
 
@@ -47,7 +48,8 @@ def test_a_wrong_value_names_the_variable(monkeypatch):
     with pytest.raises(ConfigError) as error:
         load_settings()
     assert "MEMORY_RETRIEVAL_LIMIT" in str(error.value)
-    assert "DEFAULT_TIMEZONE" in str(error.value) and "IANA" in str(error.value)
+    assert "DEFAULT_TIMEZONE" in str(error.value)
+    assert "IANA" in str(error.value)
 
 
 def test_urls_must_have_the_right_scheme(monkeypatch):
@@ -77,7 +79,8 @@ def test_a_placeholder_secret_is_refused_and_not_echoed_in_full(monkeypatch):
 def test_values_are_read_from_a_dotenv_file(tmp_path):
     (tmp_path / ".env").write_text("MEMORY_RETRIEVAL_LIMIT=7\nMEMORY_EVICTION_THRESHOLD=off\n")
     settings = load_settings()
-    assert settings.memory_retrieval_limit == 7 and settings.memory_eviction_threshold is None
+    assert settings.memory_retrieval_limit == 7
+    assert settings.memory_eviction_threshold is None
 
 
 def test_eviction_threshold_can_be_switched_on(monkeypatch):
@@ -150,7 +153,8 @@ def test_a_bad_url_in_the_configuration_is_quoted_without_its_password(monkeypat
     monkeypatch.setenv("LLM_BASE_URL", "ftp://ops:tr0ub4dor@llm.example/v1")
     with pytest.raises(ConfigError) as refused:
         load_settings()
-    assert "LLM_BASE_URL" in str(refused.value) and "tr0ub4dor" not in str(refused.value)
+    assert "LLM_BASE_URL" in str(refused.value)
+    assert "tr0ub4dor" not in str(refused.value)
 
 
 def test_the_secret_values_are_the_tokens_and_every_password_inside_a_url(monkeypatch):

@@ -100,9 +100,11 @@ def test_greetings_fillers_and_correction_words_are_not_kept_in_the_stored_text(
     assert contents("你好，我叫阿强") == ["我叫阿强"]
     assert contents("Hey Mnemo, I'm Sam and I work as a teacher") == ["I'm Sam", "I work as a teacher"]
     [statement] = read_statements("不对，我现在住在上海")
-    assert statement.content == "我现在住在上海" and statement.correction
+    assert statement.content == "我现在住在上海"
+    assert statement.correction
     [statement] = read_statements("Actually, I moved to Berlin")
-    assert statement.content == "I moved to Berlin" and statement.correction
+    assert statement.content == "I moved to Berlin"
+    assert statement.correction
 
 
 def test_several_statements_in_one_sentence_each_become_a_memory_with_their_own_words():
@@ -171,8 +173,7 @@ def test_hostile_input_gives_no_memory_or_a_bounded_one_and_never_raises(text):
 
 
 def test_a_very_long_message_is_read_in_bounded_time():
-    import time
+    from tests.cpu_time import cpu_seconds
 
-    started = time.perf_counter()
-    extract_statements("我住在北京，" * 20000 + "I live in Berlin. " * 5000)
-    assert time.perf_counter() - started < 2.0
+    took = cpu_seconds(lambda: extract_statements("我住在北京，" * 20000 + "I live in Berlin. " * 5000), 2.0)
+    assert took < 2.0, f"{took:.2f} s of CPU"

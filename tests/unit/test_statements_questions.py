@@ -66,13 +66,15 @@ def test_each_sentence_is_classified(text, kind):
 ])
 def test_a_recall_question_names_the_memory_keys_that_answer_it(text, keys):
     ask = recall_ask(text)
-    assert ask is not None and list(ask.keys) == keys
+    assert ask is not None
+    assert list(ask.keys) == keys
 
 
 def test_open_recall_questions_ask_for_a_prefix_and_general_ones_for_anything_known():
     assert ("preference", "likes_") in recall_ask("我喜欢什么？").prefixes
     assert ("preference", "likes_") in recall_ask("What do I like?").prefixes
-    assert recall_ask("你还记得我吗").about_user and recall_ask("do you remember me?").about_user
+    assert recall_ask("你还记得我吗").about_user
+    assert recall_ask("do you remember me?").about_user
     assert "sister" in recall_ask("do you remember what I told you about my sister?").terms
     assert recall_ask("do you still remember and recall my sister?").terms == ("sister",)
 
@@ -84,7 +86,9 @@ def test_other_questions_and_statements_are_not_recall_questions(text):
 
 
 def test_questions_about_the_bot_are_told_apart():
-    assert asks_about_bot("你是谁？") and asks_about_bot("what's your name?") and not asks_about_bot("我是谁？")
+    assert asks_about_bot("你是谁？")
+    assert asks_about_bot("what's your name?")
+    assert not asks_about_bot("我是谁？")
 
 
 @pytest.mark.parametrize(("content", "reason"), [
@@ -112,7 +116,8 @@ def test_nothing_from_a_message_that_only_asks_is_written_even_in_the_llms_words
 
 def test_the_bots_own_words_are_refused_but_the_users_confirmation_of_them_is_not():
     bot = ["好的，我记住了：你住在北京。", "说起来，我最喜欢吃火锅——现在还是这样吗？"]
-    assert said_by_bot("我最喜欢吃火锅", bot) and rejection("我最喜欢吃火锅", bot_lines=bot) == "bot_words"
+    assert said_by_bot("我最喜欢吃火锅", bot)
+    assert rejection("我最喜欢吃火锅", bot_lines=bot) == "bot_words"
     assert not said_by_bot("我住在北京", bot)
 
 

@@ -56,14 +56,16 @@ def test_a_task_tries_again_after_a_deadlock_and_a_dropped_connection():
     task, calls = probe("transient", [wrapped(OperationalError, errors.DeadlockDetected()),
                                       wrapped(OperationalError, psycopg.OperationalError("server closed"))])
     result = task.apply()
-    assert result.successful() and result.get() == "done"
+    assert result.successful()
+    assert result.get() == "done"
     assert len(calls) == 3
 
 
 def test_a_task_that_breaks_a_constraint_fails_once():
     task, calls = probe("bug", [wrapped(IntegrityError, errors.UniqueViolation()), "never reached"])
     result = task.apply()
-    assert result.failed() and isinstance(result.result, IntegrityError)
+    assert result.failed()
+    assert isinstance(result.result, IntegrityError)
     assert len(calls) == 1
 
 

@@ -47,7 +47,8 @@ def test_no_time_cue_no_span(text):
 
 def test_a_memory_told_a_few_days_after_the_span_still_counts():
     span = asked_span("what did I do last weekend", NOW)
-    assert span.holds(span.end + TELLING_LAG - timedelta(seconds=1)) and not span.holds(span.end + TELLING_LAG)
+    assert span.holds(span.end + TELLING_LAG - timedelta(seconds=1))
+    assert not span.holds(span.end + TELLING_LAG)
     assert not span.holds(span.start - timedelta(seconds=1))
 
 

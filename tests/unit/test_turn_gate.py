@@ -107,7 +107,9 @@ def test_a_waiting_turn_that_is_cancelled_leaves_no_slot_taken() -> None:
             await asyncio.sleep(0)
             if first.done():
                 break
-        assert first.done() and not waiting.done() and (turns.running, turns.waiting) == (1, 0)
+        assert first.done()
+        assert not waiting.done()
+        assert (turns.running, turns.waiting) == (1, 0)
         waiting.cancel()  # ... and is cancelled before it could: the slot must come back
         with pytest.raises(asyncio.CancelledError):
             await waiting

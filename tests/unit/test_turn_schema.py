@@ -85,7 +85,8 @@ def test_a_reply_alone_is_enough() -> None:
     output = parse_turn_output('{"response": "hi"}')
 
     assert (output.response, output.emotion, output.memory_update, output.todos) == ("hi", None, (), ())
-    assert output.topic is None and output.context_variables == {}
+    assert output.topic is None
+    assert output.context_variables == {}
 
 
 @pytest.mark.parametrize("wrapped", [
@@ -152,7 +153,8 @@ def test_lengths_and_counts_are_capped() -> None:
     ))
 
     assert len(output.response) == MAX_RESPONSE_CHARS
-    assert len(output.memory_update) == MAX_MEMORY_ENTRIES and len(output.todos) == MAX_TODOS
+    assert len(output.memory_update) == MAX_MEMORY_ENTRIES
+    assert len(output.todos) == MAX_TODOS
     first = output.memory_update[0]
     assert len(first.content) == MAX_MEMORY_CHARS
     assert len(first.subject) == len(first.predicate) == len(output.topic or "") == MAX_LABEL_CHARS
@@ -172,7 +174,9 @@ def test_nul_characters_are_removed_from_every_string() -> None:
     ))
 
     assert "\x00" not in repr(output)
-    assert output.response == "hello" and output.memory_update[0].content == "cat" and output.topic == "pets"
+    assert output.response == "hello"
+    assert output.memory_update[0].content == "cat"
+    assert output.topic == "pets"
 
 
 def test_todos_without_content_are_dropped_and_a_missing_due_is_none() -> None:
@@ -191,7 +195,8 @@ def test_any_input_parses_or_raises_invalid_turn_output_only(text: str) -> None:
         output = parse_turn_output(text)
     except InvalidTurnOutput:
         return
-    assert output.response.strip() and len(output.response) <= MAX_RESPONSE_CHARS
+    assert output.response.strip()
+    assert len(output.response) <= MAX_RESPONSE_CHARS
 
 
 @given(st.dictionaries(

@@ -25,17 +25,23 @@ def test_cached_input_is_priced_as_cached_and_as_input_when_it_has_no_price_of_i
     assert prices.cost(1_000_000, 400_000, 100_000) == pytest.approx(0.6 * 2 + 0.4 * 0.5 + 0.1 * 8)
     assert Prices(input_per_mtok=2.0).cost(1_000_000, 400_000, 0) == pytest.approx(2.0)
     assert Prices(input_per_mtok=2.0).cost(100, 500, 0) == pytest.approx(200 / 1_000_000)  # never more cached
-    assert not Prices().known and Prices(output_per_mtok=1).known
+    assert not Prices().known
+    assert Prices(output_per_mtok=1).known
 
 
 def test_a_quota_is_spent_at_its_limit_lifted_users_have_none_and_no_limit_means_none():
     quota = QuotaPolicy(per_user=1000, per_chat=5000)
-    assert not quota.user_over(999, lifted=False) and quota.user_over(1000, lifted=False)
+    assert not quota.user_over(999, lifted=False)
+    assert quota.user_over(1000, lifted=False)
     assert not quota.user_over(10**9, lifted=True)
-    assert quota.remaining(300, lifted=False) == 700 and quota.remaining(5000, lifted=False) == 0
-    assert quota.remaining(300, lifted=True) is None and QuotaPolicy().remaining(300, lifted=False) is None
-    assert quota.chat_over(5000) and not QuotaPolicy(per_user=1).chat_over(10**9)
-    assert not QuotaPolicy().enabled and QuotaPolicy(per_chat=1).enabled
+    assert quota.remaining(300, lifted=False) == 700
+    assert quota.remaining(5000, lifted=False) == 0
+    assert quota.remaining(300, lifted=True) is None
+    assert QuotaPolicy().remaining(300, lifted=False) is None
+    assert quota.chat_over(5000)
+    assert not QuotaPolicy(per_user=1).chat_over(10**9)
+    assert not QuotaPolicy().enabled
+    assert QuotaPolicy(per_chat=1).enabled
 
 
 def test_usage_days_are_utc_days_and_the_next_one_begins_at_midnight_utc():
@@ -52,10 +58,14 @@ def test_a_request_without_reported_usage_is_estimated_from_its_text_and_marked(
         note_chat(request, {"prompt_tokens": 30, "total_tokens": 42}, "好的", 0.1)
         note_embedding("e", None, ["one text"], 0.01)
     guessed, reported, embedded = meter.calls
-    assert guessed.estimated and guessed.prompt_tokens >= 8 and guessed.completion_tokens == 2
+    assert guessed.estimated
+    assert guessed.prompt_tokens >= 8
+    assert guessed.completion_tokens == 2
     assert guessed.latency_ms == 250
     assert (reported.estimated, reported.prompt_tokens, reported.completion_tokens) == (False, 30, 12)
-    assert embedded.estimated and embedded.completion_tokens == 0 and embedded.kind == "turn"
+    assert embedded.estimated
+    assert embedded.completion_tokens == 0
+    assert embedded.kind == "turn"
     note_chat(request, {}, "outside", 0.1)  # no meter open: nothing, nowhere
     assert len(meter.calls) == 3
 

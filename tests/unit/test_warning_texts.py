@@ -36,7 +36,8 @@ def test_every_code_has_english_and_chinese_with_the_same_placeholders():
     for code, (english, chinese) in WARNING_TEXTS.items():
         assert fields(english) - fields(chinese) == ({"reason"} if code is WarningCode.MODEL_NON_ANSWER else set())
         assert fields(chinese) <= fields(english), code
-        assert _HAN.search(chinese) and not _HAN.search(english), code
+        assert _HAN.search(chinese), code
+        assert not _HAN.search(english), code
 
 
 @pytest.mark.parametrize("code", list(WarningCode))
@@ -65,7 +66,9 @@ def test_each_problem_of_a_models_answer_is_named_in_both_languages(problem):
     warning = TurnWarning.of(WarningCode.MODEL_ANSWER_UNTRUSTED, problem=problem)
     assert PROBLEM_TEXTS[problem] in warning_text(warning, False)
     shown = warning_text(warning, True)
-    assert PROBLEM_TEXTS[problem] not in shown and shown.startswith("模型的回答") and PROBLEMS[problem][1] in shown
+    assert PROBLEM_TEXTS[problem] not in shown
+    assert shown.startswith("模型的回答")
+    assert PROBLEMS[problem][1] in shown
 
 
 def test_an_unknown_problem_is_unusable():
@@ -83,4 +86,5 @@ def test_the_users_words_and_numbers_are_carried_over_as_they_are():
 
 def test_warnings_of_the_same_code_and_values_are_equal_so_a_reply_shows_each_once():
     one = TurnWarning.of(WarningCode.REMINDERS_FULL, what="x", count=20)
-    assert one == TurnWarning.of(WarningCode.REMINDERS_FULL, what="x", count=20) and len({one, one}) == 1
+    assert one == TurnWarning.of(WarningCode.REMINDERS_FULL, what="x", count=20)
+    assert len({one, one}) == 1

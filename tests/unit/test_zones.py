@@ -76,13 +76,16 @@ def test_what_names_no_zone_is_none(said):
                                              ("CST", "Chicago"), ("the US", "New York")])
 def test_a_country_with_several_zones_asks_for_a_city(said, first):
     reading = read_zone(said)
-    assert isinstance(reading, SeveralZones) and reading.cities[0] == first
+    assert isinstance(reading, SeveralZones)
+    assert reading.cities[0] == first
 
 
 def test_a_fixed_offset_is_a_known_zone_and_an_out_of_range_or_malformed_one_is_not():
     assert known_zone("UTC+05:30").utcoffset(None) == timedelta(hours=5, minutes=30)
     assert known_zone("UTC-07:00").utcoffset(None) == -timedelta(hours=7)
-    assert known_zone("UTC+15:00") is None and known_zone("UTC+5:30") is None and known_zone("UTC+05:61") is None
+    assert known_zone("UTC+15:00") is None
+    assert known_zone("UTC+5:30") is None
+    assert known_zone("UTC+05:61") is None
 
 
 def test_a_time_is_read_on_the_clock_of_a_fixed_offset():
@@ -142,7 +145,8 @@ def test_a_message_that_does_not_say_where_the_user_is_now_names_no_zone(message
 
 def test_a_country_with_several_zones_in_chat_asks_which():
     reading = zone_in_message("I live in Canada")
-    assert isinstance(reading, SeveralZones) and "Vancouver" in reading.cities
+    assert isinstance(reading, SeveralZones)
+    assert "Vancouver" in reading.cities
 
 
 def test_a_zone_a_model_read_is_kept_only_where_the_message_names_it_or_talks_of_zones():
