@@ -6,9 +6,10 @@ same platform senders, the same outcomes), and the follow-up becomes a turn of t
   paused, in private chats or groups that turned them on; one per user a scan. A thread whose moment has not
   come (:mod:`shared.followups.timing`) is held until the first moment worth asking again, not sent.
 - The delivery (:func:`deliver_followup`) checks everything again holding the user's row: the claim is still
-  this one, consent, not paused, not blocked, within today's allowance, and the timing rules, with any other
-  follow-up to this user in flight counting as sent today. So two workers, or two threads of one user, never
-  send two follow-ups. It holds the claim over the model call and the send.
+  this one, consent, not paused, not blocked, within today's allowance, and the timing rules; then it sets the
+  thread's ``asked_at`` before sending, so a follow-up on its way counts as today's for every other thread of
+  the user. So two workers, or two threads of one user, never send two follow-ups a day. It holds the claim
+  over the model call and the send.
 - The words (:mod:`shared.followups.compose`) come from one model call, counted as usage kind ``followup``;
   the message is recorded as the bot's turn in the chat's working memory, so the user's answer continues it,
   and that answer marks the thread answered (:mod:`shared.conversation.turn_threads`).
@@ -173,6 +174,7 @@ def _take_over(uow: UnitOfWork, thread_id: int, attempt: int, now: datetime, rul
     if not verdict.go:
         return _not_now(uow, thread, now, rules, verdict.reason, verdict.not_before)
     thread.claimed_until = max(thread.claimed_until, now + COMPOSE_WINDOW + SEND_WINDOW)
+    thread.asked_at = now  # today's follow-up for this user, from now on: another thread's waits for tomorrow
     identity = next((i for i in identities if i.platform == chat.platform), None)
     target = ReminderTarget(chat.platform, chat.platform_chat_id, identity.platform_user_id if identity else None,
                             chat.kind)
@@ -185,9 +187,7 @@ def _verdict(uow: UnitOfWork, thread: OpenThread, now: datetime, rules: Followup
     if user_quiet is None:
         user = uow.users.get(thread.user_id)
         user_quiet = user.quiet_hours if user is not None else None
-    last_asked = uow.threads.last_asked_at(thread.user_id)
-    if uow.threads.other_in_flight(thread.user_id, thread.id, now):
-        last_asked = now  # another follow-up to this user is on its way: that is today's
+    last_asked = uow.threads.last_asked_at(thread.user_id, other_than=thread.id)
     group = chat is not None and chat.kind == "group"
     return follow_up_verdict(Moment(
         now=now, happens_at=thread.happens_at, zone=zone_of(thread.timezone),

@@ -63,7 +63,7 @@ class ThreadRepository:
         consenting = select(User.id).where(User.followups_on_at.is_not(None), User.paused_at.is_(None))
         due = (select(OpenThread.id)
                .where(OpenThread.status == ThreadStatus.OPEN, OpenThread.happens_at <= now - after,
-                      or_(OpenThread.claimed_until.is_(None), OpenThread.claimed_until < now),
+                      or_(OpenThread.claimed_until.is_(None), OpenThread.claimed_until <= now),
                       OpenThread.user_id.in_(consenting), OpenThread.chat_id.is_not(None))
                .order_by(OpenThread.happens_at, OpenThread.id).limit(limit).with_for_update(skip_locked=True))
         claimed = (update(OpenThread).where(OpenThread.id.in_(due.scalar_subquery()))
@@ -84,16 +84,12 @@ class ThreadRepository:
         turn (``FOR NO KEY UPDATE``: rows that only point at the user do not wait)."""
         self.session.execute(text("SELECT id FROM users WHERE id = :id FOR NO KEY UPDATE"), {"id": user_id})
 
-    def last_asked_at(self, user_id: int) -> datetime | None:
-        """When the user was last sent a follow-up."""
-        return self.session.scalar(select(func.max(OpenThread.asked_at)).where(OpenThread.user_id == user_id))
-
-    def other_in_flight(self, user_id: int, thread_id: int, now: datetime) -> bool:
-        """Whether another of the user's follow-ups is being delivered now (held past its claim's start)."""
-        query = select(OpenThread.id).where(OpenThread.user_id == user_id, OpenThread.id != thread_id,
-                                            OpenThread.status == ThreadStatus.OPEN, OpenThread.claimed_until > now,
-                                            OpenThread.asked_at.is_(None))
-        return self.session.scalars(query.limit(1)).first() is not None
+    def last_asked_at(self, user_id: int, other_than: int | None = None) -> datetime | None:
+        """When the user was last sent (or is being sent) a follow-up, on a thread other than ``other_than``."""
+        query = select(func.max(OpenThread.asked_at)).where(OpenThread.user_id == user_id)
+        if other_than is not None:
+            query = query.where(OpenThread.id != other_than)
+        return self.session.scalar(query)
 
     def last_written_at(self, user_id: int) -> datetime | None:
         """When the user last wrote to Mnemo (their newest turn)."""
@@ -118,7 +114,8 @@ class ThreadRepository:
 
     def counts_since(self, user_id: int, since: datetime) -> tuple[int, int]:
         """(follow-ups sent, follow-ups answered) to the user since ``since``."""
-        sent = func.count().filter(OpenThread.asked_at >= since)
+        sent = func.count().filter(OpenThread.asked_at >= since,
+                                   OpenThread.status.in_((ThreadStatus.ASKED, ThreadStatus.ANSWERED)))
         answered = func.count().filter(OpenThread.answered_at >= since)
         row = self.session.execute(select(sent, answered).where(OpenThread.user_id == user_id)).one()
         return int(row[0]), int(row[1])

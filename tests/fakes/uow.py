@@ -550,7 +550,8 @@ class FakeThreadRepository(_Repository):
 
     def counts_since(self, user_id: int, since: datetime) -> tuple[int, int]:
         rows = self._rows.select(OpenThread, user_id=user_id)
-        return (sum(1 for t in rows if t.asked_at is not None and t.asked_at >= since),
+        return (sum(1 for t in rows if t.asked_at is not None and t.asked_at >= since
+                    and t.status in ("asked", "answered")),
                 sum(1 for t in rows if t.answered_at is not None and t.answered_at >= since))
 
 
