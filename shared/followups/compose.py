@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_FOLLOWUP_CHARS = 400
-FOLLOWUP_MAX_TOKENS = 200
+FOLLOWUP_MAX_TOKENS = 120
+"""One or two sentences; a small model that rambles is cut here (and its words still sent, trimmed)."""
 MAX_MEMORIES = 5
 
 
