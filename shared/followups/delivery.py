@@ -246,3 +246,9 @@ def _spent_alone(uow_factory: UowFactory, delivery: _Delivery, spent: tuple[Call
         with uow_factory() as uow:
             uow.usage.record(delivery.user_id, delivery.chat_id, spent, now)
             uow.commit()
+
+
+def console_followups_sent_since(uow_factory: UowFactory, user_id: int, since: datetime, until: datetime) -> list[str]:
+    """This user's console follow-ups sent in (``since``, ``until``]: what the console shows between prompts."""
+    with uow_factory() as uow:
+        return uow.threads.asked_on_platform(user_id, "console", since, until)

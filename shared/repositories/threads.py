@@ -9,7 +9,7 @@ from sqlalchemy import CursorResult, Update, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from shared.db.kinds import ThreadStatus
-from shared.db.models import ConversationTurn, User
+from shared.db.models import Chat, ConversationTurn, User
 from shared.db.thread_models import OpenThread
 from shared.repositories.reminders import MAX_ERROR_CHARS
 from shared.text import clean_text
@@ -96,6 +96,16 @@ class ThreadRepository:
         query = select(func.max(ConversationTurn.created_at)).where(ConversationTurn.user_id == user_id,
                                                                      ConversationTurn.role == "user")
         return self.session.scalar(query)
+
+    def asked_on_platform(self, user_id: int, platform: str, since: datetime, until: datetime) -> list[str]:
+        """The words of the user's follow-ups sent in (``since``, ``until``] to chats on ``platform``, in order."""
+        query = (select(ConversationTurn.text)
+                 .join(OpenThread, OpenThread.followup_turn_id == ConversationTurn.id)
+                 .join(Chat, Chat.id == OpenThread.chat_id)
+                 .where(OpenThread.user_id == user_id, Chat.platform == platform, OpenThread.asked_at > since,
+                        OpenThread.asked_at <= until)
+                 .order_by(OpenThread.asked_at, OpenThread.id))
+        return list(self.session.scalars(query))
 
     def mark_asked(self, user_id: int, thread_id: int, attempt: int, now: datetime, turn_id: int | None) -> bool:
         """The follow-up was sent under claim ``attempt``; False if the thread changed meanwhile."""

@@ -19,8 +19,14 @@ from shared.db.memory_models import Memory
 from shared.db.models import ConversationTurn
 from shared.db.thread_models import OpenThread
 from shared.db.usage_models import UsageCall
-from shared.delivery.platform_api import DiscordSender, TelegramSender
-from shared.followups.delivery import FollowupClaim, FollowupRules, claim_due_followups, deliver_followup
+from shared.delivery.platform_api import ConsoleSender, DiscordSender, TelegramSender
+from shared.followups.delivery import (
+    FollowupClaim,
+    FollowupRules,
+    claim_due_followups,
+    console_followups_sent_since,
+    deliver_followup,
+)
 from shared.llm.client import ChatModel
 from shared.llm.metering import CallUsage
 from shared.reminders.service import DeliveryOutcome, ReminderSender
@@ -267,6 +273,22 @@ def test_the_model_writes_the_follow_up_from_the_thread_and_memories_and_it_coun
     assert "面试" in prompt and "最担心英文自我介绍" in prompt
     with uow_factory() as uow:
         assert [call.kind for call in uow.session.scalars(select(UsageCall))] == ["followup"]
+
+
+def test_a_console_follow_up_is_shown_by_the_console_once_in_its_window_and_only_to_its_user(uow_factory):
+    written: list[str] = []
+    add_thread(uow_factory, "your exam", user="ann", platform="console", language="en")
+    add_thread(uow_factory, "面试", user="bob", platform="console")
+    senders = {"console": ConsoleSender(written.append)}
+    for claim in claim_due_followups(uow_factory, NOW, RULES):
+        assert deliver(uow_factory, senders, claim).kind == "sent"
+    with uow_factory() as uow:
+        ann = uow.users.identity("console", "ann").user_id
+
+    assert console_followups_sent_since(uow_factory, ann, NOW - timedelta(seconds=1), NOW) == [
+        "How did your exam go today?"]
+    assert console_followups_sent_since(uow_factory, ann, NOW, NOW + timedelta(minutes=1)) == []
+    assert len(written) == 2
 
 
 @pytest.mark.committed
