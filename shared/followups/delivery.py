@@ -4,7 +4,8 @@ same platform senders, the same outcomes), and the follow-up becomes a turn of t
 
 - The scan (:func:`claim_due_followups`) leases open threads of users who turned follow-ups on and are not
   paused, in private chats or groups that turned them on; one per user a scan. A thread whose moment has not
-  come (:mod:`shared.followups.timing`) is held until the first moment worth asking again, not sent.
+  come (:mod:`shared.followups.timing`) is held until the first moment worth asking again, not sent; one a week
+  past is closed (``expired``).
 - The delivery (:func:`deliver_followup`) checks everything again holding the user's row: the claim is still
   this one, consent, not paused, not blocked, within today's allowance, and the timing rules; then it sets the
   thread's ``asked_at`` before sending, so a follow-up on its way counts as today's for every other thread of
@@ -28,7 +29,15 @@ from datetime import datetime, timedelta
 from shared.db.models import Chat, ConversationTurn
 from shared.db.thread_models import OpenThread
 from shared.followups.compose import FollowupFacts, compose_followup, memory_lines
-from shared.followups.timing import DEFAULT_AFTER, DEFAULT_QUIET_HOURS, Moment, Verdict, follow_up_verdict, quiet_hours
+from shared.followups.timing import (
+    DEFAULT_AFTER,
+    DEFAULT_QUIET_HOURS,
+    STALE,
+    Moment,
+    Verdict,
+    follow_up_verdict,
+    quiet_hours,
+)
 from shared.llm.client import ChatModel
 from shared.llm.metering import CallUsage
 from shared.reminders.chat_moves import record_chat_move
@@ -98,7 +107,9 @@ def claim_due_followups(uow_factory: UowFactory, now: datetime, rules: FollowupR
         users: set[int] = set()
         for thread in uow.threads.claim_due(now, rules.after, rules.lease, limit):
             verdict = _verdict(uow, thread, now, rules)
-            if verdict.go and thread.user_id not in users:
+            if verdict.reason == STALE:
+                uow.threads.close(thread.user_id, thread.id, "expired", now)
+            elif verdict.go and thread.user_id not in users:
                 users.add(thread.user_id)
                 claims.append(FollowupClaim(thread.id, thread.attempts))
             else:  # its moment has not come: not looked at again before it could

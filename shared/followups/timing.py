@@ -1,5 +1,6 @@
 """When a follow-up may go (pure): after the thread's time, outside the user's quiet hours, at most one a day per
-user, never to someone who wrote within the last hour, never in a group that did not turn follow-ups on.
+user, never to someone who wrote within the last hour, never in a group that did not turn follow-ups on, and
+never about something a week past (it is stale).
 
 :func:`follow_up_verdict` answers for one moment: go now, or wait until when (or never, for a group without
 follow-ups). The scan and the delivery both ask it, the delivery again under the user's row lock, so a follow-up
@@ -19,6 +20,9 @@ RECENT_WRITER = timedelta(hours=1)
 """No follow-up to someone who wrote this recently: they are talking already."""
 DAY_ONLY_HOUR = 18
 """A thread with a day and no time of day ("my exam is tomorrow") is asked about from this local hour that day."""
+STALE_AFTER = timedelta(days=7)
+"""A thread this long past is not asked about any more (follow-ups turned on late, a long pause): it expires."""
+STALE = "stale"
 GROUP_RECHECK = timedelta(days=1)
 """A thread noted in a group without follow-ups is looked at again this much later (the group may turn them on)."""
 _HOURS = re.compile(r"^\s*(\d{1,2})(?::00)?\s*[-–~到至]\s*(\d{1,2})(?::00)?\s*$")
@@ -108,6 +112,8 @@ def earliest(moment: Moment) -> datetime:
 
 def follow_up_verdict(moment: Moment) -> Verdict:
     """May the follow-up go at ``moment.now``? See the module's docstring."""
+    if moment.now - moment.happens_at > STALE_AFTER:
+        return Verdict(False, STALE)
     if moment.group and not moment.group_enabled:
         return Verdict(False, "the group did not turn follow-ups on", moment.now + GROUP_RECHECK)
     local = moment.now.astimezone(moment.zone)

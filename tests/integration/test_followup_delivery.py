@@ -135,6 +135,14 @@ def test_a_thread_in_quiet_hours_is_held_until_the_morning_and_sent_then(uow_fac
     assert deliver(uow_factory, senders_for(telegram), claim_one(uow_factory, morning), morning).kind == "sent"
 
 
+def test_a_thread_a_week_past_when_follow_ups_were_turned_on_expires_unsent(uow_factory):
+    thread_id = add_thread(uow_factory, happens_at=NOW - timedelta(days=8))
+
+    assert claim_due_followups(uow_factory, NOW, RULES) == []
+    thread = thread_row(uow_factory, thread_id)
+    assert (thread.status, thread.closed_reason) == ("closed", "expired")
+
+
 def test_the_users_own_quiet_hours_hold_a_follow_up_the_default_would_send(uow_factory):
     add_thread(uow_factory, quiet="12-15")
     assert claim_due_followups(uow_factory, NOW, RULES) == []

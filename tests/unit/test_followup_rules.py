@@ -82,6 +82,12 @@ def test_none_to_someone_who_wrote_within_the_hour():
     assert follow_up_verdict(moment(now, last_written_at=now - timedelta(minutes=60))) == GO
 
 
+def test_a_thread_a_week_past_is_stale_and_never_asked_about():
+    assert follow_up_verdict(moment(FRIDAY_9 + timedelta(days=6, hours=5))) == GO
+    verdict = follow_up_verdict(moment(FRIDAY_9 + timedelta(days=7, minutes=1)))
+    assert (verdict.go, verdict.reason, verdict.not_before) == (False, "stale", None)
+
+
 def test_none_in_a_group_unless_the_group_turned_them_on():
     now = FRIDAY_9.replace(hour=15)
     assert not follow_up_verdict(moment(now, group=True)).go
