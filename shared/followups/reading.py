@@ -31,14 +31,14 @@ def _event(key: str, words: str, zh: str, en: str) -> EventWord:
 
 EVENTS: tuple[EventWord, ...] = (
     _event("interview", r"面试|interview", "面试", "your interview"),
-    _event("exam", r"考试|期中考|期末考|笔试|考研|高考|\bexams?\b|\bfinals?\b|\bmidterms?\b", "考试", "your exam"),
+    _event("exam", r"考试|期中考|期末考|笔试|考研|高考|\bexams?\b|\bfinals\b|\bmidterms?\b", "考试", "your exam"),
     _event("doctor", r"看医生|看病|看牙|复诊|体检|门诊|\bdoctor\b|\bdentist\b|check-?up|\bappointment\b",
            "看医生", "the doctor's visit"),
     _event("move", r"搬家|\bmoving\b|\bmove\b", "搬家", "the move"),
     _event("surgery", r"手术|surgery|\boperation\b", "手术", "the surgery"),
     _event("presentation", r"答辩|演讲|汇报|presentation|\bpitch\b|\bdefen[cs]e\b", "汇报", "your presentation"),
     _event("match", r"比赛|马拉松|\bmatch\b|\brace\b|marathon|tournament", "比赛", "the match"),
-    _event("date", r"约会|相亲|\bdate\b(?!\s*:)", "约会", "your date"),
+    _event("date", r"约会|相亲|\b(?:a|my|first|blind|dinner)\s+date\b", "约会", "your date"),
     _event("flight", r"航班|飞机|\bflight\b", "航班", "your flight"),
     _event("wedding", r"婚礼|wedding", "婚礼", "the wedding"),
     _event("trip", r"出差|business trip", "出差", "your trip"),

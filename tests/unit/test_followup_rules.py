@@ -122,7 +122,8 @@ def test_the_rules_note_an_event_with_a_time_in_the_messages_language(text, what
 
 
 @pytest.mark.parametrize("text", ["明天考试吗？", "remind me tomorrow about my exam", "the interview got cancelled",
-                                  "I had an interview yesterday", "周五很忙", "I like to move it"])
+                                  "I had an interview yesterday", "周五很忙", "I like to move it",
+                                  "the due date is Friday", "the final report is due tomorrow"])
 def test_questions_reminders_cancellations_the_past_and_no_event_note_nothing(text):
     assert read_thread(text, THURSDAY_EVENING, "Asia/Shanghai", chinese=False) is None
 
