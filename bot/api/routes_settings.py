@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from bot.api.auth import Principal, context, principal
 from bot.api.json_body import CheckedJsonRoute
-from bot.api.schemas import ErrorOut, ZoneIn
+from bot.api.schemas import ErrorOut, FollowupsIn, ZoneIn
 from shared.followups.texts import FollowupSettings
 from shared.reminders.user_zone import UserZone, ZoneChange
 from shared.reminders.zones import zone_label
@@ -71,11 +71,6 @@ class FollowupsOut(BaseModel):
         return cls(on=state.on, quiet_hours=state.quiet_hours,
                    threads=[ThreadOut(id=t.id, what=t.what, happens_at=t.happens_at, timezone=t.timezone,
                                       asked=t.asked) for t in state.threads])
-
-
-class FollowupsIn(BaseModel):
-    on: bool | None = None
-    quiet_hours: str | None = Field(default=None, max_length=16, description="from-until local hours, e.g. 22-9")
 
 
 @router.get("/settings/followups", response_model=FollowupsOut)

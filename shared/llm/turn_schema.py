@@ -85,11 +85,9 @@ TURN_JSON_SCHEMA: dict[str, Any] = _strict_object(
                      "is due Friday 5pm', '周五前交报告'), pinged ahead of it", TODO_KINDS),
     )},
     threads={"type": "array", "items": _strict_object(
-        what=_string("Something coming up in the user's life that they mention with a time (an interview, an exam, "
-                     "a doctor's visit, a move), as a short noun phrase in their language: 'your job interview', "
-                     "'面试'"),
-        when=_string("When it happens: ISO 8601 date-time with the user's UTC offset"),
-        cancelled={"type": "boolean", "description": "true when the user says it is cancelled or not happening"},
+        what=_string("An event coming up for the user, short, in their language: 'your interview', '面试'"),
+        when=_string("ISO 8601 date-time with the user's UTC offset"),
+        cancelled={"type": "boolean", "description": "true when it is called off"},
     )},
     topic={"type": ["string", "null"], "description": "The conversation's current topic, a few words"},
     context_variables={"type": "array", "items": _strict_object(key=_string(), value=_string())},
