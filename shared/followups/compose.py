@@ -7,6 +7,7 @@ The prompt is built here (pure); :func:`compose_followup` makes the call, metere
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +17,8 @@ from shared.followups.texts import day_phrase, offline_followup
 from shared.llm.metering import CallUsage, metered
 from shared.llm.retries import LLMUnavailable
 from shared.reminders.timeparse import zone_of
-from shared.text import clean_text, is_invisible
+from shared.speech.non_answers import non_answer
+from shared.text import clean_text, is_invisible, language_of
 
 if TYPE_CHECKING:
     from shared.llm.client import ChatModel
@@ -24,9 +26,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_FOLLOWUP_CHARS = 400
+MIN_FOLLOWUP_CHARS = 6
+"""Shorter is no question about anything ("面试", "ok?")."""
 FOLLOWUP_MAX_TOKENS = 120
 """One or two sentences; a small model that rambles is cut here (and its words still sent, trimmed)."""
 MAX_MEMORIES = 5
+_MARKUP = re.compile(r"<<|>>|<\|[^>]*\|>|\[/?INST\]|</?[a-z_]+>|^#+\s", re.IGNORECASE | re.MULTILINE)
+"""A chat template's or a prompt's markup ("<<SYS>>", "<|im_start|>", "[INST]", "<app_note>", a heading)."""
+_LIST = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -73,16 +80,25 @@ def compose_followup(model: ChatModel | None, facts: FollowupFacts,
         except LLMUnavailable as exc:
             log.warning("the model could not write a follow-up, the template is sent: %s", exc)
             answer = ""
-    text = _usable(answer)
+    messages = followup_messages(facts, now)
+    text = usable_followup(answer, facts, messages[0]["content"])
     if text is None:
         return offline_text(facts, now), tuple(meter.calls), False
     return text, tuple(meter.calls), True
 
 
-def _usable(answer: str) -> str | None:
-    """The model's message, trimmed and cut; None when it holds nothing to send (empty, or JSON)."""
+def usable_followup(answer: str, facts: FollowupFacts, instructions: str) -> str | None:
+    """The model's message, trimmed and cut; None when it is nothing a person should read: too short, JSON, a list, a
+    prompt template's markup, not in the thread's language, or not language at all (the hot path's
+    :func:`shared.speech.non_answers.non_answer`, a copy of its instructions included)."""
     text = clean_text(answer or "", MAX_FOLLOWUP_CHARS).strip().strip('"“”').strip()
-    if not text or is_invisible(text) or text.startswith(("{", "[")):
+    if len(text) < MIN_FOLLOWUP_CHARS or is_invisible(text) or text.startswith(("{", "[")) or _MARKUP.search(text) \
+            or _LIST.search(text):
+        return None
+    if language_of(text).chinese != facts.chinese:
+        return None
+    if (reason := non_answer(text, facts.what, instructions)) is not None:
+        log.info("the model's follow-up was %s: the template is sent", reason)
         return None
     return text
 

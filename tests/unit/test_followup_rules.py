@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from shared.followups.compose import FollowupFacts, followup_messages, usable_followup
 from shared.followups.reading import cancelled_threads, read_thread, same_event
 from shared.followups.texts import day_phrase, offline_followup
 from shared.followups.timing import (
@@ -151,3 +152,28 @@ def test_the_offline_follow_up_names_the_day_as_seen_from_when_it_is_sent():
     assert day_phrase(FRIDAY_9, FRIDAY_9 + timedelta(days=3), SHANGHAI, chinese=True) == "周五"
     assert day_phrase(FRIDAY_9, FRIDAY_9 + timedelta(days=3), SHANGHAI, chinese=False) == "on Friday"
     assert day_phrase(FRIDAY_9, FRIDAY_9 + timedelta(days=10), SHANGHAI, chinese=False) == "on 27 November"
+
+
+FACTS = FollowupFacts("面试", FRIDAY_9, "Asia/Shanghai", True, ("最担心英文自我介绍",))
+ASKED_AT = FRIDAY_9.replace(hour=13)
+
+
+@pytest.mark.parametrize("answer", ["<<SYS>>\n你很关心自己写字吗?", "- 你好吗？\n- 面试呢？", "1. 你好\n2. 面试怎么样",
+                                    '{"response": "你好"}', "面试", "How did your interview go today?", "",
+                                    "<|im_start|>assistant 你的面试怎么样了？"])
+def test_a_model_follow_up_that_is_no_message_for_a_person_gives_way_to_the_template(answer):
+    instructions = followup_messages(FACTS, ASKED_AT)[0]["content"]
+    assert usable_followup(answer, FACTS, instructions) is None
+
+
+def test_a_model_follow_up_in_the_threads_language_is_sent_trimmed():
+    instructions = followup_messages(FACTS, ASKED_AT)[0]["content"]
+    written = "  “你周五的面试怎么样了？上次你说最担心英文自我介绍。”\n"
+    assert usable_followup(written, FACTS, instructions) == "你周五的面试怎么样了？上次你说最担心英文自我介绍。"
+
+
+def test_the_prompt_carries_the_thread_its_day_and_the_memories():
+    system, user = followup_messages(FACTS, ASKED_AT)
+    assert "Chinese" in system["content"] and "ONE short" in system["content"]
+    assert "面试" in user["content"] and "2026-11-27 09:00 (今天)" in user["content"]
+    assert "- 最担心英文自我介绍" in user["content"]
