@@ -31,9 +31,10 @@ MIN_FOLLOWUP_CHARS = 6
 FOLLOWUP_MAX_TOKENS = 120
 """One or two sentences; a small model that rambles is cut here (and its words still sent, trimmed)."""
 MAX_MEMORIES = 5
-_MARKUP = re.compile(r"<<|>>|<\|[^>]*\|>|\[/?INST\]|</?[a-z_]+>|^#+\s", re.IGNORECASE | re.MULTILINE)
+_MARKUP = re.compile(r"<<|>>|<\|[a-z_]{1,30}\|>|\[/?INST\]|</?[a-z_]{1,30}>|^#{1,6}[ \t]",
+                     re.IGNORECASE | re.MULTILINE)
 """A chat template's or a prompt's markup ("<<SYS>>", "<|im_start|>", "[INST]", "<app_note>", a heading)."""
-_LIST = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s", re.MULTILINE)
+_LIST = re.compile(r"^[ \t]*(?:[-*•]|\d{1,3}[.)])[ \t]", re.MULTILINE)
 
 
 @dataclass(frozen=True)
