@@ -11,6 +11,7 @@ from shared.db.lease_models import LeaseRow  # noqa: F401  (puts process_leases 
 from shared.db.limit_models import ModelCallHold, RateLimitCounter  # noqa: F401  (puts their tables in the metadata)
 from shared.db.maintenance_models import MaintenanceRun  # noqa: F401  (puts maintenance_runs in the metadata)
 from shared.db.memory_models import Base
+from shared.db.thread_models import OpenThread  # noqa: F401  (puts open_threads in the metadata)
 from shared.db.token_models import OneTimeToken  # noqa: F401  (puts one_time_tokens in the metadata)
 from shared.db.update_models import PlatformUpdate  # noqa: F401  (puts platform_updates in the metadata)
 from shared.db.usage_models import UsageCall  # noqa: F401  (puts the usage tables in the metadata)

@@ -22,6 +22,7 @@ from shared.conversation.messages import IncomingMessage, Reply
 from shared.conversation.service import ConversationService
 from shared.conversation.warning_texts import OFFLINE_WARNING, warning_text
 from shared.errors import DatabaseUnavailable
+from shared.followups.delivery import console_followups_sent_since
 from shared.reminders.service import console_reminders_sent_since
 from shared.settings import Settings
 from shared.text import language_of
@@ -211,14 +212,15 @@ def console_user() -> str:
 
 
 def console_reminder_feed(rt: Runtime, user: str) -> ReminderFeed:
-    """Reminders of this console user that the worker has sent (it marks console reminders sent)."""
+    """Reminders and follow-ups of this console user that the worker has sent (it marks them sent)."""
 
     def feed(since: datetime, until: datetime) -> list[str]:
         with rt.uow() as uow:
             identity = uow.users.identity("console", user)
         if identity is None:
             return []
-        return console_reminders_sent_since(rt.uow, identity.user_id, since, until)
+        return (console_reminders_sent_since(rt.uow, identity.user_id, since, until)
+                + console_followups_sent_since(rt.uow, identity.user_id, since, until))
 
     return feed
 

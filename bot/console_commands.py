@@ -5,8 +5,8 @@
 (asks yes/no), ``/remember``, ``/reminders``, ``/remind <when> <what>`` (or ``cancel|done|snooze <id>``),
 ``/cancel|/done <id>``, ``/snooze <id> [minutes]``, ``/export [file]``, ``/import <file>``, ``/pause``, ``/resume``,
 ``/link [code]``, ``/link confirm <code>``, ``/link unlink`` (or ``/unlink``), ``/panel``, ``/usage``,
-``/timezone [zone]``, ``/help``; and ``/access`` (the console is the local operator: it may read and change who
-the bots answer).
+``/timezone [zone]``, ``/followups [on|off|list|quiet 22-9]``, ``/help``; and ``/access`` (the console is the
+local operator: it may read and change who the bots answer).
 
 Their texts follow the user's language as on the bots: the language of what the user last wrote (a
 message, or a command's words), at the start the one stored for them, and only before that the terminal's.
@@ -34,6 +34,7 @@ from shared.commands.reminder_actions import ACTION_WORDS
 from shared.commands.service import Caller, MemoryCommands, confirmation_code
 from shared.db.kinds import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
+from shared.followups import texts as followup_texts
 from shared.reminders import zone_texts
 from shared.text import is_chinese, language_of
 from shared.usage import texts as usage_texts
@@ -131,6 +132,7 @@ class ConsoleCommands:
             "/panel": lambda _arg: texts.panel_link_text(c.panel_link(caller), locale),
             "/usage": lambda _arg: usage_texts.user_usage_text(c.usage(caller), locale),
             "/timezone": lambda arg: zone_texts.zone_text(c.timezone(caller, arg), locale, c.clock()),
+            "/followups": lambda arg: followup_texts.settings_text(c.followups(caller, arg), locale),
             "/access": self._access,
         }
 

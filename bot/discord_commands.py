@@ -30,6 +30,7 @@ from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands, MemoryPage, confirmation_code
 from shared.db.kinds import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.followups import texts as followup_texts
 from shared.reminders import zone_texts
 from shared.usage import texts as usage_texts
 
@@ -382,6 +383,14 @@ async def timezone(interaction: discord.Interaction, zone: str | None = None) ->
     await send_private(interaction, zone_texts.zone_text(change, interaction.locale.value, service.clock()))
 
 
+@app_commands.command(name="followups", description=describe("followups"))
+@app_commands.describe(action=command_text("followups.action"))
+async def followups(interaction: discord.Interaction, action: str | None = None) -> None:
+    """Follow-ups on or off, your quiet hours (``quiet 22-9``), and what I'll ask about."""
+    state = await deferred(interaction, memory_commands(interaction).followups, caller_of(interaction), action)
+    await send_private(interaction, followup_texts.settings_text(state, interaction.locale.value))
+
+
 @app_commands.command(name="help", description=describe("help"))
 async def help_(interaction: discord.Interaction) -> None:
     """What I can do (answered at once: no database)."""
@@ -405,7 +414,8 @@ async def access(interaction: discord.Interaction, action: str = "list", kind: s
 
 
 COMMANDS = (memories, memories_why, memories_forgotten, memories_restore, forget, remember, reminders, remind, cancel,
-            done, snooze, export, import_, pause, resume, link, unlink, panel, usage, timezone, help_, access)
+            done, snooze, export, import_, pause, resume, link, unlink, panel, usage, timezone, followups, help_,
+            access)
 
 
 def install_commands(tree: app_commands.CommandTree) -> None:

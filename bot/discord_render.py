@@ -46,6 +46,8 @@ _MENU_TEXTS = {
     "snooze.minutes": ("Minutes from now or from when it is due, if later (10 if not given)",
                        "从现在或原定时间（取较晚者）起推迟的分钟数（默认 10）"),
     "import.file": ("A JSON file made by /export", "由 /export 导出的 JSON 文件"),
+    "followups.action": ('on, off, list, or "quiet 22-9" (your quiet hours, local)',
+                         "on、off、list，或 \"quiet 22-9\"（你的安静时段，当地时间）"),
     "timezone.zone": ('A city, an IANA name or an offset ("Seattle", "Asia/Shanghai", "UTC+8"); "default" resets',
                       "城市、IANA 名称或时差（「杭州」「Asia/Shanghai」「UTC+8」）；default 恢复默认"),
     "link.code": ("The code from your other account, or confirm <code> (leave empty to get one)",

@@ -255,6 +255,7 @@ def build_application(settings: Settings, service: ConversationService, commands
         CommandHandler("panel", on_command.panel),
         CommandHandler("usage", on_command.usage),
         CommandHandler("timezone", on_command.timezone),
+        CommandHandler("followups", on_command.followups),
         CommandHandler("unlink", on_command.unlink),
         CommandHandler("access", AccessCommand(access)),
         MessageHandler(filters.StatusUpdate.MIGRATE, on_command.chat_migrated),

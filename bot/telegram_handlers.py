@@ -21,6 +21,7 @@ from shared.commands import texts
 from shared.commands.memories import memory_type
 from shared.commands.service import Caller, ExportFile, MemoryCommands, confirmation_code
 from shared.errors import InvalidCommand
+from shared.followups import texts as followup_texts
 from shared.reminders import zone_texts
 from shared.reminders.chat_moves import record_chat_move
 from shared.usage import texts as usage_texts
@@ -291,6 +292,12 @@ class CommandHandlers:
         caller = caller_of(update)
         report = await self._call(self.commands.usage, caller)
         await answer_privately(update, context, usage_texts.user_usage_text(report, caller.locale))
+
+    async def followups(self, update: Update, context: Context) -> None:
+        """``/followups on|off|list|quiet 22-9``: consent to follow-ups, quiet hours, the open threads."""
+        caller = caller_of(update)
+        state = await self._call(self.commands.followups, caller, command_argument(update.effective_message))
+        await answer_privately(update, context, followup_texts.settings_text(state, caller.locale))
 
     async def timezone(self, update: Update, context: Context) -> None:
         """``/timezone [zone]``: the user's time zone, or a new one (a city, an IANA name, an offset)."""

@@ -114,6 +114,10 @@ class Settings(AccessSettings, BaseSettings):
     """The time zone of users who have not set theirs (``/timezone``, the panel, or saying where they are)."""
     deadline_heads_up_minutes: Annotated[int, Field(ge=0, le=7 * 24 * 60)] = 60
     """A to-do with a deadline ("周五下午五点前交报告", "due Friday 5pm") pings this long before it."""
+    followup_quiet_hours: Annotated[str, Field(pattern=r"^\s*([01]?\d|2[0-3])\s*-\s*([01]?\d|2[0-3])\s*$")] = "22-9"
+    """Local hours with no follow-up for users who set none of their own (``/followups quiet 23-8``): from-until."""
+    followup_after_minutes: Annotated[int, Field(ge=0, le=7 * 24 * 60)] = 180
+    """A follow-up may go this long after its thread's time (a day-only thread: from 18:00 that day)."""
     daily_maintenance_hour_utc: Annotated[int, Field(ge=0, le=23)] = 3
     reminder_scan_seconds: Annotated[float, Field(ge=1, le=3600)] = 60.0
     reminder_lease_seconds: Annotated[float, Field(ge=5, le=86400)] = 300.0

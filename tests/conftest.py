@@ -31,7 +31,7 @@ from shared.repositories.uow import UnitOfWork
 
 SYSTEM_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 APP_TABLES = ("llm_usage_daily", "llm_usage", "web_sessions", "one_time_tokens", "memory_events", "jobs_outbox",
-              "profiles", "todos", "memories",
+              "profiles", "open_threads", "todos", "memories",
               "conversation_turns", "episodes", "sessions", "chats", "identities", "users")
 DEPLOYMENT_TABLES = ("access_entries", "platform_updates")
 """Tables of the deployment rather than of a user (the operators' access lists, the updates received): emptied

@@ -19,10 +19,11 @@ QUEUES = (REMINDER_QUEUE, QUEUE)
 """What a worker's prefork pool consumes, in the order it prefers."""
 MODEL_QUEUES = (MODEL_QUEUE,)
 """What a worker's thread pool consumes."""
-REMINDER_TASKS = ("mnemo.scan_reminders", "mnemo.deliver_reminder")
-MODEL_TASKS = ("mnemo.extract_turn", "mnemo.close_session", "mnemo.summarise_session", "mnemo.run_reviews")
-"""The knowledge monitor, episode summaries and reviews: one model call (or a few) and little else. Dedup, decay,
-reindexing and the daily maintenance (mostly database work) stay on :data:`QUEUE`."""
+REMINDER_TASKS = ("mnemo.scan_reminders", "mnemo.deliver_reminder", "mnemo.scan_followups")
+MODEL_TASKS = ("mnemo.extract_turn", "mnemo.close_session", "mnemo.summarise_session", "mnemo.run_reviews",
+               "mnemo.deliver_followup")
+"""The knowledge monitor, episode summaries, reviews and follow-ups: one model call (or a few) and little else.
+Dedup, decay, reindexing and the daily maintenance (mostly database work) stay on :data:`QUEUE`."""
 SOFT_SHUTDOWN_SECONDS = 2.0
 """How long a cold shutdown lets running tasks finish before it stops them and puts their messages back on
 the broker (they are acks_late and idempotent, so they simply run again). The worker a front-end starts

@@ -12,6 +12,8 @@ def beat_schedule(reminder_scan_seconds: float = 60.0, daily_hour_utc: int = 3) 
     return {
         "scan-reminders": {"task": "mnemo.scan_reminders", "schedule": reminder_scan_seconds,
                            "options": {"expires": reminder_scan_seconds}},
+        # follow-ups on open threads: the rules pick the moment, so a minute's delay is nothing
+        "scan-followups": {"task": "mnemo.scan_followups", "schedule": 5 * minute, "options": {"expires": 5 * minute}},
         "sweep-outbox": {"task": "mnemo.sweep_outbox", "schedule": minute, "options": {"expires": minute}},
         "close-idle-sessions": {"task": "mnemo.close_idle_sessions", "schedule": 5 * minute,
                                 "options": {"expires": 5 * minute}},

@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError
 
 from shared.db.availability import named_failure
 from shared.errors import BrokerUnavailable, DatabaseConflict, DatabaseUnavailable
+from shared.followups import delivery as followups
 from shared.lifecycle import decay, dedup, embedding, episodes, maintenance, reviews, sitting
 from shared.lifecycle import extraction as knowledge
 from shared.lifecycle import outbox as jobs
@@ -168,6 +169,24 @@ def deliver_reminder(self, todo_id: int, attempt: int) -> str:
     return outcome.kind
 
 
+@mnemo_task("scan_followups")
+def scan_followups() -> None:
+    ctx = context()
+    for claim in followups.claim_due_followups(ctx.uow, ctx.now(), followup_rules()):
+        deliver_followup.delay(claim.thread_id, claim.attempt)
+
+
+@mnemo_task("deliver_followup", bind=True)
+def deliver_followup(self, thread_id: int, attempt: int) -> str:
+    ctx = context()
+    outcome = followups.deliver_followup(ctx.uow, senders(), thread_id, attempt, ctx.now(), rules=followup_rules(),
+                                         chat_model=ctx.chat_model, quota=ctx.quota, blocked=access().blocks_any)
+    record.followup_delivery(outcome.platform, outcome.kind)
+    if outcome.retry_after is not None:
+        raise self.retry(countdown=outcome.retry_after, max_retries=8)
+    return outcome.kind
+
+
 @mnemo_task("run_maintenance")
 def run_maintenance() -> None:
     """The daily run: decay, reviews, dedup as of the worker's clock, its report logged, counted and kept."""
@@ -204,6 +223,7 @@ def retokenize_search() -> int:
 
 
 _senders: dict | None = None
+_access = None
 
 
 def senders() -> dict:
@@ -216,3 +236,23 @@ def senders() -> dict:
         ctx = context()
         _senders = senders_from_settings(ctx.settings, shared_storage(ctx.settings.redis_url, ctx.engine))
     return _senders
+
+
+def access():  # -> AccessService, imported late as the senders are
+    """Who is blocked (the settings' lists and the stored ones), built once per process."""
+    global _access
+    if _access is None:
+        from shared.access.service import AccessService
+
+        ctx = context()
+        _access = AccessService(ctx.uow, ctx.settings.access_policy(),
+                                refresh_seconds=ctx.settings.access_refresh_seconds)
+    return _access
+
+
+def followup_rules() -> followups.FollowupRules:
+    settings = context().settings
+    return followups.FollowupRules(after=timedelta(minutes=settings.followup_after_minutes),
+                                   quiet_hours=settings.followup_quiet_hours,
+                                   lease=timedelta(seconds=settings.reminder_lease_seconds),
+                                   bot_name=settings.bot_name, personality=settings.bot_personality)

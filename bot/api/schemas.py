@@ -186,3 +186,9 @@ class ErrorOut(BaseModel):
 class ZoneIn(Strict):
     timezone: str | None = Field(max_length=MAX_ZONE_CHARS, description="an IANA name, a city or country, an "
                                  "offset (UTC+8, -05:30); null or \"default\": the bot's default")
+
+
+class FollowupsIn(Strict):
+    on: bool | None = Field(default=None, description="turn follow-ups on (true) or off (false); null: unchanged")
+    quiet_hours: str | None = Field(default=None, max_length=16,
+                                    description="local hours with no follow-up, from-until, e.g. 22-9; null: unchanged")

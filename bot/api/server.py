@@ -37,7 +37,8 @@ def run_api(settings: Settings, host: str | None = None, port: int | None = None
         panel = PanelService(rt.uow, session_lifetime=timedelta(hours=settings.panel_session_hours),
                              embeddings_wanted=settings.embeddings_configured,
                              usage_policy=UsagePolicy.from_settings(settings), access=access_service(rt),
-                             default_timezone=settings.default_timezone)
+                             default_timezone=settings.default_timezone,
+                             followup_quiet_hours=settings.followup_quiet_hours)
         token = settings.admin_token.get_secret_value().strip() if settings.admin_token else None
         limiter = SignInLimiter(storage=shared_storage(settings.redis_url, rt.engine))  # shared by replicas
         app = create_app(panel, admin_token=token, public_url=settings.panel_public_url, limiter=limiter,

@@ -449,8 +449,30 @@ function showZone(settings) {
 }
 
 async function loadSettings() {
-  const settings = await attempt(() => api('GET', '/settings'));
+  const [settings, followups] = await Promise.all([attempt(() => api('GET', '/settings')),
+    attempt(() => api('GET', '/settings/followups'))]);
   if (settings) showZone(settings);
+  if (followups) showFollowups(followups);
+}
+
+function showFollowups(followups) {
+  $('followups-on').checked = followups.on;
+  $('quiet-input').value = followups.quiet_hours;
+  $('thread-list').replaceChildren(...followups.threads.map((thread) => {
+    const item = document.createElement('li');
+    const when = formatWallClock(thread.happens_at, thread.timezone);
+    item.textContent = `#${thread.id} ${thread.what} — ${when}` + (thread.asked ? ` (${t('threadAsked')})` : '');
+    return item;
+  }));
+}
+
+async function saveFollowups(event) {
+  event.preventDefault();
+  const json = { on: $('followups-on').checked, quiet_hours: $('quiet-input').value.trim() || null };
+  const followups = await attempt(() => api('PUT', '/settings/followups', { json }));
+  if (!followups) return;
+  showFollowups(followups);
+  notify(t('followupsSaved', followups.on, followups.quiet_hours));
 }
 
 async function saveZone(event, value) {
@@ -551,6 +573,7 @@ function wireEvents() {
   $('notice').addEventListener('click', clearNotice);
   $('zone-form').addEventListener('submit', (event) => saveZone(event));
   $('zone-reset').addEventListener('click', () => saveZone(null, null));
+  $('followups-form').addEventListener('submit', (event) => saveFollowups(event));
 }
 
 document.addEventListener('DOMContentLoaded', () => {

@@ -39,6 +39,11 @@ const TEXTS = {
       + (moved ? ` ${moved === 1 ? '1 pending reminder keeps its' : `${moved} pending reminders keep their`} `
         + 'clock time.' : ''),
     zoneCleared: (label) => `Back to this bot's default time zone, ${label}.`,
+    followupsLabel: 'Ask me afterwards how things went', quietLabel: 'Quiet hours',
+    followupsHint: 'When you mention something coming up (an interview, an exam), I ask once how it went, after it '
+      + 'and never in your quiet hours.',
+    followupsSaved: (on, quiet) => (on ? `Follow-ups are on (quiet hours ${quiet}).` : 'Follow-ups are off.'),
+    threadAsked: 'asked, waiting for your answer',
     forgottenHeading: 'Recycle bin', noForgotten: 'Nothing in the recycle bin.', restore: 'Restore',
     forgottenHint: 'Passing remarks unused for 90 days wait here for 30 days before they are deleted. '
       + 'What you told me about yourself never comes here.',
@@ -127,6 +132,10 @@ const TEXTS = {
     zoneDefault: (label) => `你还没有设置时区，现在使用本机器人默认的 ${label}。`,
     zoneSaved: (label, moved) => `时区已设为 ${label}。` + (moved ? `${moved} 个待提醒事项保持原来的钟点。` : ''),
     zoneCleared: (label) => `已恢复为本机器人默认的时区 ${label}。`,
+    followupsLabel: '事后问问我进展如何', quietLabel: '安静时段',
+    followupsHint: '你提到即将发生的事（面试、考试）时，我会在事后问一次进展如何，安静时段不打扰。',
+    followupsSaved: (on, quiet) => (on ? `已开启回访（安静时段 ${quiet}）。` : '回访已关闭。'),
+    threadAsked: '已问，等你回复',
     forgottenHeading: '回收站', noForgotten: '回收站是空的。', restore: '找回',
     forgottenHint: '90 天没用到的零碎小事会在这里保留 30 天，之后删除。你告诉我的关于你自己的事不会进来。',
     memoryRestored: '记忆已找回。',

@@ -148,7 +148,8 @@ def memory_commands(rt: Runtime, *, embeddings_wanted: bool) -> MemoryCommands:
                           panel_url=settings.panel_public_url,
                           panel_link_lifetime=timedelta(minutes=settings.panel_link_minutes),
                           usage_policy=UsagePolicy.from_settings(settings),
-                          deadline_heads_up=timedelta(minutes=settings.deadline_heads_up_minutes))
+                          deadline_heads_up=timedelta(minutes=settings.deadline_heads_up_minutes),
+                          followup_quiet_hours=settings.followup_quiet_hours)
 
 
 def access_service(rt: Runtime) -> AccessService:

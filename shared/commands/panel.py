@@ -18,6 +18,7 @@ from shared.accounts.panel_access import PanelSession, SignedIn
 from shared.accounts.user_data import ExportFile, ImportReport
 from shared.commands import editing as memory_editing
 from shared.commands.editing import MAX_BATCH_IDS, MemoryDraft, WorkingMemory
+from shared.commands.followups import followup_settings
 from shared.commands.memories import forget_long_term, forget_rounds
 from shared.commands.service import (
     MAX_SEARCH_CHARS,
@@ -32,6 +33,8 @@ from shared.commands.service import (
 from shared.db.kinds import TodoStatus
 from shared.db.memory_models import Memory
 from shared.errors import AccessRefused, InvalidCommand, NotFound
+from shared.followups.texts import FollowupSettings
+from shared.followups.timing import DEFAULT_QUIET_HOURS
 from shared.memory import recycle_bin
 from shared.reminders.user_zone import UserZone, ZoneChange, set_user_zone, user_zone
 from shared.repositories.round_records import RoundRecord
@@ -100,9 +103,10 @@ class PanelService:
     def __init__(self, uow_factory: Callable[[], UnitOfWork], *, session_lifetime: timedelta,
                  clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
                  usage_policy: UsagePolicy | None = None, access: AccessService | None = None,
-                 default_timezone: str = "UTC") -> None:
+                 default_timezone: str = "UTC", followup_quiet_hours: str = DEFAULT_QUIET_HOURS) -> None:
         self.uow_factory = uow_factory
         self.default_timezone = default_timezone
+        self.followup_quiet_hours = followup_quiet_hours
         """The zone of users who have not set theirs (``DEFAULT_TIMEZONE``)."""
         self.access = access
         """The access lists: a blocked user's session keeps reading, exporting and deleting, and adds nothing."""
@@ -262,6 +266,23 @@ class PanelService:
         name = None if text is None or not text.strip() else zone_named(command_text(text, MAX_SEARCH_CHARS,
                                                                                       "zone_unknown"))
         return self._write(lambda uow: set_user_zone(uow, user_id, name, self.default_timezone, self.clock()))
+
+    # Follow-ups
+
+    def followups(self, user_id: int, *, on: bool | None = None, quiet_hours: str | None = None) -> FollowupSettings:
+        """The user's follow-up settings and open threads; with ``on`` or ``quiet_hours`` ("22-9"), changed first,
+        as ``/followups on|off|quiet`` does."""
+        self.account(user_id)
+        words = ([] if on is None else ["on" if on else "off"]) + ([] if quiet_hours is None else
+                                                                  [f"quiet {quiet_hours}"])
+
+        def apply(uow: UnitOfWork) -> FollowupSettings:
+            state = followup_settings(uow, user_id, "", self.clock(), self.followup_quiet_hours)
+            for text in words:
+                state = followup_settings(uow, user_id, text, self.clock(), self.followup_quiet_hours)
+            return state
+
+        return self._write(apply)
 
     # Usage
 

@@ -21,6 +21,7 @@ from shared.accounts.links import Account, LinkCode, LinkRequest, confirmation_c
 from shared.accounts.panel_access import PanelLink
 from shared.accounts.user_data import ExportFile, ImportReport
 from shared.commands import memories as memory_commands
+from shared.commands.followups import followup_settings
 from shared.commands.memories import (
     FORGET_ALL,
     FORGET_ALL_AND_REMINDERS,
@@ -34,6 +35,8 @@ from shared.db.kinds import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, TodoKind, TodoS
 from shared.db.memory_models import Todo
 from shared.db.models import Chat, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
+from shared.followups.texts import FollowupSettings
+from shared.followups.timing import DEFAULT_QUIET_HOURS
 from shared.limits import SharedLimit
 from shared.reminders.deadlines import DEFAULT_HEADS_UP, reads_as_deadline, timing, todo_content
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, room_for_reminders
@@ -113,8 +116,11 @@ class MemoryCommands:
                  clock: Callable[[], datetime] | None = None, embeddings_wanted: bool = False,
                  panel_url: str = "http://127.0.0.1:8080", panel_link_lifetime: timedelta = PANEL_LINK_LIFETIME,
                  usage_policy: UsagePolicy | None = None, write_limit: SharedLimit | None = None,
-                 deadline_heads_up: timedelta = DEFAULT_HEADS_UP) -> None:
+                 deadline_heads_up: timedelta = DEFAULT_HEADS_UP,
+                 followup_quiet_hours: str = DEFAULT_QUIET_HOURS) -> None:
         self.uow_factory = uow_factory
+        self.followup_quiet_hours = followup_quiet_hours
+        """The quiet hours of users who set none (``FOLLOWUP_QUIET_HOURS``)."""
         self.default_timezone = default_timezone
         self.deadline_heads_up = deadline_heads_up
         """How long before a deadline its reminder pings (``DEADLINE_HEADS_UP_MINUTES``)."""
@@ -237,6 +243,15 @@ class MemoryCommands:
         name = zone_named(command_text(text, MAX_SEARCH_CHARS, "zone_unknown"))
         return self._run(caller, lambda uow, me: set_user_zone(uow, me.user_id, name, self.default_timezone,
                                                                self.clock()))
+
+    # Follow-ups
+
+    def followups(self, caller: Caller, text: str | None = None) -> FollowupSettings:
+        """``/followups on|off|list|quiet 23-8``: consent, quiet hours, and the open threads."""
+        blank = text is None or (isinstance(text, str) and not text.strip())
+        words = "" if blank else command_text(text, MAX_SEARCH_CHARS, "followups_usage")
+        return self._run(caller, lambda uow, me: followup_settings(uow, me.user_id, words, self.clock(),
+                                                                   self.followup_quiet_hours))
 
     # Export and import
 

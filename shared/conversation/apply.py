@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from shared.conversation.attached import round_line
 from shared.conversation.extraction_timing import ExtractionTiming, WaitingTurn
 from shared.conversation.turn_reminders import store_turn_reminders
+from shared.conversation.turn_threads import store_turn_threads
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
@@ -62,7 +63,10 @@ class AppliedTurn:
     answered_elsewhere: bool = False
     """Another process recorded a reply to this message first: this one is not sent."""
     notice: str | None = None
-    """What the user is told of the turn's reminders and time zone (:mod:`shared.conversation.turn_reminders`)."""
+    """What the user is told of the turn's reminders and time zone (:mod:`shared.conversation.turn_reminders`)
+    and, once, that follow-ups can be turned on (:mod:`shared.conversation.turn_threads`)."""
+    followups_answered: int = 0
+    """Follow-ups this message answered (for the metrics, counted after commit)."""
 
 
 def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult, config: ConversationConfig, *,
@@ -90,11 +94,13 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
     reminders = store_turn_reminders(uow, prepared, trusted.todos if trusted else (), trusted and trusted.timezone,
                                      now=now, default_timezone=config.default_timezone,
                                      heads_up=config.deadline_heads_up)
+    threads = store_turn_threads(uow, prepared, trusted.threads if trusted else (), memory_ids, now=now)
     job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted, config.extraction, now)
     if prepared.quota.over:  # owed from the next day, when the user's allowance is back; not sent now
         job_ids = ()
+    notice = " ".join(part for part in (reminders.notice, threads.notice) if part) or None
     return AppliedTurn(memory_ids=memory_ids, todo_ids=reminders.todo_ids, warnings=warnings + reminders.warnings,
-                       job_ids=job_ids, notice=reminders.notice)
+                       job_ids=job_ids, notice=notice, followups_answered=threads.answered)
 
 
 def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,

@@ -124,6 +124,8 @@ predicate replaces the old one (people change; that is not a contradiction).
 - "todos": reminders the user asks for or commits to with a time: content, and due as ISO 8601 with the UTC \
 offset of the user's time zone, resolving words like "tomorrow at 9" against the current time in the app note; \
 kind "deadline" when the time is one something is due by, else "reminder".
+- "threads": events coming up that the user mentions with a time (interview, exam, doctor, move): what (short, \
+their language), when (ISO 8601 with offset), cancelled (true if called off); else [].
 - "timezone": the IANA time zone when the user says where they live or are, or which zone they use; else null.
 - "topic": a few words naming what the conversation is about now, or null.
 - "context_variables": short key/value facts that matter only for this conversation."""

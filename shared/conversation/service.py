@@ -239,6 +239,7 @@ class ConversationService:
             settle(uow, hold)
             uow.usage.record(prepared.user_id, prepared.chat_id, spent, now, messages=1)  # last: its row lock
             uow.commit()
+        record.followups_answered(applied.followups_answered)
         if self.dispatch is not None and applied.job_ids:
             try:
                 self.dispatch(applied.job_ids)

@@ -33,6 +33,16 @@ class TodoKind(StrEnum):
     DEADLINE = "deadline"
 
 
+class ThreadStatus(StrEnum):
+    """Where an open thread (something coming up the user mentioned) is: waiting for its time and a good moment,
+    asked about (the follow-up was sent), answered by the user, or closed (cancelled, corrected, or undeliverable)."""
+
+    OPEN = "open"
+    ASKED = "asked"
+    ANSWERED = "answered"
+    CLOSED = "closed"
+
+
 class OutboxStatus(StrEnum):
     """A background job owed by a turn: not yet handed to the broker, handed over, done, or given up on."""
 
@@ -44,10 +54,12 @@ class OutboxStatus(StrEnum):
 
 TODO_STATUSES = tuple(TodoStatus)
 TODO_KINDS = tuple(TodoKind)
+THREAD_STATUSES = tuple(ThreadStatus)
 EVENT_ACTIONS = ("add", "update", "boost", "delete", "supersede", "promote", "decay", "forget", "expire", "bin",
                  "restore", "purge")
 """``bin``: a rule put the memory in the recycle bin; ``restore``: the user took it back; ``purge``: it left the bin."""
 EVENT_ACTORS = ("user", "llm", "rule", "admin")
 OUTBOX_STATUSES = tuple(OutboxStatus)
-USAGE_KINDS = ("turn", "turn_embedding", "extraction", "episode", "review", "dedup", "embedding")
-"""What a model request was for: the hot path's answer and its query embedding, then the background work."""
+USAGE_KINDS = ("turn", "turn_embedding", "extraction", "episode", "review", "dedup", "embedding", "followup")
+"""What a model request was for: the hot path's answer and its query embedding, then the background work
+(``followup``: the words of a follow-up on an open thread)."""

@@ -89,6 +89,13 @@ class User(Base):
     """The person's time zone (an IANA name, or an offset such as "UTC+05:30"); None: ``DEFAULT_TIMEZONE``."""
     zone_told_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     """When the user was told which zone a reminder used while they had none of their own (only once)."""
+    followups_on_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the user turned follow-ups on (``/followups on``); None: off, the default."""
+    followups_offered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When a reply first offered follow-ups (only once)."""
+    quiet_hours: Mapped[str | None] = mapped_column(String(16))
+    """The user's quiet hours as "22-9" (local hours, no follow-up from the first until the second); None: the
+    operator's ``FOLLOWUP_QUIET_HOURS``."""
     created_at: Mapped[datetime] = created_column()
 
 

@@ -33,6 +33,7 @@ MAX_RESPONSE_CHARS = 4000
 # MAX_MEMORY_CHARS bounds a todo's content too; MAX_LABEL_CHARS the topic, a todo's due, context keys and values
 MAX_MEMORY_ENTRIES = 10
 MAX_TODOS = 5
+MAX_THREADS = 3
 MAX_CONTEXT_VARIABLES = 10
 MAX_OBJECT_STARTS = 20  # how many '{' in prose are tried as the start of the object
 NOTE_OPEN, NOTE_CLOSE = "<app_note>", "</app_note>"
@@ -83,6 +84,11 @@ TURN_JSON_SCHEMA: dict[str, Any] = _strict_object(
         kind=_string("reminder: ping at that time ('remind me at 3'); deadline: the time it is due by ('the report "
                      "is due Friday 5pm', '周五前交报告'), pinged ahead of it", TODO_KINDS),
     )},
+    threads={"type": "array", "items": _strict_object(
+        what=_string("An event coming up for the user, short, in their language: 'your interview', '面试'"),
+        when=_string("ISO 8601 date-time with the user's UTC offset"),
+        cancelled={"type": "boolean", "description": "true when it is called off"},
+    )},
     topic={"type": ["string", "null"], "description": "The conversation's current topic, a few words"},
     context_variables={"type": "array", "items": _strict_object(key=_string(), value=_string())},
     timezone={"type": ["string", "null"],
@@ -107,6 +113,15 @@ class TodoEntry:
 
 
 @dataclass(frozen=True)
+class ThreadEntry:
+    """Something coming up the user mentioned (an open thread), or that they say is cancelled."""
+
+    what: str
+    when: str | None  # as the model wrote it (ISO 8601 expected)
+    cancelled: bool = False
+
+
+@dataclass(frozen=True)
 class TurnOutput:
     response: str
     emotion: Mapping[str, Any] | None  # raw; normalised by shared.emotion
@@ -118,6 +133,8 @@ class TurnOutput:
     """The time zone the user said they are in, as the model named it (checked before it is kept)."""
     image_description: str | None = None
     """What the image the user sent shows, in one line (kept with the round: :mod:`shared.attachments`)."""
+    threads: tuple[ThreadEntry, ...] = ()
+    """What is coming up for the user (:mod:`shared.followups`)."""
 
 
 def parse_turn_output(text: str) -> TurnOutput:
@@ -140,6 +157,7 @@ def parse_turn_data(data: Mapping[str, Any]) -> TurnOutput:
         context_variables=_context_variables(data.get("context_variables")),
         timezone=_text(data.get("timezone"), MAX_LABEL_CHARS) or None,
         image_description=_text(data.get("image_description"), MAX_MEMORY_CHARS) or None,
+        threads=_threads(data.get("threads")),
     )
 
 
@@ -203,6 +221,18 @@ def _todos(raw: object) -> tuple[TodoEntry, ...]:
         for item in raw if isinstance(item, Mapping)
     ]
     return tuple(todo for todo in todos if todo.content)[:MAX_TODOS]
+
+
+def _threads(raw: object) -> tuple[ThreadEntry, ...]:
+    if not isinstance(raw, list):
+        return ()
+    threads = [
+        ThreadEntry(what=_text(item.get("what"), MAX_LABEL_CHARS),
+                    when=_text(item.get("when"), MAX_LABEL_CHARS) or None,
+                    cancelled=item.get("cancelled") is True or _text(item.get("cancelled"), 8).lower() == "true")
+        for item in raw if isinstance(item, Mapping)
+    ]
+    return tuple(thread for thread in threads if thread.what)[:MAX_THREADS]
 
 
 def _context_variables(raw: object) -> dict[str, str]:

@@ -71,6 +71,11 @@ REMINDER_LATENESS = Histogram(
 REMINDER_DELIVERIES = Counter(
     "mnemo_reminder_deliveries_total", "Reminder delivery attempts, by outcome (sent, retry, refused, skipped).",
     ["platform", "outcome"])
+FOLLOWUP_DELIVERIES = Counter(
+    "mnemo_followup_deliveries_total", "Follow-up delivery attempts, by outcome (sent, retry, refused, skipped).",
+    ["platform", "outcome"])
+FOLLOWUPS_ANSWERED = Counter(
+    "mnemo_followups_answered_total", "Follow-ups the user answered (their next message in that chat).")
 
 PLATFORM_API_ERRORS = Counter(
     "mnemo_platform_api_errors_total", "Failed calls to Telegram's or Discord's API, by reason (rate_limited: "

@@ -78,6 +78,15 @@ def reminder_delivery(platform: str | None, outcome: str, lateness_seconds: floa
         m.REMINDER_LATENESS.labels(platform).observe(max(lateness_seconds, 0.0))
 
 
+def followup_delivery(platform: str | None, outcome: str) -> None:
+    m.FOLLOWUP_DELIVERIES.labels(_one_of(platform, PLATFORMS), _one_of(outcome, DELIVERY_OUTCOMES)).inc()
+
+
+def followups_answered(count: int) -> None:
+    if count > 0:
+        m.FOLLOWUPS_ANSWERED.inc(count)
+
+
 def platform_api_error(platform: str, status: int | None) -> None:
     """A call to a platform's API that failed: HTTP ``status``, or None when no answer came."""
     if status is None:

@@ -18,11 +18,12 @@ from sqlalchemy.orm import Session
 
 from shared.db.memory_models import Episode, Memory, MemoryEvent, OutboxJob, Profile, Todo
 from shared.db.models import Chat, ConversationSession, ConversationTurn, Identity, User
+from shared.db.thread_models import OpenThread
 from shared.repositories.bulk_rows import insert_rows
 
-LEARNT_FROM_THE_USER = (ConversationTurn, Episode, ConversationSession, Profile, OutboxJob)
-"""Deleted by "forget everything" besides the memories; reminders and identities stay."""
-MOVED_WITH_THE_USER = (Memory, MemoryEvent, Episode, Todo, ConversationTurn, ConversationSession)
+LEARNT_FROM_THE_USER = (ConversationTurn, Episode, ConversationSession, Profile, OutboxJob, OpenThread)
+"""Deleted by "forget everything" besides the memories (open threads too); reminders and identities stay."""
+MOVED_WITH_THE_USER = (Memory, MemoryEvent, Episode, Todo, ConversationTurn, ConversationSession, OpenThread)
 """Moved as they are when two users merge; owed jobs and the profile need more care."""
 OWNED_ROWS = (Memory, Episode, Todo, ConversationTurn)
 """The tables an export reads whole and an import adds to."""

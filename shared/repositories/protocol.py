@@ -24,6 +24,7 @@ class UnitOfWorkProtocol(Protocol):
     memories: Any
     events: Any
     todos: Any
+    threads: Any
     outbox: Any
     tokens: Any
     web_sessions: Any

@@ -35,6 +35,7 @@ from shared.repositories.retention import RetentionRepository
 from shared.repositories.round_records import RoundRecordRepository
 from shared.repositories.rounds import RoundRepository
 from shared.repositories.search_index import SearchIndexRepository
+from shared.repositories.threads import ThreadRepository
 from shared.repositories.tokens import OneTimeTokenRepository
 from shared.repositories.usage import UsageRepository
 from shared.repositories.web_sessions import WebSessionRepository
@@ -64,6 +65,7 @@ class UnitOfWork:
         self.retention = RetentionRepository(self.session)
         self.episodes = EpisodeRepository(self.session)
         self.todos = TodoRepository(self.session)
+        self.threads = ThreadRepository(self.session)
         self.profiles = ProfileRepository(self.session)
         self.outbox = OutboxRepository(self.session)
         self.tokens = OneTimeTokenRepository(self.session)

@@ -56,6 +56,8 @@ class UserUsage:
     lifted: bool
     currency: str | None
     """Set when prices are, so costs are shown."""
+    followups: tuple[int, int] = (0, 0)
+    """Follow-ups sent to the user and answered by them over the last 30 days."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ def user_usage(uow: UnitOfWork, user_id: int, now: datetime, policy: UsagePolicy
     per_user = policy.quota.per_user
     allowance = (None if remaining is None or per_user is None
                  else Allowance(per_user, used, remaining, next_usage_day(now)))
-    return UserUsage(windows, allowance, lifted, policy.prices.currency if policy.prices.known else None)
+    followups = uow.threads.counts_since(user_id, now - timedelta(days=max(USER_WINDOWS)))
+    return UserUsage(windows, allowance, lifted, policy.prices.currency if policy.prices.known else None, followups)
 
 
 def operator_usage(uow: UnitOfWork, now: datetime, policy: UsagePolicy, *, days: int = 30,

@@ -12,7 +12,8 @@ from shared.text import is_chinese
 
 WINDOW_NAMES = {1: ("Today", "今天"), 7: ("7 days", "近 7 天"), 30: ("30 days", "近 30 天")}
 KIND_NAMES = {"turn": "replies", "turn_embedding": "reply search", "extraction": "memory keeping",
-              "episode": "summaries", "review": "reviews", "dedup": "dedup", "embedding": "embeddings"}
+              "episode": "summaries", "review": "reviews", "dedup": "dedup", "embedding": "embeddings",
+              "followup": "follow-ups"}
 COST_DIGITS = 4
 
 
@@ -31,6 +32,10 @@ def user_usage_text(usage: Any, locale: str | None) -> str:
                      f"(resets {resets} UTC).")
     elif usage.lifted:
         lines.append("你没有每日额度限制。" if zh else "No daily limit applies to you.")
+    sent, answered = usage.followups
+    if sent or answered:
+        lines.append(f"近 30 天回访：发出 {sent} 次，你回复了 {answered} 次。" if zh else
+                     f"Follow-ups in 30 days: {sent} sent, {answered} answered.")
     return "\n".join(lines)
 
 

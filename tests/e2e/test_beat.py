@@ -99,5 +99,6 @@ def test_the_schedule_scans_reminders_every_minute_and_maintains_memory_daily_at
     assert schedule["maintenance"]["schedule"] == crontab(hour=4, minute=0)  # decay, reviews, dedup: one run
     assert {entry["task"] for entry in schedule.values()} == {
         "mnemo.scan_reminders", "mnemo.sweep_outbox", "mnemo.close_idle_sessions", "mnemo.run_maintenance",
-        "mnemo.retokenize_search"}
+        "mnemo.retokenize_search", "mnemo.scan_followups"}
+    assert schedule["scan-followups"]["schedule"] == 300
     assert all("expires" in entry["options"] for entry in schedule.values())

@@ -32,6 +32,7 @@ from sqlalchemy.sql.functions import now as sql_now
 from shared import log_context
 from shared.db.memory_models import Memory, MemoryEvent, OutboxJob, Todo
 from shared.db.models import Base, Chat, ConversationSession, ConversationTurn, Identity, User
+from shared.db.thread_models import OpenThread
 from shared.db.token_models import OneTimeToken
 from shared.db.usage_models import (
     MESSAGE_KIND,
@@ -157,6 +158,7 @@ class FakeUnitOfWork:
         self.memories = FakeMemoryRepository(self._rows)
         self.events = FakeMemoryEventRepository(self._rows)
         self.todos = FakeTodoRepository(self._rows)
+        self.threads = FakeThreadRepository(self._rows)
         self.outbox = FakeOutboxRepository(self._rows)
         self.tokens = FakeOneTimeTokenRepository(self._rows)
         self.web_sessions = FakeWebSessionRepository(self._rows)
@@ -516,6 +518,41 @@ class FakeTodoRepository(_Repository):
         for name, value in values.items():
             setattr(todo, name, value)
         return True
+
+
+class FakeThreadRepository(_Repository):
+    """The hot path's and the commands' part of the threads repository (the scan's claim needs PostgreSQL)."""
+
+    def add(self, thread: OpenThread) -> OpenThread:
+        thread.what = clean_text(thread.what, 300).strip()
+        return self._rows.insert(thread)
+
+    def open_of(self, user_id: int) -> list[OpenThread]:
+        return self._rows.select(OpenThread, user_id=user_id, status="open", order=lambda t: (t.happens_at, t.id))
+
+    def listed(self, user_id: int, limit: int) -> list[OpenThread]:
+        rows = [t for t in self._rows.select(OpenThread, user_id=user_id) if t.status in ("open", "asked")]
+        return sorted(rows, key=lambda t: (t.status != "open", t.happens_at, t.id))[:limit]
+
+    def close(self, user_id: int, thread_id: int, reason: str, now: datetime) -> bool:
+        thread = self._rows.table(OpenThread).get(thread_id)
+        if thread is None or thread.user_id != user_id or thread.status != "open":
+            return False
+        thread.status, thread.closed_reason, thread.claimed_until, thread.updated_at = "closed", reason, None, now
+        return True
+
+    def answer_in_chat(self, user_id: int, chat_id: int, now: datetime) -> int:
+        asked = [t for t in self._rows.select(OpenThread, user_id=user_id, chat_id=chat_id, status="asked")
+                 if t.asked_at is not None and t.asked_at <= now]
+        for thread in asked:
+            thread.status, thread.answered_at, thread.updated_at = "answered", now, now
+        return len(asked)
+
+    def counts_since(self, user_id: int, since: datetime) -> tuple[int, int]:
+        rows = self._rows.select(OpenThread, user_id=user_id)
+        return (sum(1 for t in rows if t.asked_at is not None and t.asked_at >= since
+                    and t.status in ("asked", "answered")),
+                sum(1 for t in rows if t.answered_at is not None and t.answered_at >= since))
 
 
 class FakeOutboxRepository(_Repository):

@@ -543,6 +543,21 @@ def test_the_time_zone_is_read_and_set_like_timezone_and_reminders_show_their_de
     assert no_csrf.put("/api/v1/settings/timezone", json={"timezone": "Lima"}).status_code == 403
 
 
+def test_follow_ups_are_off_until_turned_on_in_the_panel_which_sets_quiet_hours_too(api):
+    client = api.signed_in(ANN)
+    assert client.get("/api/v1/settings/followups").json() == {"on": False, "quiet_hours": "22-9", "threads": []}
+    changed = client.put("/api/v1/settings/followups", json={"on": True, "quiet_hours": "23-7"}).json()
+    assert (changed["on"], changed["quiet_hours"]) == (True, "23-7")
+    assert api.commands.followups(ANN).on and not api.commands.followups(BOB).on
+    refused = client.put("/api/v1/settings/followups", json={"quiet_hours": "late"})
+    assert (refused.status_code, refused.json()["code"]) == (422, "followups_quiet_hours")
+    assert client.put("/api/v1/settings/followups", json={"on": False}).json()["on"] is False
+    assert client.get("/api/v1/settings/followups").json()["quiet_hours"] == "23-7"  # the refusal changed nothing
+    no_csrf = api.client()
+    no_csrf.cookies = client.cookies
+    assert no_csrf.put("/api/v1/settings/followups", json={"on": True}).status_code == 403
+
+
 # The document and the headers
 
 

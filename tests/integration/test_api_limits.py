@@ -428,7 +428,8 @@ def test_every_json_request_body_is_strict(api):
             for path in document["paths"].values() for operation in path.values()
             if "application/json" in operation.get("requestBody", {}).get("content", {})]
     models = [getattr(schemas, ref.rsplit("/", 1)[-1]) for ref in refs]
-    assert {model.__name__ for model in models} == {"MemoryCreate", "MemoryUpdate", "BatchDelete", "ZoneIn"}
+    assert {model.__name__ for model in models} == {"MemoryCreate", "MemoryUpdate", "BatchDelete", "ZoneIn",
+                                                        "FollowupsIn"}
     assert all(model.model_config.get("strict") and model.model_config.get("extra") == "forbid" for model in models)
 
 

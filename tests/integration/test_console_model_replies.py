@@ -52,7 +52,8 @@ def test_a_number_or_a_timestamp_for_a_reply_is_answered_offline_and_a_real_answ
 
 def test_a_paste_longer_than_the_models_window_is_cut_and_the_console_says_how_much_was_read(uow_factory):
     paste = " ".join(f"Chapter {n}: the lighthouse keeper counted the ships again." for n in range(130))
-    with FakeOpenAI(models=("fake-chat",), personality="llama.cpp", context_window=1600) as server:
+    with FakeOpenAI(models=("fake-chat",), personality="llama.cpp", context_window=1700) as server:  # the fixed prompt
+        # (system, rules, note) takes most of it: what is left is a few lines of the paste
         server.set_responder(lambda _request: turn("What a story. Who wrote it?"))
         printed, = console_with_model(uow_factory, server, [paste], max_output_tokens=200)
         sent = server.chat_requests()[-1]["messages"][-1]["content"]

@@ -621,7 +621,7 @@ def test_commands_are_synced_to_a_development_guild_with_chinese_localizations(f
     assert sync["guild_id"] == GUILD and sorted(names) == sorted(c["name"] for c in sync["commands"])
     assert {"memories", "memories_why", "memories_forgotten", "memories_restore", "forget", "remember", "reminders",
             "remind", "cancel", "done", "snooze", "export", "import", "pause", "resume", "link", "unlink", "panel",
-            "usage", "timezone", "help", "access"} == set(names)
+            "usage", "timezone", "followups", "help", "access"} == set(names)
     memories = next(c for c in sync["commands"] if c["name"] == "memories")
     assert memories["description_localizations"]["zh-CN"]
     kind = next(option for option in memories["options"] if option["name"] == "type")
@@ -637,7 +637,7 @@ def test_mnemo_discord_sync_publishes_globally_once_and_exits(fake_discord, caps
     assert [sync["guild_id"] for sync in fake_discord.command_syncs] == [None]
     assert [request.path for request in fake_discord.requests] == [
         "/users/@me", "/oauth2/applications/@me", f"/applications/{fake_discord.application['id']}/commands"]
-    assert "Synced 22 commands" in capsys.readouterr().out
+    assert "Synced 23 commands" in capsys.readouterr().out
 
 
 # -- rendering rules --------------------------------------------------------------------------------------------

@@ -102,6 +102,7 @@ def test_help_lists_every_command_with_a_description(locale):
 def test_the_command_menu_has_every_command_with_descriptions_that_fit_discord_and_telegram():
     names = [name for name, _, _ in texts.COMMANDS]
     assert names == ["memories", "forget", "remember", "reminders", "remind", "done", "snooze", "cancel", "timezone",
+                     "followups",
                      "export", "import", "pause", "resume", "link", "panel", "usage", "help"]
     for name, english, chinese in texts.COMMANDS:
         assert re.fullmatch(r"[a-z0-9_]{1,32}", name)

@@ -12,9 +12,10 @@ def queue_of(task: str) -> str:
 
 def test_every_task_travels_on_its_pool_s_queue():
     configure("redis://127.0.0.1:6379/7")
-    for task in ("mnemo.extract_turn", "mnemo.close_session", "mnemo.summarise_session", "mnemo.run_reviews"):
+    for task in ("mnemo.extract_turn", "mnemo.close_session", "mnemo.summarise_session", "mnemo.run_reviews",
+                 "mnemo.deliver_followup"):  # a follow-up's words are one model call
         assert queue_of(task) == MODEL_QUEUE
-    for task in ("mnemo.scan_reminders", "mnemo.deliver_reminder"):
+    for task in ("mnemo.scan_reminders", "mnemo.deliver_reminder", "mnemo.scan_followups"):
         assert queue_of(task) == REMINDER_QUEUE
     for task in ("mnemo.run_dedup", "mnemo.run_decay", "mnemo.retokenize_search", "mnemo.run_maintenance",
                  "mnemo.sweep_outbox", "mnemo.close_idle_sessions", "mnemo.embed_memory", "mnemo.embed_round"):

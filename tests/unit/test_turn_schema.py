@@ -57,7 +57,7 @@ def objects_in(schema: Any) -> list[dict[str, Any]]:
 def test_every_object_in_the_schema_is_strict() -> None:
     objects = objects_in(TURN_JSON_SCHEMA)
 
-    assert len(objects) == 6  # turn, emotion, memory_update, entry, todo, context variable
+    assert len(objects) == 7  # turn, emotion, memory_update, entry, todo, thread, context variable
     for schema in objects:
         assert schema["additionalProperties"] is False
         assert schema["required"] == list(schema["properties"])
