@@ -104,6 +104,14 @@ class BuiltPrompt:
     """Past turns left out to fit the prompt budget."""
     message_read_chars: int | None = None
     """How many characters of the newest message the model reads, when it alone did not fit (None: all)."""
+    situation: str = ""
+    """The note's own words this turn (the time, who is speaking, the style), not what it recalls: a reply that is
+    only these said back is no answer (:func:`instructions`)."""
+
+    @property
+    def instructions(self) -> str:
+        """What the prompt tells the model, as against what it shows: the system message and the note's own words."""
+        return f"{self.messages[0]['content']}\n{self.situation}"
 
 
 _TIERS = "; ".join(f"{tier}: {TIER_POLICY[tier].meaning}" for tier in TURN_MEMORY_TIERS)
@@ -179,15 +187,17 @@ def _compose(inputs: PromptInputs) -> BuiltPrompt:
     recalled = [memory for memory in inputs.memories if memory.id not in shown]
     seen = [memory for memory in inputs.memories if memory.id in shown]
     context, packed = _memory_context(inputs, recalled, seen)
-    body = "\n\n".join(part for part in (context, _situation(inputs), _style(inputs.strategy)) if part)
+    situation = "\n\n".join(part for part in (_situation(inputs), _style(inputs.strategy)) if part)
+    body = "\n\n".join(part for part in (context, situation) if part)
     note = f"{NOTE_OPEN}\n\n{_unfenced(body)}\n\n{NOTE_CLOSE}"
     messages.append({"role": "user", "content": f"{_unfenced(inputs.user_message)}\n\n{note}"})
     seen_before = tuple(memory.id for memory in inputs.memories if memory.id in shown)
     if packed is None:
-        return BuiltPrompt(messages=messages, memory_ids=seen_before, memory_tokens=0, dropped_memories=0)
+        return BuiltPrompt(messages=messages, memory_ids=seen_before, memory_tokens=0, dropped_memories=0,
+                           situation=situation)
     return BuiltPrompt(messages=messages, memory_ids=packed.memory_ids + seen_before,
                        memory_tokens=estimate_tokens(context) if context else 0, dropped_memories=packed.left_out,
-                       round_ids=packed.round_ids, episode_ids=packed.episode_ids)
+                       round_ids=packed.round_ids, episode_ids=packed.episode_ids, situation=situation)
 
 
 def _past(turn: PastTurn, shown: dict[int, None]) -> str:

