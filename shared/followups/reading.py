@@ -31,7 +31,9 @@ def _event(key: str, words: str, zh: str, en: str) -> EventWord:
 
 EVENTS: tuple[EventWord, ...] = (
     _event("interview", r"面试|interview", "面试", "your interview"),
-    _event("exam", r"考试|期中考|期末考|笔试|考研|高考|\bexams?\b|\bfinals\b|\bmidterms?\b", "考试", "your exam"),
+    _event("exam", r"考试|期中考|期末考|笔试|考研|高考|路考|科目[一二三四]|\bexams?\b|\bfinals\b|\bmidterms?\b|"
+                   r"\b(?:driving|driver'?s|road|entrance|language|english|math|maths|final)\s+test\b", "考试",
+           "your exam"),
     _event("doctor", r"看医生|看病|看牙|复诊|体检|门诊|\bdoctor\b|\bdentist\b|check-?up|\bappointment\b",
            "看医生", "the doctor's visit"),
     _event("move", r"搬家|\bmoving\b|\bmove\b", "搬家", "the move"),

@@ -113,6 +113,8 @@ def test_anything_else_is_not_quiet_hours_and_the_default_applies(text):
     ("明天考试，有点紧张", "考试", FRIDAY_9, True),
     ("下周搬家", "搬家", datetime(2026, 12, 4, 9, 0, tzinfo=SHANGHAI), True),
     ("my exam is tomorrow", "your exam", FRIDAY_9, True),
+    ("I have my driving test tomorrow at 10am", "your exam", FRIDAY_9.replace(hour=10), False),
+    ("明天上午科目二", "考试", FRIDAY_9, False),
     ("I'm seeing the doctor on Tuesday at 3pm", "the doctor's visit",
      datetime(2026, 12, 1, 15, 0, tzinfo=SHANGHAI), False),
 ])
@@ -124,7 +126,8 @@ def test_the_rules_note_an_event_with_a_time_in_the_messages_language(text, what
 
 @pytest.mark.parametrize("text", ["明天考试吗？", "remind me tomorrow about my exam", "the interview got cancelled",
                                   "I had an interview yesterday", "周五很忙", "I like to move it",
-                                  "the due date is Friday", "the final report is due tomorrow"])
+                                  "the due date is Friday", "the final report is due tomorrow",
+                                  "I'll test the app tomorrow"])
 def test_questions_reminders_cancellations_the_past_and_no_event_note_nothing(text):
     assert read_thread(text, THURSDAY_EVENING, "Asia/Shanghai", chinese=False) is None
 
