@@ -162,11 +162,18 @@ def _repeats(reply: str, message: str) -> bool:
 
 
 def _copied(reply: str, instructions: str) -> bool:
-    """``reply`` is words of ``instructions`` copied whole (enough of them to be a sentence, not a greeting)."""
-    said = " ".join(reply.split()).lower()
+    """``reply`` is words of ``instructions`` copied whole, or holds a line that is (enough words to be a sentence,
+    not a greeting): a small model that starts writing its prompt out ("Current time for the user: …", "Style for
+    this reply: …" after a line of its own) has stopped answering."""
+    told = " ".join(instructions.split()).lower()
+    return any(_sentence_of(part, told) for part in (reply, *reply.splitlines()))
+
+
+def _sentence_of(text: str, told: str) -> bool:
+    said = " ".join(text.split()).lower()
     if len(_WORD.findall(_HAN.sub(" ", said))) < MIN_COPIED_WORDS and len(_HAN.findall(said)) < 2 * MIN_COPIED_WORDS:
         return False
-    return said.rstrip(".!。！") in " ".join(instructions.split()).lower()
+    return said.rstrip(".!。！") in told
 
 
 def _only_codes(reply: str) -> bool:

@@ -207,3 +207,19 @@ def test_a_reply_that_says_the_notes_time_line_back_is_no_answer_but_one_that_sa
     # what the note recalls is the model's to use: saying a memory back is an answer
     assert non_answer("You have a grey cat called Mochi.", "Do I have a cat?", built.instructions) is None
     assert built.messages[0]["content"] in built.instructions
+
+
+def test_a_reply_that_writes_out_the_note_after_a_line_of_its_own_is_no_answer():
+    from shared.speech.non_answers import non_answer
+
+    built = build_turn_prompt(inputs(user_message="Tell me a short story about a cat.", timezone="Europe/Lisbon",
+                                     local_now=datetime(2026, 11, 26, 17, 8, tzinfo=ZoneInfo("Europe/Lisbon"))))
+    # the real server's answer (Gemma 3 270M through `mnemo chat`), its style line as this prompt words it
+    style = next(line for line in note(built).splitlines() if line.startswith("Style for this reply:"))
+    written = ("}, I am in Lisbon, Portugal.\n<memories>\nI live here\n</memories>\n"
+               "Current time for the user: 2026-11-26 17:08 (Thursday), time zone Europe/Lisbon (UTC+00:00).\n"
+               f"{style}\n</app_")
+    assert non_answer(written, "Tell me a short story about a cat.", built.instructions) == "a copy of its instructions"
+    # a reply whose own lines are its own is an answer, whatever it shares with the note in a few words
+    story = "Once upon a time a cat lived in Lisbon.\nIt liked the sun on the tiles.\nThe end."
+    assert non_answer(story, "Tell me a short story about a cat.", built.instructions) is None
