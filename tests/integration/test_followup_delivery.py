@@ -5,7 +5,6 @@ turn of the conversation and counted as usage kind ``followup``."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
@@ -36,18 +35,6 @@ SHANGHAI_OFFSET = timedelta(hours=8)
 HAPPENS = datetime(2026, 11, 27, 1, 0, tzinfo=UTC)  # Friday 09:00 in Shanghai
 NOW = HAPPENS + timedelta(hours=4)  # 13:00 in Shanghai
 RULES = FollowupRules(lease=timedelta(seconds=30))
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
-def discord() -> Iterator[FakeDiscord]:
-    with FakeDiscord() as server:
-        yield server
 
 
 def senders_for(telegram: FakeTelegram, discord: FakeDiscord | None = None) -> dict[str, ReminderSender]:

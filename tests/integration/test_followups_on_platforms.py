@@ -45,12 +45,6 @@ pytestmark = pytest.mark.committed
 
 
 @pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
 def fake_discord() -> Iterator[FakeDiscord]:
     with FakeDiscord() as server:
         yield server
