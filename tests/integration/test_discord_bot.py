@@ -91,14 +91,7 @@ class Bot:
         await self.settle()
 
     async def settle(self) -> None:
-        """Wait until the handlers (and the tasks they started) are done."""
-        for _ in range(100):
-            await asyncio.sleep(0)
-            pending = [task for task in asyncio.all_tasks() if task.get_name().startswith(WORK_TASKS)]
-            if not pending:
-                return
-            await asyncio.wait(pending, timeout=20)
-        raise AssertionError("handlers did not finish")
+        await settle()
 
 
 @pytest.fixture
@@ -679,3 +672,14 @@ def test_jump_links_point_into_the_server_or_the_dm():
 def test_the_bot_asks_for_no_privileged_intent():
     intents = chat_intents()
     assert intents.dm_messages and intents.guild_messages and not intents.message_content
+
+
+async def settle() -> None:
+    """Wait until discord.py's handlers (and the tasks they started) are done."""
+    for _ in range(100):
+        await asyncio.sleep(0)
+        pending = [task for task in asyncio.all_tasks() if task.get_name().startswith(WORK_TASKS)]
+        if not pending:
+            return
+        await asyncio.wait(pending, timeout=20)
+    raise AssertionError("handlers did not finish")

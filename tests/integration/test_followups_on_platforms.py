@@ -20,7 +20,6 @@ from telegram.ext import Application
 from bench.fakes.discord_api import FakeDiscord
 from bench.fakes.telegram_api import FakeTelegram, user_object
 from bot.discord_bot import MnemoBot, use_api
-from bot.telegram_bot import ALLOWED_UPDATES, build_application
 from shared.commands.service import MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
@@ -32,13 +31,14 @@ from shared.followups.texts import OFFER
 from shared.reminders.timeparse import zone_of
 from shared.settings import Settings
 from tests.fakes.uow import Clock
+from tests.integration.test_discord_bot import settle
+from tests.integration.test_telegram_bot import run_bot
 from tests.waiting import until
 
 BOB = user_object(1002, "Bob", language_code="zh-hans")
 ALICE = "300000000000000001"
 RULES = FollowupRules(lease=timedelta(seconds=30))
 SHANGHAI = zone_of("Asia/Shanghai")
-WORK_TASKS = ("CommandTree-invoker", "discord.py: on_")
 
 pytestmark = pytest.mark.committed
 """The bots handle updates on worker threads with units of work of their own: real commits."""
@@ -78,23 +78,12 @@ def telegram_says(settings: Settings, service: ConversationService, commands: Me
     """Bob writes ``lines`` to the bot in turn (each answered before the next); what the bot sent back."""
     before = len(telegram.messages_to(1002))
 
-    async def main() -> None:
-        application: Application = build_application(settings, service, commands)
-        await application.initialize()
-        await application.post_init(application)
-        await application.updater.start_polling(poll_interval=0.05, timeout=timedelta(seconds=1),
-                                                allowed_updates=ALLOWED_UPDATES)
-        await application.start()
-        try:
-            for count, line in enumerate(lines, 1):
-                telegram.push_message(1002, BOB, line)
-                await until(lambda n=count: len(telegram.messages_to(1002)) >= before + n)
-        finally:
-            await application.updater.stop()
-            await application.stop()
-            await application.shutdown()
+    async def scenario(_application: Application) -> None:
+        for count, line in enumerate(lines, 1):
+            telegram.push_message(1002, BOB, line)
+            await until(lambda n=count: len(telegram.messages_to(1002)) >= before + n)
 
-    asyncio.run(main())
+    run_bot(settings, service, commands, scenario)
     return [message["text"] for message in telegram.messages_to(1002)[before:]]
 
 
@@ -156,16 +145,6 @@ def test_a_corrected_time_replaces_the_thread(telegram, settings, conversation, 
     assert new.happens_at.astimezone(SHANGHAI).hour == 10
 
 
-async def _settle() -> None:
-    for _ in range(100):
-        await asyncio.sleep(0)
-        pending = [task for task in asyncio.all_tasks() if task.get_name().startswith(WORK_TASKS)]
-        if not pending:
-            return
-        await asyncio.wait(pending, timeout=20)
-    raise AssertionError("handlers did not finish")
-
-
 def discord_run(fake: FakeDiscord, conversation: ConversationService, commands: MemoryCommands, *steps) -> None:
     """Each step is ("say", text) in Alice's DM or ("command", name, options), run in turn through discord.py."""
     async def main() -> None:
@@ -179,7 +158,7 @@ def discord_run(fake: FakeDiscord, conversation: ConversationService, commands: 
                 else:
                     client._connection.parse_interaction_create(
                         fake.slash_command(step[1], step[2], user_id=ALICE, locale="en-US"))
-                await _settle()
+                await settle()
         finally:
             await client.close()
 
