@@ -25,13 +25,15 @@ from shared.errors import DatabaseUnavailable
 from shared.followups.delivery import console_followups_sent_since
 from shared.reminders.service import console_reminders_sent_since
 from shared.settings import Settings
-from shared.text import language_of
+from shared.text import is_chinese, language_of
 
 QUIT_WORDS = {"/quit", "/exit", ":q"}
 PROMPT = "you> "
 REMINDER_POLL_SECONDS = 5.0
-ReminderFeed = Callable[[datetime, datetime], list[str]]
-"""Texts of this user's console reminders sent in (since, until]."""
+ReminderFeed = Callable[[datetime, datetime], list[tuple[datetime, str]]]
+"""This user's console reminders and follow-ups sent in (since, until]: when each went, and its words, in order."""
+MISSED_HEADING = ("Sent since your last message:", "你上次发消息之后，我发过：")
+_LATEST = datetime.max.replace(tzinfo=UTC)
 WHY_COMMAND = "/why"
 OFFLINE_LABEL = (" (offline)", "（离线）")
 """After the bot's name on an offline reply, in English and Chinese."""
@@ -78,9 +80,10 @@ def reply_notes(reply: Reply) -> list[str]:
 
 
 async def announce_reminders(feed: ReminderFeed, announce: Callable[[str], None],
-                             interval: float = REMINDER_POLL_SECONDS) -> None:
-    """Print reminders the worker marked sent for the console user, as they fall due."""
-    since = datetime.now(UTC)
+                             interval: float = REMINDER_POLL_SECONDS, *, since: datetime | None = None) -> None:
+    """Print reminders and follow-ups the worker sent to the console user after ``since`` (default: now), as they
+    fall due."""
+    since = since or datetime.now(UTC)
     while True:
         await asyncio.sleep(interval)
         until = datetime.now(UTC)
@@ -88,22 +91,50 @@ async def announce_reminders(feed: ReminderFeed, announce: Callable[[str], None]
             sent = await asyncio.to_thread(feed, since, until)
         except DatabaseUnavailable:  # asked again, from the same moment, once the database is back
             continue
-        for text in sent:
+        for _moment, text in sent:
             announce(text)
-        since = until
+        since = max(since, until)
+
+
+async def show_missed(feed: ReminderFeed, missed: Missed, announce: Callable[[str], None]) -> datetime:
+    """Print what was sent to the user since their last message (the console was closed when it went); the moment
+    from which the announcer goes on: now, or later for one sent "as of" a later moment (``mnemo followups --now``),
+    so that it is not shown again when that moment comes."""
+    now = datetime.now(UTC)
+    try:
+        sent = await asyncio.to_thread(feed, missed.since, _LATEST)
+    except DatabaseUnavailable:
+        return now
+    if sent:
+        announce(missed.heading)
+        for _moment, text in sent:
+            announce(text)
+        return max(now, sent[-1][0])
+    return now
+
+
+@dataclass(frozen=True)
+class Missed:
+    """What the console shows first: what was sent to the user after ``since`` (their last message)."""
+
+    since: datetime
+    heading: str
 
 
 async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str,
                     read_line: Callable[[str], str] = read_line, write: Callable[[str], None] = print,
                     reminders: ReminderFeed | None = None, commands: ConsoleCommands | None = None,
                     terminal: Terminal | None = None, stream: Callable[[str], None] | None = None,
-                    interactive: bool = False) -> None:
+                    interactive: bool = False, missed: Missed | None = None) -> None:
     """Read messages until end of input or /quit, answering each through the conversation service. With
     ``stream`` (writes without a line end), a model's reply is printed as it is written (erased and printed again
     on an ``interactive`` terminal when the offline answer replaces it)."""
     terminal = terminal or Terminal(read_line, write)
     write(f"Talking to {bot_name}. /why shows what shaped the last reply; /quit leaves.")
-    announcer = asyncio.create_task(announce_reminders(reminders, terminal.announce)) if reminders else None
+    announcer = None
+    if reminders is not None:
+        since = await show_missed(reminders, missed, terminal.announce) if missed is not None else None
+        announcer = asyncio.create_task(announce_reminders(reminders, terminal.announce, since=since))
     try:
         await _conversation(service, user_id=user_id, bot_name=bot_name, terminal=terminal, write=write,
                             commands=commands, live=_Live(stream, interactive) if stream else None)
@@ -214,15 +245,23 @@ def console_user() -> str:
 def console_reminder_feed(rt: Runtime, user: str) -> ReminderFeed:
     """Reminders and follow-ups of this console user that the worker has sent (it marks them sent)."""
 
-    def feed(since: datetime, until: datetime) -> list[str]:
+    def feed(since: datetime, until: datetime) -> list[tuple[datetime, str]]:
         with rt.uow() as uow:
             identity = uow.users.identity("console", user)
         if identity is None:
             return []
-        return (console_reminders_sent_since(rt.uow, identity.user_id, since, until)
-                + console_followups_sent_since(rt.uow, identity.user_id, since, until))
+        return sorted(console_reminders_sent_since(rt.uow, identity.user_id, since, until)
+                      + console_followups_sent_since(rt.uow, identity.user_id, since, until), key=lambda sent: sent[0])
 
     return feed
+
+
+def console_missed(rt: Runtime, user: str, locale: str) -> Missed | None:
+    """What to show first: reminders and follow-ups sent since the console user last wrote (None: never wrote)."""
+    with rt.uow() as uow:
+        identity = uow.users.identity("console", user)
+        last = uow.threads.last_written_at(identity.user_id) if identity is not None else None
+    return Missed(last, MISSED_HEADING[is_chinese(locale)]) if last is not None else None
 
 
 def console_locale(rt: Runtime | None = None, user: str | None = None) -> str:
@@ -256,7 +295,8 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
             print("No LLM_BASE_URL: offline mode (rule-based replies). See .env.example to connect a model.")
         if log is not None:
             print(log_line(log, log_on_stderr))
-        caller = Caller(platform="console", platform_user_id=user, display_name=user, locale=console_locale(rt, user),
+        locale = console_locale(rt, user)
+        caller = Caller(platform="console", platform_user_id=user, display_name=user, locale=locale,
                         platform_chat_id=CONSOLE_CHAT_ID)
         terminal = Terminal(interactive=sys.stdin.isatty() and sys.stdout.isatty())
         commands = ConsoleCommands(memory_commands(rt, embeddings_wanted=service.embedder is not None), caller,
@@ -270,5 +310,6 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
         with helpers:
             asyncio.run(chat_loop(service, user_id=user, bot_name=settings.bot_name,
                                   reminders=console_reminder_feed(rt, user), commands=commands,
-                                  terminal=terminal, stream=write_now, interactive=terminal.interactive))
+                                  terminal=terminal, stream=write_now, interactive=terminal.interactive,
+                                  missed=console_missed(rt, user, locale)))
     return 0

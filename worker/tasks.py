@@ -251,8 +251,4 @@ def access():  # -> AccessService, imported late as the senders are
 
 
 def followup_rules() -> followups.FollowupRules:
-    settings = context().settings
-    return followups.FollowupRules(after=timedelta(minutes=settings.followup_after_minutes),
-                                   quiet_hours=settings.followup_quiet_hours,
-                                   lease=timedelta(seconds=settings.reminder_lease_seconds),
-                                   bot_name=settings.bot_name, personality=settings.bot_personality)
+    return followups.FollowupRules.from_settings(context().settings)

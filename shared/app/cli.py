@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from shared.app.backups import backup_arguments, restore_arguments, run_backup, run_restore
+from shared.app.followups_command import followups_arguments, run_followups_command
 from shared.app.maintenance_command import maintenance_arguments, run_maintenance_command
 from shared.app.usage_report import run_usage, usage_arguments
 from shared.errors import ConfigError, MnemoError
@@ -305,6 +306,8 @@ COMMANDS: dict[str, Command] = {
     "doctor": Command("show the configuration and check every service", _doctor_arguments, _run_doctor),
     "maintenance": Command("run the daily maintenance (decay, reviews, dedup) now, or --now as of a moment",
                            maintenance_arguments, run_maintenance_command),
+    "followups": Command("send the follow-ups due now, or --now as of a moment (the worker does it every 5 minutes)",
+                         followups_arguments, run_followups_command),
     "health": Command("ask the running process on METRICS_PORT whether it is ready (docker compose's health check)",
                       _health_arguments, _run_health),
     "discord": Command("run the Discord bot (slash commands and chat)", _discord_arguments, _run_discord),

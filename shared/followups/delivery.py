@@ -54,6 +54,7 @@ from shared.reminders.service import (
 from shared.reminders.timeparse import zone_of
 from shared.repositories.reminders import CLAIM_LEASE
 from shared.repositories.uow import UnitOfWork
+from shared.settings import Settings
 from shared.text import estimate_tokens
 from shared.usage.policy import QuotaPolicy
 from shared.usage.quota import quota_state
@@ -78,6 +79,12 @@ class FollowupRules:
     lease: timedelta = CLAIM_LEASE
     bot_name: str = "Mnemo"
     personality: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> FollowupRules:
+        return cls(after=timedelta(minutes=settings.followup_after_minutes), quiet_hours=settings.followup_quiet_hours,
+                   lease=timedelta(seconds=settings.reminder_lease_seconds), bot_name=settings.bot_name,
+                   personality=settings.bot_personality)
 
 
 @dataclass(frozen=True)
@@ -259,7 +266,9 @@ def _spent_alone(uow_factory: UowFactory, delivery: _Delivery, spent: tuple[Call
             uow.commit()
 
 
-def console_followups_sent_since(uow_factory: UowFactory, user_id: int, since: datetime, until: datetime) -> list[str]:
-    """This user's console follow-ups sent in (``since``, ``until``]: what the console shows between prompts."""
+def console_followups_sent_since(uow_factory: UowFactory, user_id: int, since: datetime,
+                                 until: datetime) -> list[tuple[datetime, str]]:
+    """This user's console follow-ups sent in (``since``, ``until``], when each went and its words: what the
+    console shows between prompts."""
     with uow_factory() as uow:
         return uow.threads.asked_on_platform(user_id, "console", since, until)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shared.reminders.timeparse import DEFAULT_HOUR, REMIND_CUE, TimeOutOfRange, resolve_when, zone_of
+from shared.text import language_of
 
 
 @dataclass(frozen=True)
@@ -23,17 +24,27 @@ class EventWord:
     pattern: re.Pattern[str]
     zh: str
     en: str
+    own_words: bool = False
+    """A follow-up names it by the user's own words ("科目二", "your driving test"), not the kind's."""
+
+    def named(self, text: str, *, chinese: bool) -> str:
+        """How a follow-up names the event ``text`` mentions."""
+        found = self.pattern.search(text) if self.own_words else None
+        words = " ".join(found[0].split()) if found else ""
+        if words and language_of(words).chinese == chinese:
+            return words if chinese else f"your {words.lower()}"
+        return self.zh if chinese else self.en
 
 
-def _event(key: str, words: str, zh: str, en: str) -> EventWord:
-    return EventWord(key, re.compile(words, re.IGNORECASE), zh, en)
+def _event(key: str, words: str, zh: str, en: str, *, own_words: bool = False) -> EventWord:
+    return EventWord(key, re.compile(words, re.IGNORECASE), zh, en, own_words)
 
 
 EVENTS: tuple[EventWord, ...] = (
     _event("interview", r"面试|interview", "面试", "your interview"),
     _event("exam", r"考试|期中考|期末考|笔试|考研|高考|路考|科目[一二三四]|\bexams?\b|\bfinals\b|\bmidterms?\b|"
                    r"\b(?:driving|driver'?s|road|entrance|language|english|math|maths|final)\s+test\b", "考试",
-           "your exam"),
+           "your exam", own_words=True),
     _event("doctor", r"看医生|看病|看牙|复诊|体检|门诊|\bdoctor\b|\bdentist\b|check-?up|\bappointment\b",
            "看医生", "the doctor's visit"),
     _event("move", r"搬家|\bmoving\b|\bmove\b", "搬家", "the move"),
@@ -105,7 +116,7 @@ def read_thread(text: str, sent: datetime, timezone: str, *, chinese: bool) -> T
         return None
     if happens <= local:
         return None
-    return ThreadReading(event.zh if chinese else event.en, happens, day_only, event.key)
+    return ThreadReading(event.named(text, chinese=chinese), happens, day_only, event.key)
 
 
 def same_event(what: str, other: str) -> bool:

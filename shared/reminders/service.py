@@ -210,13 +210,14 @@ def deliver_reminder(uow_factory: UowFactory, senders: Mapping[str, ReminderSend
 
 
 def console_reminders_sent_since(uow_factory: UowFactory, user_id: int, since: datetime,
-                                 until: datetime | None = None) -> list[str]:
-    """This user's console reminders sent in (``since``, ``until``]: what the console shows between prompts."""
+                                 until: datetime | None = None) -> list[tuple[datetime, str]]:
+    """This user's console reminders sent in (``since``, ``until``], when each went and its words: what the console
+    shows between prompts."""
     with uow_factory() as uow:
         todos = uow.todos.sent_on_platform(user_id, "console", since, until or datetime.max.replace(tzinfo=UTC))
         identity = uow.users.identity_on(user_id, "console")
     locale = identity.locale if identity else None
-    return [todo_text(t, locale) for t in todos]
+    return [(t.sent_at, todo_text(t, locale)) for t in todos if t.sent_at is not None]
 
 
 def _take_over(uow: UnitOfWork, todo_id: int, attempt: int, now: datetime) -> _Delivery | DeliveryOutcome:

@@ -97,15 +97,17 @@ class ThreadRepository:
                                                                      ConversationTurn.role == "user")
         return self.session.scalar(query)
 
-    def asked_on_platform(self, user_id: int, platform: str, since: datetime, until: datetime) -> list[str]:
-        """The words of the user's follow-ups sent in (``since``, ``until``] to chats on ``platform``, in order."""
-        query = (select(ConversationTurn.text)
+    def asked_on_platform(self, user_id: int, platform: str, since: datetime,
+                          until: datetime) -> list[tuple[datetime, str]]:
+        """When each of the user's follow-ups sent in (``since``, ``until``] to chats on ``platform`` went, and its
+        words, in order."""
+        query = (select(OpenThread.asked_at, ConversationTurn.text)
                  .join(OpenThread, OpenThread.followup_turn_id == ConversationTurn.id)
                  .join(Chat, Chat.id == OpenThread.chat_id)
                  .where(OpenThread.user_id == user_id, Chat.platform == platform, OpenThread.asked_at > since,
                         OpenThread.asked_at <= until)
                  .order_by(OpenThread.asked_at, OpenThread.id))
-        return list(self.session.scalars(query))
+        return [(asked_at, text) for asked_at, text in self.session.execute(query) if asked_at is not None]
 
     def mark_asked(self, user_id: int, thread_id: int, attempt: int, now: datetime, turn_id: int | None) -> bool:
         """The follow-up was sent under claim ``attempt``; False if the thread changed meanwhile."""

@@ -281,7 +281,7 @@ def test_a_console_follow_up_is_shown_by_the_console_once_in_its_window_and_only
         ann = uow.users.identity("console", "ann").user_id
 
     assert console_followups_sent_since(uow_factory, ann, NOW - timedelta(seconds=1), NOW) == [
-        "How did your exam go today?"]
+        (NOW, "How did your exam go today?")]
     assert console_followups_sent_since(uow_factory, ann, NOW, NOW + timedelta(minutes=1)) == []
     assert len(written) == 2
 

@@ -113,8 +113,8 @@ def test_anything_else_is_not_quiet_hours_and_the_default_applies(text):
     ("明天考试，有点紧张", "考试", FRIDAY_9, True),
     ("下周搬家", "搬家", datetime(2026, 12, 4, 9, 0, tzinfo=SHANGHAI), True),
     ("my exam is tomorrow", "your exam", FRIDAY_9, True),
-    ("I have my driving test tomorrow at 10am", "your exam", FRIDAY_9.replace(hour=10), False),
-    ("明天上午科目二", "考试", FRIDAY_9, False),
+    ("I have my driving test tomorrow at 10am", "your driving test", FRIDAY_9.replace(hour=10), False),
+    ("明天上午科目二", "科目二", FRIDAY_9, False),
     ("I'm seeing the doctor on Tuesday at 3pm", "the doctor's visit",
      datetime(2026, 12, 1, 15, 0, tzinfo=SHANGHAI), False),
 ])

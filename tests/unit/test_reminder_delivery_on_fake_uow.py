@@ -188,7 +188,7 @@ def test_the_console_shows_only_this_users_console_reminders_sent_in_the_window(
             uow.commit()
     assert todo_row(database, mine).status == "sent"
     shown = console_reminders_sent_since(database.unit_of_work, me.user_id, NOW - timedelta(minutes=1))
-    assert shown == ["⏰ 提醒：喝水（09:30）"]
+    assert shown == [(NOW, "⏰ 提醒：喝水（09:30）")]
     assert console_reminders_sent_since(database.unit_of_work, me.user_id, NOW) == []
 
 
