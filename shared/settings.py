@@ -47,6 +47,9 @@ class Settings(AccessSettings, BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30.0
     llm_output_mode: Literal["auto", "json_schema", "json_object", "text"] = "auto"
+    llm_system_role: Literal["system", "user"] = Field(
+        "system", description="where the instructions go: a system message, or the head of the first user message "
+                              "for a server whose chat template drops system messages (llama-cpp-python's gemma)")
     llm_vision: Literal["auto", "on", "off"] = Field(
         "auto", description="send photos to the model as image parts: auto (until the server refuses one), on, off")
     stream_replies: Literal["auto", "off"] = Field(

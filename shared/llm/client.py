@@ -181,8 +181,11 @@ class ChatModel:
     def __init__(self, base_url: str, api_key: str | None, model: str, timeout_seconds: float = 30.0, *,
                  output_mode: str = "auto", max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
                  extra_body: Mapping[str, Any] | None = None, context_tokens: int = DEFAULT_WINDOW,
-                 vision: str = "auto", gate: GatedCalls | None = None) -> None:
+                 vision: str = "auto", gate: GatedCalls | None = None, system_role: str = "system") -> None:
         self.model = model
+        self.system_role = system_role
+        """``user``: the instructions open the first user message (``LLM_SYSTEM_ROLE``), for a server that drops
+        system messages."""
         self.gate = gate
         """Where background calls yield to live turns on a shared model server (None: every call goes at once)."""
         self.timeout_seconds = timeout_seconds
@@ -207,7 +210,8 @@ class ChatModel:
         return cls(settings.llm_base_url, key, settings.llm_model, settings.llm_timeout_seconds,
                    output_mode=settings.llm_output_mode, max_output_tokens=settings.llm_max_output_tokens,
                    extra_body=settings.llm_extra_body, context_tokens=settings.llm_context_tokens,
-                   vision=settings.llm_vision, gate=GatedCalls(gate) if gate is not None else None)
+                   vision=settings.llm_vision, gate=GatedCalls(gate) if gate is not None else None,
+                   system_role=settings.llm_system_role)
 
     @property
     def mode(self) -> str:
@@ -366,7 +370,8 @@ class ChatModel:
         return request
 
     def _request(self, messages: list[dict[str, Any]], rung: OutputFormat, max_tokens: int) -> dict[str, Any]:
-        request: dict[str, Any] = {**self.extra_body, "model": self.model, "messages": alternating(messages),
+        request: dict[str, Any] = {**self.extra_body, "model": self.model,
+                                   "messages": alternating(messages, self.system_role),
                                    self.endpoint.token_parameter: max_tokens}
         request.pop("response_format", None)
         fmt = response_format(rung, SCHEMA_NAME, TURN_JSON_SCHEMA, TURN_BOUNDED_SCHEMA)
@@ -490,9 +495,11 @@ def _without_stream(request: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in request.items() if name != "stream"}
 
 
-def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def alternating(messages: list[dict[str, Any]], system_role: str = "system") -> list[dict[str, Any]]:
     """System messages first (merged into one), then user and assistant turns strictly alternating,
-    starting with the user: several chat templates (Gemma, Mistral) refuse anything else."""
+    starting with the user: several chat templates (Gemma, Mistral) refuse anything else. With ``system_role``
+    ``user`` the merged system message opens the first user message instead, as Gemma 3's own template does: some
+    servers' templates drop system messages without a word (llama-cpp-python's ``gemma`` format)."""
     system = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -505,7 +512,13 @@ def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             turns[-1] = {"role": role, "content": f"{turns[-1]['content']}\n\n{message.get('content') or ''}"}
         else:
             turns.append({"role": role, "content": message.get("content") or ""})
-    return ([{"role": "system", "content": system}] if system else []) + turns
+    if not system:
+        return turns
+    if system_role != "user":
+        return [{"role": "system", "content": system}, *turns]
+    if turns:  # the first turn is the user's (above)
+        return [{"role": "user", "content": f"{system}\n\n{turns[0]['content']}"}, *turns[1:]]
+    return [{"role": "user", "content": system}]
 
 
 def _with_instruction(messages: list[dict[str, Any]], instruction: str) -> list[dict[str, Any]]:

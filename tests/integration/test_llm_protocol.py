@@ -160,6 +160,21 @@ def test_messages_are_sent_as_one_system_message_and_alternating_turns() -> None
                                      {"role": "user", "content": "1\n\n2"}, {"role": "assistant", "content": "x"}]
 
 
+def test_with_llm_system_role_user_the_instructions_open_the_first_user_message_and_no_system_message_is_sent(
+        llm) -> None:
+    llm.set_responder(lambda _body: TURN)
+    settings = Settings(_env_file=None, llm_base_url=llm.base_url, llm_model="fake-chat", llm_system_role="user")
+    model = ChatModel.from_settings(settings)
+
+    model.complete_turn([*MESSAGES, {"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Hi"}])
+
+    sent = llm.chat_requests()[-1]["messages"]
+    assert [message["role"] for message in sent] == ["user", "assistant", "user"]
+    assert sent[0]["content"].startswith("You are Mnemo. Answer in JSON.")
+    assert sent[0]["content"].endswith("\n\nMy dog is called Pepper.")
+    assert alternating([{"role": "system", "content": "A"}], "user") == [{"role": "user", "content": "A"}]
+
+
 def test_a_server_that_cuts_streams_for_newcomers_gets_whole_requests_and_both_turns_are_answered() -> None:
     async def two_at_once(model: ChatModel) -> list:
         try:

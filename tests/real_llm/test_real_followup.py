@@ -20,7 +20,7 @@ from shared.followups.compose import FollowupFacts, offline_text, usable_followu
 from shared.followups.delivery import FollowupRules, claim_due_followups, deliver_followup
 from shared.llm.client import ChatModel
 from tests.fakes.recording_proxy import RecordingProxy
-from tests.real_llm.conftest import MODEL_ALIAS
+from tests.real_llm.conftest import MODEL_ALIAS, SYSTEM_ROLE
 
 pytestmark = [pytest.mark.real_llm, pytest.mark.timeout(1500)]
 
@@ -43,7 +43,7 @@ def test_the_real_model_is_asked_once_for_a_follow_up_and_what_is_sent_is_fit_to
     rules = FollowupRules(lease=timedelta(seconds=SECONDS))
     facts = FollowupFacts("面试", HAPPENS, "Asia/Shanghai", True, ("最担心英文自我介绍",))
     with RecordingProxy(real_llm_url) as proxy, FakeTelegram() as telegram:
-        model = ChatModel(proxy.base_url, None, MODEL_ALIAS, SECONDS)
+        model = ChatModel(proxy.base_url, None, MODEL_ALIAS, SECONDS, system_role=SYSTEM_ROLE)
         [claim] = claim_due_followups(uow_factory, NOW, rules)
         sender = {"telegram": TelegramSender(telegram.base_url, telegram.token)}
         outcome = deliver_followup(uow_factory, sender, claim.thread_id, claim.attempt, NOW, rules=rules,

@@ -23,7 +23,7 @@ from shared.llm.turn_schema import NOTE_OPEN
 from shared.speech.non_answers import non_answer
 from tests.builders import conversation_config, message
 from tests.fakes.recording_proxy import RecordingProxy
-from tests.real_llm.conftest import MODEL_ALIAS, N_CTX
+from tests.real_llm.conftest import MODEL_ALIAS, N_CTX, SYSTEM_ROLE
 
 pytestmark = [pytest.mark.real_llm, pytest.mark.timeout(900)]
 
@@ -47,7 +47,8 @@ def say(service: ConversationService, text: str, number: int):
 
 
 def model_on(proxy: RecordingProxy) -> ChatModel:
-    return ChatModel(proxy.base_url, None, MODEL_ALIAS, TURN_SECONDS, max_output_tokens=MAX_OUTPUT_TOKENS)
+    return ChatModel(proxy.base_url, None, MODEL_ALIAS, TURN_SECONDS, max_output_tokens=MAX_OUTPUT_TOKENS,
+                     system_role=SYSTEM_ROLE)
 
 
 def test_a_conversation_longer_than_the_servers_window_is_fitted_to_it_and_answered(real_llm_url, uow_factory):

@@ -28,7 +28,7 @@ from shared.llm.turn_answer import read_turn_answer
 from shared.llm.turn_schema import NOTE_OPEN
 from shared.speech.non_answers import non_answer
 from tests.fakes.recording_proxy import RecordingProxy
-from tests.real_llm.conftest import MODEL_ALIAS, _free_port
+from tests.real_llm.conftest import MODEL_ALIAS, SYSTEM_ROLE, _free_port
 
 pytestmark = pytest.mark.real_llm
 
@@ -149,6 +149,7 @@ def test_a_console_conversation_and_its_worker_run_on_a_real_llama_cpp_server(re
     migrate.upgrade(fresh_system_db)
     with RecordingProxy(real_llm_url) as proxy:
         env = {**os.environ, "DATABASE_URL": fresh_system_db, "LLM_BASE_URL": proxy.base_url,
+               "LLM_SYSTEM_ROLE": SYSTEM_ROLE,
                "LLM_MODEL": MODEL_ALIAS, "LLM_TIMEOUT_SECONDS": "90", "LLM_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS),
                "MNEMO_DATA_DIR": str(tmp_path),
                "API_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1", "DEFAULT_TIMEZONE": "Europe/Lisbon",
@@ -212,6 +213,7 @@ def test_doctor_times_the_real_server_within_its_deadline_and_names_the_output_m
     migrate.upgrade(fresh_system_db)
     env = {**os.environ, "DATABASE_URL": fresh_system_db, "REDIS_URL": "redis://127.0.0.1:6379/0",
            "LLM_BASE_URL": f"{real_llm_url}/v1", "LLM_MODEL": MODEL_ALIAS, "LLM_TIMEOUT_SECONDS": "90",
+           "LLM_SYSTEM_ROLE": SYSTEM_ROLE,
            "LLM_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS)}
     limit = float(llm_seconds or DOCTOR_SECONDS)
     started = time.monotonic()

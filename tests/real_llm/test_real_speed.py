@@ -22,7 +22,7 @@ from shared.conversation.prompt import PromptInputs, build_turn_prompt
 from shared.llm.client import ChatModel
 from shared.llm.speed import TYPICAL_TURN_TOKENS, advised_timeout
 from shared.llm.speed_probe import measure_turn_speed
-from tests.real_llm.conftest import MODEL_ALIAS
+from tests.real_llm.conftest import MODEL_ALIAS, SYSTEM_ROLE
 from tests.real_llm.test_real_server import MAX_OUTPUT_TOKENS
 
 pytestmark = pytest.mark.real_llm
@@ -46,7 +46,8 @@ def turn_messages(text: str) -> list[dict]:
 
 
 def test_the_real_servers_speed_predicts_a_turns_time_and_gives_the_advised_timeout(real_llm_url):
-    model = ChatModel(f"{real_llm_url}/v1", None, MODEL_ALIAS, MEASURE_SECONDS, max_output_tokens=MAX_OUTPUT_TOKENS)
+    model = ChatModel(f"{real_llm_url}/v1", None, MODEL_ALIAS, MEASURE_SECONDS, max_output_tokens=MAX_OUTPUT_TOKENS,
+                      system_role=SYSTEM_ROLE)
     probes, answers = [], []
     for probed, text in zip(PROBED, TURNS, strict=True):
         probes.append(asyncio.run(measure_turn_speed(model, turn_messages(probed), MEASURE_SECONDS)))

@@ -26,7 +26,7 @@ import pytest
 
 from shared.db import migrate
 from tests.fakes.recording_proxy import RecordingProxy
-from tests.real_llm.conftest import MODEL_ALIAS, _free_port
+from tests.real_llm.conftest import MODEL_ALIAS, SYSTEM_ROLE, _free_port
 
 pytestmark = pytest.mark.real_llm
 
@@ -91,7 +91,8 @@ def streamed_reply(reads: list[tuple[float, str]]) -> tuple[float, float, str] |
 def test_the_console_prints_a_real_models_reply_while_the_model_writes_it(real_llm_url, fresh_system_db, tmp_path):
     migrate.upgrade(fresh_system_db)
     with RecordingProxy(real_llm_url) as proxy:
-        env = {**os.environ, "DATABASE_URL": fresh_system_db, "LLM_BASE_URL": proxy.base_url, "LLM_MODEL": MODEL_ALIAS,
+        env = {**os.environ, "DATABASE_URL": fresh_system_db, "LLM_BASE_URL": proxy.base_url,
+               "LLM_SYSTEM_ROLE": SYSTEM_ROLE, "LLM_MODEL": MODEL_ALIAS,
                "LLM_TIMEOUT_SECONDS": "150", "LLM_MAX_OUTPUT_TOKENS": "200", "MNEMO_DATA_DIR": str(tmp_path),
                "API_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1", "STREAM_REPLIES": "auto",
                "LLM_OUTPUT_MODE": "text"}
