@@ -113,9 +113,9 @@ def run_suite(settings: Settings, args: argparse.Namespace) -> int:
     if args.suite == "all":
         from bench import suite
 
-        options = suite.Options(Path(args.locomo), Path(args.madial), args.database_url, args.redis_url,
-                                Path(args.out), args.quick, args.hybrid)
-        return 1 if suite.failed(suite.run_all(options)) else 0
+        suite_options = suite.Options(Path(args.locomo), Path(args.madial), args.database_url, args.redis_url,
+                                      Path(args.out), args.quick, args.hybrid)
+        return 1 if suite.failed(suite.run_all(suite_options)) else 0
     if args.suite in ("worker", "prompt"):
         from bench import prompt_cost, worker
 
@@ -129,14 +129,14 @@ def run_suite(settings: Settings, args: argparse.Namespace) -> int:
         from bench import load
 
         if args.quick:
-            options = load.Options.quick(args.database_url, args.redis_url, Path(args.out))
+            load_options = load.Options.quick(args.database_url, args.redis_url, Path(args.out))
         else:
-            options = load.Options(args.database_url, args.redis_url, Path(args.out), users=args.users,
-                                   llm_seconds=args.llm_seconds, stage_seconds=args.stage_seconds,
-                                   rates=tuple(float(rate) for rate in args.rates.split(",") if rate.strip()),
-                                   worker_concurrency=args.worker_concurrency,
-                                   reminders_per_stage=args.reminders_per_stage)
-        print(load.report(load.run(options)))
+            load_options = load.Options(args.database_url, args.redis_url, Path(args.out), users=args.users,
+                                        llm_seconds=args.llm_seconds, stage_seconds=args.stage_seconds,
+                                        rates=tuple(float(rate) for rate in args.rates.split(",") if rate.strip()),
+                                        worker_concurrency=args.worker_concurrency,
+                                        reminders_per_stage=args.reminders_per_stage)
+        print(load.report(load.run(load_options)))
         return 0
     if args.suite == "quality":
         from bench import quality

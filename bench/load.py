@@ -241,7 +241,7 @@ class Users:
 
     def next(self) -> tuple[int, str]:
         number = next(self.turns)
-        kinds, weights = zip(*MIX, strict=True)
+        kinds, weights = [kind for kind, _ in MIX], [weight for _, weight in MIX]
         return number, self.random.choices(kinds, weights)[0]
 
 

@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from bench.datasets import load_locomo, load_locomo_observations, load_madial_user_lines
 from bench.memory_judges import JUNK_KINDS, Said, judge
@@ -77,8 +78,8 @@ def run(locomo_path: Path, madial_dir: Path, database_url: str | None, out_dir: 
     with scratch_database(database_url) as url:
         locomo = _replay(url, _locomo_messages(conversations), "LoCoMo turns", observations)
         madial = _replay(url, _madial_messages(dialogues), "MADial lines", {})
-    figures = {"quick": quick, "goal_junk_rate": JUNK_GOAL, "locomo": locomo.figures(), "madial": madial.figures(),
-               "elapsed_s": round(time.perf_counter() - started, 1)}
+    figures: dict[str, Any] = {"quick": quick, "goal_junk_rate": JUNK_GOAL, "locomo": locomo.figures(),
+                               "madial": madial.figures(), "elapsed_s": round(time.perf_counter() - started, 1)}
     total = Tally(messages=locomo.messages + madial.messages, stored=locomo.stored + madial.stored,
                   junk_memories=locomo.junk_memories + madial.junk_memories,
                   junk={kind: locomo.junk[kind] + madial.junk[kind] for kind in JUNK_KINDS},

@@ -137,6 +137,8 @@ class ReplayClock:
         self.now: datetime | None = None
 
     def __call__(self) -> datetime:
+        if self.now is None:
+            raise RuntimeError("the replay clock was read before the first message set it")
         return self.now
 
 
@@ -173,15 +175,15 @@ def run(locomo_path: Path, database_url: str | None, out_dir: Path, quick: bool 
             engine.dispose()
         bodies = llm.chat_requests()
     turns = [body for body in bodies if request_kind(body) == TURN]
-    conversations = [[body["messages"] for body in bodies[start:end] if request_kind(body) == TURN]
-                     for start, end in zip(starts, [*starts[1:], len(bodies)], strict=True)]
+    turn_prompts = [[body["messages"] for body in bodies[start:end] if request_kind(body) == TURN]
+                    for start, end in zip(starts, [*starts[1:], len(bodies)], strict=True)]
     figures = {
         "quick": quick, "conversations": len(replays), "user_messages": total, "stored_memories": memories,
         "memory_budget_tokens": service.config.memory_budget_tokens,
         "retrieval_limit": service.config.retrieval_limit,
         "memory_context_tokens": distribution([estimate_tokens(memory_section(b["messages"])) for b in turns]),
         "whole_prompt_tokens": distribution([prompt_tokens(b) for b in turns]),
-        "reusable_prefix": reusable_prefix(conversations),
+        "reusable_prefix": reusable_prefix(turn_prompts),
         "full_conversation_tokens": distribution([estimate_tokens(r.transcript) for r in replays]),
         "llm_calls": count_kinds(bodies), "llm_calls_per_message": per_message(count_kinds(bodies), total),
         "target_tokens": MEMORY_TOKENS_TARGET, "reference_tokens": REFERENCE_TOKENS,

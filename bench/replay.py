@@ -17,19 +17,26 @@ import logging
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench import replay_model
 from bench.replay_evidence import Asked, Baseline, Provenance, ask, in_order
-from bench.replay_format import ReplayConversation, read_replay
+from bench.replay_format import ReplayConversation, ReplayQuestion, read_replay
 from bench.replay_junk import Junk
 from bench.replay_play import PLATFORM, Player, ReplayClock, Script, ScriptedModel, ScriptedOffline, steps
 from bench.replay_report import figures_of, report
 from bench.replay_worker import ReplayWorker, worker_context
+
+if TYPE_CHECKING:
+    from shared.conversation.config import ConversationConfig
+    from shared.conversation.service import ConversationService
+    from shared.repositories.uow import UnitOfWork
+    from shared.settings import Settings
 
 QUICK_CONVERSATIONS = 2
 PROGRESS_SECONDS = 1.0
@@ -41,12 +48,12 @@ IMPORT_LEAD = timedelta(minutes=1)
 class Wiring:
     """What every conversation of one run shares: settings, database, model, the hot path and the worker."""
 
-    settings: object
-    config: object
-    new_uow: object
+    settings: Settings
+    config: ConversationConfig
+    new_uow: Callable[[], UnitOfWork]
     clock: ReplayClock
     script: Script
-    service: object
+    service: ConversationService
     worker: ReplayWorker
     run_tag: str
 
@@ -120,10 +127,10 @@ def replay_conversation(wiring: Wiring, conversation: ReplayConversation, number
     baseline = Baseline(conversation, wiring.config)
     rows, last_activity, since = [], None, wiring.clock.now
     with asyncio.Runner() as loop:
-        for at, is_question, index, event in timeline:
+        for at, _, index, event in timeline:
             wiring.worker.catch_up(since, at, last_activity)
             since = at
-            if is_question:
+            if isinstance(event, ReplayQuestion):
                 rows.append(_row(conversation, event, ask(provenance, wiring.config, event), baseline.ask(event),
                                  stated=bool(provenance.stated.intersection(event.evidence))))
                 progress.question()

@@ -62,13 +62,16 @@ class Provenance:
             active = [] if not stored else uow.session.scalars(select(Memory.content).where(
                 Memory.user_id == user_id, Memory.id <= self.last_memory, Memory.deleted_at.is_(None),
                 Memory.superseded_by.is_(None) | (Memory.superseded_by > self.last_memory))).all()
-            linked = uow.session.execute(select(ConversationTurn.id, ConversationTurn.episode_id).where(
-                ConversationTurn.user_id == user_id, ConversationTurn.episode_id > self.last_episode)).all()
+            linked = [(turn_id, episode_id) for turn_id, episode_id in uow.session.execute(
+                select(ConversationTurn.id, ConversationTurn.episode_id).where(
+                    ConversationTurn.user_id == user_id, ConversationTurn.episode_id > self.last_episode))
+                      if episode_id is not None]  # all are: past the last episode
         self.junk.judge(self.player, [(row.id, row.content, row.source_turn_id) for row in stored], list(active))
         for memory_id, _, turn_id, source in memories:
-            self.memories[memory_id] = self.imported.get(memory_id) or turn_ids.get(turn_id, ())
+            drawn_from = turn_ids.get(turn_id, ()) if turn_id is not None else ()
+            self.memories[memory_id] = self.imported.get(memory_id) or drawn_from
             if source == "user_stated" and memory_id not in self.imported:
-                self.stated.update(turn_ids.get(turn_id, ()))
+                self.stated.update(drawn_from)
             self.last_memory = max(self.last_memory, memory_id)
         for turn_id, episode_id in linked:
             self.episodes[episode_id] = (*self.episodes.get(episode_id, ()), *turn_ids.get(turn_id, ()))

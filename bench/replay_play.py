@@ -15,10 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from bench.memory_judges import Said
 from bench.replay_format import ReplayConversation, ReplayTurn
 from shared.conversation.offline import OfflineResponder
+
+if TYPE_CHECKING:
+    from shared.conversation.service import ConversationService
+    from shared.llm.client import ChatModel, OnText, TurnCompletion
+    from shared.repositories.uow import UnitOfWork
 
 PLATFORM = "console"
 
@@ -54,10 +60,11 @@ class ScriptedOffline(OfflineResponder):
 class ScriptedModel:
     """The configured model's answer (its memory update and todos), with the recorded reply as its response."""
 
-    def __init__(self, model, script: Script) -> None:
+    def __init__(self, model: ChatModel, script: Script) -> None:
         self.model, self.script = model, script
 
-    async def acomplete_turn(self, messages, image=None, *, on_text=None):
+    async def acomplete_turn(self, messages: list[dict[str, Any]], image: str | None = None, *,
+                             on_text: OnText | None = None) -> TurnCompletion:
         """The model's turn; its words are not streamed (``on_text`` is not told): the recorded reply replaces them."""
         completion = await self.model.acomplete_turn(messages, image=image)
         text = self.script.reply
@@ -66,7 +73,7 @@ class ScriptedModel:
         output = replace(completion.output, response=text) if completion.output is not None else None
         return replace(completion, output=output, reply=text)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
 
 
@@ -101,9 +108,9 @@ def steps(turns: tuple[ReplayTurn, ...], idle: timedelta) -> list[Step]:
 class Player:
     """Plays one conversation's steps for one fresh user, and keeps which database turns are which replay turns."""
 
-    service: object
-    """A ``ConversationService`` wired with the :class:`Script`'s responder or model and the replay clock."""
-    new_uow: Callable
+    service: ConversationService
+    """Wired with the :class:`Script`'s responder or model and the replay clock."""
+    new_uow: Callable[[], UnitOfWork]
     script: Script
     clock: ReplayClock
     conversation: ReplayConversation
@@ -137,6 +144,8 @@ class Player:
         self.script.reply = None
         with self.new_uow() as uow:
             turn = uow.turns.by_platform_message(self.chat_id, "user", str(number))
+            if turn is None:
+                raise RuntimeError(f"the played message {number} was not stored")
             answer = uow.turns.reply_in_session(self.user_id, turn.session_id, turn.id)
         self.turn_ids[turn.id] = (step.turn.id,)
         self.replies[turn.id] = [answer.id] if answer is not None else []

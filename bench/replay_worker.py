@@ -13,8 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import TYPE_CHECKING
 
 from worker.context import WorkerContext
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from bench.replay_play import ReplayClock
+    from shared.llm.client import ChatModel
+    from shared.settings import Settings
 
 DAILY_TASKS = ("run_maintenance",)
 IDLE_CLOSE_ENTRY = "close-idle-sessions"
@@ -27,7 +35,7 @@ OWED_BATCH = 100
 class ReplayWorkerContext(WorkerContext):
     """A worker context that reads the replay clock."""
 
-    clock: Callable[[], datetime] | None = None
+    clock: Callable[[], datetime]
 
     def now(self) -> datetime:  # type: ignore[override]
         return self.clock()
@@ -56,7 +64,7 @@ def idle_close_every() -> timedelta:
 class ReplayWorker:
     """Runs the worker's tasks for the replay, in replay time."""
 
-    def __init__(self, ctx: ReplayWorkerContext, clock, idle: timedelta, daily_hour_utc: int = 3) -> None:
+    def __init__(self, ctx: ReplayWorkerContext, clock: ReplayClock, idle: timedelta, daily_hour_utc: int = 3) -> None:
         self.ctx, self.clock, self.idle = ctx, clock, idle
         self.nightly = daily_times(daily_hour_utc)
         self.idle_every = idle_close_every()
@@ -117,7 +125,8 @@ class ReplayWorker:
         episodes.close_idle_sittings(self.ctx.uow, self.ctx.now(), self.idle)
 
 
-def worker_context(settings, engine, chat_model, clock) -> ReplayWorkerContext:
+def worker_context(settings: Settings, engine: Engine, chat_model: ChatModel | None,
+                   clock: Callable[[], datetime]) -> ReplayWorkerContext:
     """What a worker process builds for itself, on the replay's database, model and clock (no embedder: lexical)."""
     from shared.db.engine import session_factory
     from shared.repositories.vectors import VectorIndex

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the fakes live in the checkout's tests/ (the bench runs from a checkout)
     sys.path.insert(0, str(ROOT))
 
+from bench.databases import one_row  # noqa: E402
 from bench.fakes.openai_server import FakeOpenAI  # noqa: E402
 from bench.hot_path import REPLY, build_service, percentile, scratch_database  # noqa: E402
 from bench.scale_report import plot, report, report_size  # noqa: E402,F401 (report: the command's)
@@ -159,16 +160,15 @@ def held(url: str) -> tuple[int, int]:
     import psycopg
 
     with psycopg.connect(url) as connection:
-        return connection.execute("SELECT (SELECT count(*) FROM memories), "
-                                  "(SELECT count(*) FROM conversation_turns WHERE role = 'user')").fetchone()
+        return one_row(connection, "SELECT (SELECT count(*) FROM memories), "
+                                   "(SELECT count(*) FROM conversation_turns WHERE role = 'user')")
 
 
 def heaviest_user(url: str) -> tuple[int, int]:
     import psycopg
 
     with psycopg.connect(url) as connection:
-        row = connection.execute("SELECT user_id, count(*) FROM memories GROUP BY user_id ORDER BY 2 DESC LIMIT 1")
-        return row.fetchone()
+        return one_row(connection, "SELECT user_id, count(*) FROM memories GROUP BY user_id ORDER BY 2 DESC LIMIT 1")
 
 
 def storage(url: str) -> dict:
@@ -176,17 +176,17 @@ def storage(url: str) -> dict:
     import psycopg
 
     with psycopg.connect(url) as connection:
-        table, indexes, total = connection.execute(
-            "SELECT pg_relation_size('memories'), pg_indexes_size('memories'), "
-            "pg_total_relation_size('memories')").fetchone()
-        by_index = dict(connection.execute(
+        table, indexes, total = one_row(
+            connection, "SELECT pg_relation_size('memories'), pg_indexes_size('memories'), "
+                        "pg_total_relation_size('memories')")
+        by_index: dict[str, int] = dict(connection.execute(
             "SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
             "WHERE relname = 'memories' ORDER BY 2 DESC").fetchall())
-        mean, p50, p99, most = connection.execute(
-            "SELECT avg(n), percentile_cont(0.5) WITHIN GROUP (ORDER BY n), "
-            "percentile_cont(0.99) WITHIN GROUP (ORDER BY n), max(n) "
-            "FROM (SELECT count(*) AS n FROM memories GROUP BY user_id) AS per_user").fetchone()
-        database = connection.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        mean, p50, p99, most = one_row(
+            connection, "SELECT avg(n), percentile_cont(0.5) WITHIN GROUP (ORDER BY n), "
+                        "percentile_cont(0.99) WITHIN GROUP (ORDER BY n), max(n) "
+                        "FROM (SELECT count(*) AS n FROM memories GROUP BY user_id) AS per_user")
+        database = one_row(connection, "SELECT pg_database_size(current_database())")[0]
     mib = 1024 * 1024
     return {"table_mib": round(table / mib, 1), "indexes_mib": round(indexes / mib, 1),
             "total_mib": round(total / mib, 1), "database_mib": round(database / mib, 1),

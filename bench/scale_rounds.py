@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
+from bench.databases import one_row
 from bench.synthetic import MAX_AGE_DAYS, USER_SKEW, VOCABULARY, progress
 
 ROUNDS_PER_SESSION = 10
@@ -166,13 +167,13 @@ def heaviest_user(url: str) -> tuple[int, int, int]:
     import psycopg
 
     with psycopg.connect(url) as connection:
-        return connection.execute("""
+        return one_row(connection, """
             SELECT user_id, sum(memories)::int, sum(rounds)::int FROM (
                 SELECT user_id, count(*) AS memories, 0 AS rounds FROM memories GROUP BY user_id
                 UNION ALL
                 SELECT user_id, 0, count(*) FROM conversation_turns
                 WHERE role = 'user' AND search_tokens <> '' GROUP BY user_id) AS per_kind
-            GROUP BY user_id ORDER BY sum(memories) + sum(rounds) DESC, user_id LIMIT 1""").fetchone()
+            GROUP BY user_id ORDER BY sum(memories) + sum(rounds) DESC, user_id LIMIT 1""")
 
 
 def round_storage(url: str) -> dict:
@@ -181,16 +182,16 @@ def round_storage(url: str) -> dict:
 
     mib = 1024 * 1024
     with psycopg.connect(url) as connection:
-        table, indexes, total = connection.execute(
-            "SELECT pg_relation_size('conversation_turns'), pg_indexes_size('conversation_turns'), "
-            "pg_total_relation_size('conversation_turns')").fetchone()
-        by_index = dict(connection.execute(
+        table, indexes, total = one_row(
+            connection, "SELECT pg_relation_size('conversation_turns'), pg_indexes_size('conversation_turns'), "
+                        "pg_total_relation_size('conversation_turns')")
+        by_index: dict[str, int] = dict(connection.execute(
             "SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
             "WHERE relname = 'conversation_turns' ORDER BY 2 DESC").fetchall())
-        mean, p50, p99, most = connection.execute(
-            "SELECT avg(n), percentile_cont(0.5) WITHIN GROUP (ORDER BY n), "
-            "percentile_cont(0.99) WITHIN GROUP (ORDER BY n), max(n) FROM (SELECT count(*) AS n "
-            "FROM conversation_turns WHERE role = 'user' GROUP BY user_id) AS per_user").fetchone()
+        mean, p50, p99, most = one_row(
+            connection, "SELECT avg(n), percentile_cont(0.5) WITHIN GROUP (ORDER BY n), "
+                        "percentile_cont(0.99) WITHIN GROUP (ORDER BY n), max(n) FROM (SELECT count(*) AS n "
+                        "FROM conversation_turns WHERE role = 'user' GROUP BY user_id) AS per_user")
     return {"turns_table_mib": round(table / mib, 1), "turns_indexes_mib": round(indexes / mib, 1),
             "turns_total_mib": round(total / mib, 1),
             "turns_index_mib": {name: round(size / mib, 1) for name, size in by_index.items()},

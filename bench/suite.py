@@ -16,8 +16,9 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-SIZES = {
+SIZES: dict[str, dict[str, dict[str, Any]]] = {  # "quick" or "full" → suite → its run's keyword arguments
     "quick": {"hot-path": {"conversations": 50, "messages": 50},
               "scale": {"sizes": (10_000,), "users": 1_000, "queries": 200},
               "dedup": {"sizes": (2_000, 8_000)}},
@@ -109,8 +110,10 @@ def machine(database_url: str | None) -> dict:
     if database_url:
         import psycopg
 
+        from bench.databases import one_row
+
         with psycopg.connect(database_url) as connection:
-            found["postgres"] = connection.execute("SHOW server_version").fetchone()[0]
+            found["postgres"] = one_row(connection, "SHOW server_version")[0]
     return found
 
 

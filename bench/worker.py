@@ -21,9 +21,11 @@ import json
 import re
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.fakes.openai_server import FakeOpenAI
 from bench.hot_path import REPLY, build_service, message_at, scratch_database
@@ -31,6 +33,11 @@ from bench.llm_calls import EPISODE_SUMMARY, EXTRACTION, SITTING, TURN, count_ki
 from bench.prompt_cost import load_replays, prompt_tokens
 from bench.worker_process import WORKER_START_SECONDS, running_worker, wait_for
 from shared.conversation.extraction_timing import ExtractionTiming
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from shared.conversation.service import ConversationService
 
 CONCURRENCIES = (1, 2)
 BACKLOG_JOBS = {("redis", False): 1000, ("redis", True): 200, ("postgresql", False): 60, ("postgresql", True): 10}
@@ -90,11 +97,11 @@ class Bench:
 
     url: str
     llm: FakeOpenAI
-    service: object
-    engine: object
+    service: ConversationService
+    engine: Engine
     redis_url: str | None = None
 
-    def send(self, job_ids: list[int]) -> int:
+    def send(self, job_ids: Iterable[int]) -> int:
         """The outbox relay: the jobs onto this run's broker."""
         from shared.lifecycle.outbox import dispatch_jobs
         from worker.tasks import send_task

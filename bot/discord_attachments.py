@@ -18,7 +18,7 @@ import discord
 
 from shared.attachments.files import UnreadableText, read_text
 from shared.attachments.images import UnreadableImage, for_model
-from shared.attachments.kinds import FETCH_SECONDS, Attachment, admit, file_kind
+from shared.attachments.kinds import FETCH_SECONDS, Attachment, Kind, admit, file_kind
 from shared.attachments.texts import turn_line
 from shared.conversation.messages import IncomingMessage
 
@@ -48,12 +48,13 @@ async def with_attachments(incoming: IncomingMessage, message: discord.Message, 
 
 async def _attachment(item: discord.Attachment, *, voice: bool, hearing: bool, allowed: bool = True) -> Attachment:
     name, mime = item.filename, (item.content_type or "").split(";")[0].strip()
-    kind = "voice" if voice else file_kind(name, mime)
-    if kind == "voice" and not hearing:
+    found = "voice" if voice else file_kind(name, mime)
+    if found == "voice" and not hearing:
         return Attachment(kind="voice", name=name, mime_type=mime, size=item.size, outcome="unheard")
-    refused = admit(kind or "file", item.size, readable=kind is not None, allowed=allowed)
+    kind: Kind = found or "file"  # a file of no known kind is named, not read: admit refuses it
+    refused = admit(kind, item.size, readable=found is not None, allowed=allowed)
     if refused is not None:
-        return Attachment(kind=kind or "file", name=name, mime_type=mime, size=item.size, outcome=refused)
+        return Attachment(kind=kind, name=name, mime_type=mime, size=item.size, outcome=refused)
     data = await _download(item)
     if data is None:
         return Attachment(kind=kind, name=name, mime_type=mime, size=item.size, outcome="failed")

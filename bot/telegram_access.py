@@ -68,7 +68,7 @@ class AccessGate:
         command = command_of(update, context.bot.username)
         if command is None or update.effective_user is None or update.effective_chat is None:
             return
-        if command == "" and not addressed_text(update.message, context.bot.bot):
+        if command == "" and (update.message is None or not addressed_text(update.message, context.bot.bot)):
             return  # group talk not meant for the bot: nobody is answered, nothing to refuse
         admission = await asyncio.to_thread(self.access.admit, facts_of(update), command or None)
         if admission.allowed:
@@ -82,13 +82,15 @@ class AccessGate:
     async def _refuse(update: Update, context: Context, answer: str, command: str) -> None:
         """An alert for a button; in a private chat, the answer; a command typed in a group, the answer in the
         private chat if the user has one with the bot (nothing in the group); a group message, silence."""
+        user, chat, message = update.effective_user, update.effective_chat, update.effective_message
+        assert user is not None and chat is not None  # the gate returned earlier on an update without either
         if update.callback_query is not None:
             await update.callback_query.answer(render.fit_message(answer, ALERT_CHARS), show_alert=True)
-        elif update.effective_chat.type == ChatType.PRIVATE:
-            await update.effective_message.reply_text(answer)
+        elif chat.type == ChatType.PRIVATE and message is not None:
+            await message.reply_text(answer)
         elif command:
             try:
-                await context.bot.send_message(update.effective_user.id, answer)
+                await context.bot.send_message(user.id, answer)
             except (Forbidden, BadRequest) as exc:  # no private chat with the bot: the group hears nothing
                 log.info("refusal not delivered privately: %s", exc)
 
@@ -111,7 +113,9 @@ class AccessCommand:
         self.access = access
 
     async def __call__(self, update: Update, context: Context) -> None:
-        result = await asyncio.to_thread(self.access.run, facts_of(update), command_argument(update.effective_message))
+        message = update.effective_message
+        assert message is not None  # a command handler runs for a message
+        result = await asyncio.to_thread(self.access.run, facts_of(update), command_argument(message))
         locale = locale_of(update)
         shown = listing_text(result, locale) if isinstance(result, AccessListing) else change_text(result, locale)
         await answer_privately(update, context, shown)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 
-from telegram import Bot, Document, Message, PhotoSize
+from telegram import Audio, Bot, Document, Message, PhotoSize, Voice
 from telegram.error import TelegramError
 
 from shared.attachments.files import UnreadableText, read_text
@@ -35,11 +36,11 @@ async def attachments_of(bot: Bot, message: Message, *, hearing: bool = False,
         return (Attachment(kind="sticker", emoji=message.sticker.emoji or ""),)
     if message.photo:
         return (await _photo(bot, _nearest_size(message.photo), allowed=allowed),)
-    if message.voice is not None or message.audio is not None:
-        sound = message.voice or message.audio
+    sound: Voice | Audio | None = message.voice or message.audio
+    if sound is not None:
         name = getattr(sound, "file_name", None) or "voice.ogg"
         return (await _voice(bot, sound.file_id, name, sound.mime_type or "audio/ogg", sound.file_size,
-                             float(sound.duration or 0), hearing=hearing, allowed=allowed),)
+                             _seconds(sound.duration or 0), hearing=hearing, allowed=allowed),)
     if message.document is not None:
         return (await _document(bot, message.document, hearing=hearing, allowed=allowed),)
     return ()
@@ -51,7 +52,12 @@ def _nearest_size(sizes: tuple[PhotoSize, ...]) -> PhotoSize:
     return next((size for size in ordered if max(size.width, size.height) >= IMAGE_MAX_SIDE), ordered[-1])
 
 
-async def _photo(bot: Bot, size: PhotoSize, name: str = "photo.jpg", mime: str = "image/jpeg", *,
+def _seconds(duration: int | timedelta) -> float:
+    """A duration as python-telegram-bot gives it: whole seconds, or a timedelta once ``PTB_TIMEDELTA`` is set."""
+    return duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+
+
+async def _photo(bot: Bot, size: PhotoSize | Document, name: str = "photo.jpg", mime: str = "image/jpeg", *,
                  allowed: bool = True) -> Attachment:
     refused = admit("photo", size.file_size, allowed=allowed)
     if refused is not None:

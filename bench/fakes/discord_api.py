@@ -145,7 +145,7 @@ class _Answer:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: LoopbackServer
+    server: LoopbackServer[FakeDiscord]
     protocol_version = "HTTP/1.0"
     timeout = 10.0
 
@@ -176,7 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
         if headers.get("transfer-encoding", "").lower() != "chunked":
             length = int(headers.get("content-length") or 0)
             return self.rfile.read(length) if length else b""
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
             if size == 0:
@@ -350,7 +350,8 @@ class FakeDiscord(LoopbackFake):
                       guild_id: str | None = None, channel_id: str | None = None,
                       locale: str = "en-US", roles: tuple[str, ...] = ()) -> dict[str, Any]:
         """An INTERACTION_CREATE for ``/name``; attachments (from ``add_attachment``) become type 11."""
-        raw_options, resolved = [], {}
+        raw_options: list[dict[str, Any]] = []
+        resolved: dict[str, dict[str, Any]] = {}
         for option, value in (options or {}).items():
             if isinstance(value, dict) and "filename" in value:
                 resolved.setdefault("attachments", {})[value["id"]] = value
@@ -701,11 +702,13 @@ def _body(raw: bytes, content_type: str) -> tuple[Any, tuple[UploadedFile, ...]]
     payload, files = None, []
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
-        data = part.get_payload(decode=True) or b""
+        decoded = part.get_payload(decode=True)
+        data = decoded if isinstance(decoded, bytes) else b""  # None for a part that is itself multipart
+        filename = part.get_filename()
         if name == "payload_json":
             payload = _json(data)
-        elif part.get_filename() is not None:
-            files.append(UploadedFile(str(name), part.get_filename(), data))
+        elif filename is not None:
+            files.append(UploadedFile(str(name), filename, data))
     return payload, tuple(files)
 
 

@@ -120,7 +120,7 @@ class Personality:
 
     def refusal(self, body: dict[str, Any], prompt: str) -> Refusal | None:
         """Why this server refuses ``body`` (None: it accepts it)."""
-        fmt = body.get("response_format") if isinstance(body.get("response_format"), dict) else {}
+        fmt = _response_format(body)
         kind = fmt.get("type")
         if kind in ("json_schema", "json_object") and self.thinking_refuses_json_mode \
                 and body.get("enable_thinking", True) is not False:
@@ -139,7 +139,7 @@ class Personality:
 
     def shape(self, body: dict[str, Any], prompt: str, content: str, request_number: int) -> tuple[str, str | None]:
         """(content, reasoning) as this model would write them for the ideal ``content``."""
-        fmt = body.get("response_format") if isinstance(body.get("response_format"), dict) else {}
+        fmt = _response_format(body)
         if self.blank_first and request_number == 1:
             return "", None
         if self.empty_object:
@@ -174,6 +174,12 @@ def without_images(body: dict[str, Any], *, whole_message: bool = False) -> dict
                 if isinstance(m, dict) and isinstance(m.get("content"), list) else m
                 for m in body.get("messages") or ()]
     return {**body, "messages": messages}
+
+
+def _response_format(body: dict[str, Any]) -> dict[str, Any]:
+    """The request's ``response_format`` object ({} when absent or not an object)."""
+    fmt = body.get("response_format")
+    return fmt if isinstance(fmt, dict) else {}
 
 
 def _first_schema(prompt: str) -> str | None:

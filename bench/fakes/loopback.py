@@ -12,14 +12,18 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import Generic, Self, TypeVar
+
+FakeT = TypeVar("FakeT", bound="LoopbackFake")
 
 
-class LoopbackServer(ThreadingHTTPServer):
+class LoopbackServer(ThreadingHTTPServer, Generic[FakeT]):
+    """The server of one fake; a handler declares ``server: LoopbackServer[ItsFake]`` to reach its fake typed."""
+
     daemon_threads = False  # so server_close() joins the request threads
     request_queue_size = 128  # bursts of concurrent client calls must not overflow the backlog
 
-    def __init__(self, fake: LoopbackFake, handler: type[BaseHTTPRequestHandler]) -> None:
+    def __init__(self, fake: FakeT, handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__(("127.0.0.1", 0), handler)
         self.fake = fake
 
@@ -32,7 +36,7 @@ class LoopbackFake:
 
     def __init__(self) -> None:
         self._stopping = threading.Event()
-        self._server: LoopbackServer | None = None
+        self._server: LoopbackServer[Self] | None = None
         self._thread: threading.Thread | None = None
 
     @property

@@ -259,7 +259,7 @@ def _failure_response(failure: _Failure) -> _Response:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: LoopbackServer
+    server: LoopbackServer[FakeOpenAI]
     protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers at shutdown
     timeout = 10.0
 
@@ -273,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._trickle(response)
             return
         if response.events is not None:
-            self._stream(response)
+            self._stream(response, response.events)
             return
         payload = json.dumps(response.body).encode()
         self.send_response(response.status)
@@ -286,13 +286,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST
 
-    def _stream(self, response: _Response) -> None:
-        """Send server-sent events one by one; a client that closes the connection ends the stream."""
+    def _stream(self, response: _Response, events: Iterable[dict[str, Any]]) -> None:
+        """Send server-sent events (``response.events``) one by one; a client that closes the connection ends
+        the stream."""
         self.send_response(response.status)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
         try:
-            for event in response.events:
+            for event in events:
                 if response.interrupted is not None and response.interrupted.is_set():
                     break  # llama-cpp-python: "[DONE]" and the end, the answer left unfinished
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())

@@ -111,7 +111,7 @@ class _StoredFile:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: LoopbackServer
+    server: LoopbackServer[FakeTelegram]
     protocol_version = "HTTP/1.0"
     timeout = 10.0
 
@@ -150,9 +150,10 @@ class FakeTelegram(LoopbackFake):
     def __init__(self, token: str = "123:ABC", *, bot_username: str = "mnemo_test_bot") -> None:
         super().__init__()
         self.token = token
-        self.bot_user = {"id": int(token.split(":")[0]) if token.split(":")[0].isdigit() else 1, "is_bot": True,
-                         "first_name": "Mnemo", "username": bot_username, "can_join_groups": True,
-                         "can_read_all_group_messages": False, "supports_inline_queries": False}
+        self.bot_user: dict[str, Any] = {
+            "id": int(token.split(":")[0]) if token.split(":")[0].isdigit() else 1, "is_bot": True,
+            "first_name": "Mnemo", "username": bot_username, "can_join_groups": True,
+            "can_read_all_group_messages": False, "supports_inline_queries": False}
         self.methods: dict[str, Handler] = {
             "getMe": self._get_me, "sendMessage": self._send_message, "getUpdates": self._get_updates,
             "deleteWebhook": self._delete_webhook, "setWebhook": self._set_webhook,
@@ -670,8 +671,8 @@ class FakeTelegram(LoopbackFake):
 
     def _store_file(self, data: bytes, file_name: str, mime_type: str) -> _StoredFile:
         number = len(self._files) + 1
-        document = {"file_id": f"BQACAgIAAx{number:06d}", "file_unique_id": f"AgAD{number:06d}",
-                    "file_name": file_name, "mime_type": mime_type, "file_size": len(data)}
+        document: dict[str, Any] = {"file_id": f"BQACAgIAAx{number:06d}", "file_unique_id": f"AgAD{number:06d}",
+                                    "file_name": file_name, "mime_type": mime_type, "file_size": len(data)}
         stored = _StoredFile(document, bytes(data), f"documents/file_{number}{_extension(file_name)}")
         self._files[document["file_id"]] = stored
         return stored
@@ -797,7 +798,8 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, Any]:
     for part in message.iter_parts():
         assert isinstance(part, MimeMessage)
         name = part.get_param("name", header="content-disposition")
-        payload = part.get_payload(decode=True) or b""
+        decoded = part.get_payload(decode=True)
+        payload = decoded if isinstance(decoded, bytes) else b""  # None for a part that is itself multipart
         if not isinstance(name, str):
             continue
         filename = part.get_filename()

@@ -40,7 +40,7 @@ class Transcription:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: LoopbackServer
+    server: LoopbackServer[FakeTranscriber]
     protocol_version = "HTTP/1.0"
 
     def do_POST(self) -> None:
@@ -127,7 +127,8 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, Any]:
     for part in message.iter_parts():
         assert isinstance(part, MimeMessage)
         name = part.get_param("name", header="content-disposition")
-        payload = part.get_payload(decode=True) or b""
+        decoded = part.get_payload(decode=True)
+        payload = decoded if isinstance(decoded, bytes) else b""  # None for a part that is itself multipart
         if not isinstance(name, str):
             continue
         filename = part.get_filename()

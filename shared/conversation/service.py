@@ -32,7 +32,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shared import log_context
 from shared.attachments.vision import IMAGE_TOKENS
@@ -51,7 +51,7 @@ from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, Warn
 from shared.emotion import UNKNOWN, Emotion
 from shared.errors import DatabaseUnavailable, EmbeddingError
 from shared.limits import SharedLimit
-from shared.llm.client import ChatModel, ContextOverflow, OnText, TurnCompletion
+from shared.llm.client import ContextOverflow, OnText, TurnCompletion
 from shared.llm.metering import CallUsage, metered
 from shared.llm.retries import LLMUnavailable
 from shared.llm.transcription import Transcriber
@@ -73,11 +73,23 @@ MAX_UNANSWERED = 100
 """How many unanswered messages one start answers (the oldest first)."""
 
 
+class TurnModel(Protocol):
+    """What the service asks of its model: a :class:`~shared.llm.client.ChatModel`, or a stand-in wrapping one
+    (the replay benchmark's, which answers with a recorded reply)."""
+
+    max_output_tokens: int
+
+    async def aprompt_budget(self) -> int: ...
+
+    async def acomplete_turn(self, messages: list[dict[str, Any]], image: str | None = None, *,
+                             on_text: OnText | None = None) -> TurnCompletion: ...
+
+
 class ConversationService:
     """Answers messages. One instance per process, shared by every chat."""
 
     def __init__(self, uow_factory: Callable[[], UnitOfWork], config: ConversationConfig, *,
-                 chat_model: ChatModel | None, embedder: Embedder | None = None, vectors: VectorIndex | None = None,
+                 chat_model: TurnModel | None, embedder: Embedder | None = None, vectors: VectorIndex | None = None,
                  offline: OfflineResponder | None = None, clock: Callable[[], datetime] | None = None,
                  dispatch: Callable[[tuple[int, ...]], object] | None = None,
                  message_limit: SharedLimit | None = None, transcriber: Transcriber | None = None,
@@ -271,7 +283,7 @@ class ConversationService:
         return replace(self._offline(prepared, warning=WarningCode.BUSY, busy=True),
                        notice=busy_notice(prepared.language.chinese))
 
-    async def _ask_model(self, model: ChatModel, prepared: PreparedTurn, on_text: OnText | None, *,
+    async def _ask_model(self, model: TurnModel, prepared: PreparedTurn, on_text: OnText | None, *,
                          refit: bool = True) -> TurnResult:
         try:
             image = image_for_model(prepared.attachments)
@@ -307,7 +319,7 @@ class ConversationService:
         untrusted = TurnWarning.of(WarningCode.MODEL_ANSWER_UNTRUSTED, problem=completion.problem or "")
         return TurnResult(output=reply, emotion=UNKNOWN, offline=False, trusted=False, warnings=(untrusted,))
 
-    async def _refit(self, model: ChatModel, prepared: PreparedTurn) -> PreparedTurn | None:
+    async def _refit(self, model: TurnModel, prepared: PreparedTurn) -> PreparedTurn | None:
         """``prepared`` with its prompt built again for the window the model just named, when that is smaller than
         the one it was built for (None: it is not, and asking again cannot help)."""
         inputs = prepared.prompt_inputs

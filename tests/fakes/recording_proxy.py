@@ -55,7 +55,7 @@ class ProxiedRequest:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: LoopbackServer
+    server: LoopbackServer[RecordingProxy]
     protocol_version = "HTTP/1.0"
 
     def do_POST(self) -> None:
