@@ -262,7 +262,8 @@ def test_console_reminders_are_marked_sent_and_shown_by_the_console(uow_factory,
 
     user_id = todo_row(uow_factory, todo_id).user_id
     assert lines == ["[console console] ⏰ 提醒：喝水（09:30）"]
-    assert console_reminders_sent_since(uow_factory, user_id, NOW - timedelta(minutes=1)) == [(NOW, "⏰ 提醒：喝水（09:30）")]
+    shown = console_reminders_sent_since(uow_factory, user_id, NOW - timedelta(minutes=1))
+    assert shown == [(NOW, "⏰ 提醒：喝水（09:30）")]
     assert console_reminders_sent_since(uow_factory, user_id, NOW) == []
 
 
