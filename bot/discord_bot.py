@@ -114,9 +114,12 @@ class MnemoBot(discord.AutoShardedClient):
                  access: AccessService | None = None, intents: discord.Intents | None = None,
                  shards: Shards | None = None, identify_pace: SharedLimit | None = None,
                  pace: Pace | None = None) -> None:
-        placement = {"shard_count": shards.count, "shard_ids": list(shards.ids)} if shards else {}
-        super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS,
-                         http_trace=counting_api_errors(pace), **placement)
+        intents, trace = intents or chat_intents(), counting_api_errors(pace)
+        if shards is None:
+            super().__init__(intents=intents, allowed_mentions=REPLY_MENTIONS, http_trace=trace)
+        else:
+            super().__init__(intents=intents, allowed_mentions=REPLY_MENTIONS, http_trace=trace,
+                             shard_count=shards.count, shard_ids=list(shards.ids))
         self.conversation = conversation
         self.memory = memory
         self.access = access or AccessService(memory.uow_factory, Policy())
@@ -178,7 +181,10 @@ class MnemoBot(discord.AutoShardedClient):
                                             fail_if_not_exists=False)
         try:
             for index, piece in enumerate(reply_messages(reply)):
-                await channel.send(piece, reference=answered if index == 0 else None)
+                if index == 0:
+                    await channel.send(piece, reference=answered)
+                else:
+                    await channel.send(piece)
         except discord.HTTPException as exc:  # the answer is recorded, only not delivered
             log.warning("could not deliver a late answer to channel %s: %s", incoming.chat_id, exc)
 
