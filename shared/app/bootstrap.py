@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -166,11 +166,21 @@ def access_service(rt: Runtime) -> AccessService:
 def job_dispatcher(rt: Runtime) -> Callable[[Iterable[int]], int]:
     """Sends outbox jobs to this runtime's broker (Redis, or the PostgreSQL itself)."""
     from shared.lifecycle.outbox import dispatch_jobs
-    from worker.celery_app import configure
-    from worker.tasks import send_task
 
-    configure(rt.broker_url)
-    return lambda job_ids: dispatch_jobs(rt.uow, send_task, job_ids, datetime.now(UTC))
+    send = job_sender(rt.broker_url)
+    return lambda job_ids: dispatch_jobs(rt.uow, send, job_ids, datetime.now(UTC))
+
+
+def job_sender(broker_url: str) -> Callable[[str, dict[str, Any]], None]:
+    """Puts a job on ``broker_url`` through a Celery app of its own (the worker's app, which ``mnemo worker`` and
+    beat configure, stays as it was), the log context carried in its headers."""
+    from functools import partial
+
+    from worker.celery_app import publisher, send_on
+    from worker.signals import connect_publishing_signals
+
+    connect_publishing_signals()
+    return partial(send_on, publisher(broker_url))
 
 
 def configure_logging(settings: Settings) -> None:
