@@ -109,11 +109,11 @@ class MnemoBot(discord.AutoShardedClient):
                  access: AccessService | None = None, intents: discord.Intents | None = None,
                  shards: Shards | None = None, identify_pace: SharedLimit | None = None,
                  pace: Pace | None = None) -> None:
-        intents, trace = intents or chat_intents(), counting_api_errors(pace)
+        trace = counting_api_errors(pace)
         if shards is None:
-            super().__init__(intents=intents, allowed_mentions=REPLY_MENTIONS, http_trace=trace)
+            super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS, http_trace=trace)
         else:
-            super().__init__(intents=intents, allowed_mentions=REPLY_MENTIONS, http_trace=trace,
+            super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS, http_trace=trace,
                              shard_count=shards.count, shard_ids=list(shards.ids))
         self.conversation = conversation
         self.memory = memory
