@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import discord
 
+from bot.discord_py_patches import api_base_url
 from shared.attachments.files import UnreadableText, read_text
 from shared.attachments.images import UnreadableImage, for_model
 from shared.attachments.kinds import FETCH_SECONDS, Attachment, Kind, admit, file_kind
@@ -75,7 +76,7 @@ async def _attachment(item: discord.Attachment, *, voice: bool, hearing: bool, a
 def from_discord(url: str) -> bool:
     """Whether ``url`` is on Discord's CDN (or the API host the bot talks to): nothing else is ever fetched."""
     host = urlsplit(url).hostname or ""
-    return host in CDN_HOSTS or host == urlsplit(discord.http.Route.BASE).hostname
+    return host in CDN_HOSTS or host == urlsplit(api_base_url()).hostname
 
 
 async def _download(item: discord.Attachment) -> bytes | None:

@@ -24,13 +24,13 @@ from typing import Any
 
 import aiohttp
 import discord
-import yarl
 from discord import app_commands
 
 from bot.discord_access import AccessTree, admit_message, blocked_since
 from bot.discord_attachments import carries_attachment, with_attachments
 from bot.discord_commands import ForgetAnswer, install_commands
 from bot.discord_live import ShownReply
+from bot.discord_py_patches import use_api, use_gateway
 from bot.discord_render import CommandTranslator, plain_text, reply_messages
 from bot.live_reply import LiveReply
 from shared.access.rule import Policy
@@ -67,11 +67,6 @@ def chat_intents() -> discord.Intents:
     intents.guild_messages = True
     intents.message_content = False
     return intents
-
-
-def use_api(base_url: str) -> None:
-    """Point discord.py's REST calls (bot routes, interaction callbacks, follow-ups) at ``base_url``."""
-    discord.http.Route.BASE = base_url.rstrip("/")
 
 
 def counting_api_errors(pace: Pace | None = None) -> aiohttp.TraceConfig:
@@ -114,9 +109,12 @@ class MnemoBot(discord.AutoShardedClient):
                  access: AccessService | None = None, intents: discord.Intents | None = None,
                  shards: Shards | None = None, identify_pace: SharedLimit | None = None,
                  pace: Pace | None = None) -> None:
-        placement = {"shard_count": shards.count, "shard_ids": list(shards.ids)} if shards else {}
-        super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS,
-                         http_trace=counting_api_errors(pace), **placement)
+        trace = counting_api_errors(pace)
+        if shards is None:
+            super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS, http_trace=trace)
+        else:
+            super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS, http_trace=trace,
+                             shard_count=shards.count, shard_ids=list(shards.ids))
         self.conversation = conversation
         self.memory = memory
         self.access = access or AccessService(memory.uow_factory, Policy())
@@ -127,21 +125,16 @@ class MnemoBot(discord.AutoShardedClient):
         self.max_concurrency = 1
 
     async def launch_shards(self) -> None:
-        """discord.py 2.x's ``AutoShardedClient.launch_shards``, except that the gateway's address always
-        comes from ``GET /gateway/bot``, as Discord advises: with an explicit shard count discord.py would dial
-        its built-in public gateway, whatever API (self-hosted proxy, test fake) the bot was pointed at, and
-        so would a shard that identifies again after its session was invalidated."""
+        """discord.py's own launch, after asking ``GET /gateway/bot`` (as Discord advises) for the gateway's
+        address, the recommended shard count and the identify concurrency: with the count known, discord.py
+        dials the gateway :func:`~bot.discord_py_patches.use_gateway` set (why: :mod:`bot.discord_py_patches`)."""
         if self.is_closed():
             return
         recommended, url, session_start_limit = await self.http.get_bot_gateway()
-        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+        use_gateway(url)
         self.max_concurrency = max(1, int(session_start_limit.get("max_concurrency", 1)))
         self.shard_count = self.shard_count or recommended
-        self._connection.shard_count = self.shard_count
-        shard_ids = self.shard_ids or range(self.shard_count)
-        self._connection.shard_ids = shard_ids
-        for shard_id in shard_ids:
-            await self.launch_shard(yarl.URL(url), shard_id, initial=shard_id == shard_ids[0])
+        await super().launch_shards()
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         """Wait for this shard's IDENTIFY slot, shared with the bot's other processes when ``identify_pace``
@@ -178,7 +171,10 @@ class MnemoBot(discord.AutoShardedClient):
                                             fail_if_not_exists=False)
         try:
             for index, piece in enumerate(reply_messages(reply)):
-                await channel.send(piece, reference=answered if index == 0 else None)
+                if index == 0:
+                    await channel.send(piece, reference=answered)
+                else:
+                    await channel.send(piece)
         except discord.HTTPException as exc:  # the answer is recorded, only not delivered
             log.warning("could not deliver a late answer to channel %s: %s", incoming.chat_id, exc)
 

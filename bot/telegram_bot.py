@@ -48,7 +48,7 @@ from shared.commands import texts
 from shared.commands.service import MemoryCommands
 from shared.conversation.service import ConversationService
 from shared.db.leases import Lease
-from shared.db.update_log import UpdateHandledElsewhere, UpdateInbox
+from shared.db.update_log import UpdateHandledElsewhere, UpdateInbox, marked_in
 from shared.delivery.pacing import Pace
 from shared.errors import ConfigError, MnemoError
 from shared.metrics import record
@@ -287,13 +287,14 @@ def run_telegram(settings: Settings, *, webhook_url: str | None = None, listen: 
         raise ConfigError("webhook mode needs TELEGRAM_WEBHOOK_SECRET (Telegram sends it with every update)")
     if webhook_url is not None and importlib.util.find_spec("tornado") is None:
         raise ConfigError("webhook mode needs python-telegram-bot[webhooks] installed (it serves with tornado)")
-    with runtime(settings) as rt, companions(rt.database_url, settings.data_dir / "logs",
-                                             embedded=settings.uses_embedded_database, wanted=workers,
-                                             metrics_port=settings.metrics_port), \
+    replicas = webhook_url is not None  # each update handled once, marked in the commit of what it changed
+    with runtime(settings, around_commit=marked_in if replicas else None) as rt, \
+            companions(rt.database_url, settings.data_dir / "logs", embedded=settings.uses_embedded_database,
+                       wanted=workers, metrics_port=settings.metrics_port), \
             serve_operations(settings, rt.database_url, "telegram"):
         service = conversation_service(rt)
         commands = memory_commands(rt, embeddings_wanted=service.embedder is not None)
-        inbox = UpdateInbox(rt.engine, "telegram") if webhook_url is not None else None
+        inbox = UpdateInbox(rt.engine, "telegram") if replicas else None
         pace = Pace("telegram", shared_storage(settings.redis_url, rt.engine))  # shared with every sender
         application = build_application(settings, service, commands, access_service(rt), inbox=inbox, pace=pace)
         if webhook_url is None:

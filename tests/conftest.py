@@ -27,6 +27,7 @@ from shared.db import migrate
 from shared.db.embedded import PGDATA_DIR, EmbeddedPostgres
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import MemoryEvent
+from shared.db.update_log import marked_in
 from shared.repositories.uow import UnitOfWork
 
 SYSTEM_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -211,6 +212,16 @@ def uow_factory(request: pytest.FixtureRequest, engine: Engine) -> Iterator[call
         factory = sessionmaker(bind=connection, expire_on_commit=False, join_transaction_mode="create_savepoint")
         yield lambda: UnitOfWork(factory)
         outer.rollback()
+
+
+@pytest.fixture
+def marking_uow_factory(request: pytest.FixtureRequest, uow_factory: callable, engine: Engine) -> callable:
+    """Units of work as the Telegram webhook's wiring makes them: each commit marks the update in hand handled in
+    its transaction (:func:`shared.db.update_log.marked_in`). For tests marked ``committed`` (``uow_factory``
+    empties the tables afterwards)."""
+    assert request.node.get_closest_marker("committed"), "marking units of work commit for real: mark the test"
+    sessions = session_factory(engine)
+    return lambda: UnitOfWork(sessions, around_commit=marked_in)
 
 
 @pytest.fixture

@@ -1,9 +1,19 @@
-"""The Celery app. Created without connecting anything; ``configure`` points it at the broker."""
+"""The Celery apps, created without connecting anything.
+
+:data:`app` is the worker's and beat's: ``mnemo worker`` and ``mnemo beat`` point it at the broker with
+:func:`configure` when they start. A process that only sends jobs (a front-end's outbox relay) gets an app of
+its own from :func:`publisher`, built by its wiring (:func:`shared.app.bootstrap.job_dispatcher`), and leaves
+:data:`app` as it was.
+"""
 
 from __future__ import annotations
 
-from celery import Celery
+from typing import Any
 
+from celery import Celery
+from kombu.exceptions import OperationalError as BrokerConnectionError
+
+from shared.errors import BrokerUnavailable
 from worker.database_broker import database_broker_url
 from worker.schedule import beat_schedule
 
@@ -34,9 +44,35 @@ app = Celery("mnemo", include=["worker.tasks"])
 
 
 def configure(broker_url: str, *, reminder_scan_seconds: float = 60.0, daily_hour_utc: int = 3) -> Celery:
-    """Settings for at-least-once work: late acks, redelivery when a worker dies, one task at a time."""
+    """:data:`app` for at-least-once work: late acks, redelivery when a worker dies, one task at a time."""
     _forget_broker_connections()
-    app.conf.update(
+    app.conf.update(**_settings(broker_url), beat_schedule=beat_schedule(reminder_scan_seconds, daily_hour_utc))
+    return app
+
+
+def publisher(broker_url: str) -> Celery:
+    """An app of its own that sends jobs to ``broker_url`` by name, routed and serialised as :data:`app` would
+    (no task registered, no schedule); :data:`app` is left untouched."""
+    sender = Celery("mnemo-publisher", set_as_current=False)
+    sender.conf.update(**_settings(broker_url))
+    return sender
+
+
+def send_on(sender: Celery, task: str, payload: dict[str, Any]) -> None:
+    """Put ``mnemo.<task>`` on ``sender``'s broker (the outbox relay's one send).
+
+    Celery raises kombu's ``OperationalError`` for a broker it cannot reach (the Redis or SQL
+    driver's connection error is its cause); that, or a socket error on the way, is an outage.
+    """
+    try:
+        sender.send_task(f"mnemo.{task}", kwargs=payload, retry=False)
+    except (BrokerConnectionError, ConnectionError, TimeoutError) as exc:
+        raise BrokerUnavailable(f"the broker did not take {task}: {exc}") from exc
+
+
+def _settings(broker_url: str) -> dict[str, Any]:
+    """What every Mnemo app is configured with: the broker, the queues and routes, at-least-once delivery."""
+    return dict(
         broker_url=database_broker_url(broker_url),
         broker_connection_retry_on_startup=True,
         broker_transport_options=_transport_options(broker_url),
@@ -53,9 +89,7 @@ def configure(broker_url: str, *, reminder_scan_seconds: float = 60.0, daily_hou
         worker_soft_shutdown_timeout=SOFT_SHUTDOWN_SECONDS,
         timezone="UTC",
         enable_utc=True,
-        beat_schedule=beat_schedule(reminder_scan_seconds, daily_hour_utc),
     )
-    return app
 
 
 def _transport_options(broker_url: str) -> dict:
@@ -67,6 +101,8 @@ def _transport_options(broker_url: str) -> dict:
 
 
 def _forget_broker_connections() -> None:
-    """Reconfiguring (tests, or a process that switched brokers) must not reuse the old broker's pools."""
+    """Reconfiguring :data:`app` (tests, a benchmark switching brokers) must not reuse the old broker's pools.
+    ``close()`` drops the connection pool but not the producer pool (Celery 5.7, ``Celery.close``), which would
+    keep publishing to the old broker: dropped as Celery's own ``_after_fork`` does."""
     app.close()
     app.amqp._producer_pool = None

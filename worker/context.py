@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from celery.signals import worker_process_init
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -73,9 +72,9 @@ def running_with(ctx: WorkerContext) -> Iterator[WorkerContext]:
         _context = previous
 
 
-@worker_process_init.connect
-def _forget_inherited_context(**_kwargs: object) -> None:
-    """A forked child must not share its parent's database connections."""
+def forget_inherited_context(**_kwargs: object) -> None:
+    """``worker_process_init`` (connected by :mod:`worker.signals`): a forked child must not share its parent's
+    database connections."""
     global _context
     if _context is not None:
         _context.engine.dispose(close=False)

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-from kombu.exceptions import OperationalError as BrokerConnectionError
 from sqlalchemy.exc import DBAPIError
 
 from shared.db.availability import named_failure
@@ -28,9 +27,7 @@ from shared.metrics import record
 from shared.recall import reindex as search_reindex
 from shared.reminders import service as reminders
 from shared.usage import quota
-from worker import correlation  # noqa: F401  (the log context travels in the tasks' headers)
-from worker import metrics as task_metrics  # noqa: F401  (each task's outcome and time are counted)
-from worker.celery_app import app
+from worker.celery_app import app, send_on
 from worker.context import context
 
 TRANSIENT = (DatabaseUnavailable, DatabaseConflict, BrokerUnavailable, ConnectionError, TimeoutError)
@@ -57,15 +54,9 @@ def mnemo_task(name: str, **options) -> Callable:
 
 
 def send_task(task: str, payload: dict) -> None:
-    """How the outbox relay puts a job on the broker (also used by the bots after each turn).
-
-    Celery raises kombu's ``OperationalError`` for a broker it cannot reach (the Redis or SQL
-    driver's connection error is its cause); that, or a socket error on the way, is an outage.
-    """
-    try:
-        app.send_task(f"mnemo.{task}", kwargs=payload, retry=False)
-    except (BrokerConnectionError, ConnectionError, TimeoutError) as exc:
-        raise BrokerUnavailable(f"the broker did not take {task}: {exc}") from exc
+    """How the worker's outbox relay (``sweep_outbox``, ``close_idle_sessions``) puts a job on the broker, on the
+    worker's own app; a front-end sends on an app of its own (:func:`shared.app.bootstrap.job_dispatcher`)."""
+    send_on(app, task, payload)
 
 
 @contextmanager

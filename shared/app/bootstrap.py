@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from shared.db import migrate
 from shared.db.embedded import EmbeddedPostgres
 from shared.db.engine import make_engine, session_factory, sqlalchemy_url
-from shared.repositories.uow import UnitOfWork
+from shared.repositories.uow import CommitHook, UnitOfWork
 from shared.settings import Settings
 
 if TYPE_CHECKING:
@@ -31,15 +31,17 @@ if TYPE_CHECKING:
 
 @dataclass
 class Runtime:
-    """What a running process uses: its settings, database URL, engine and units of work."""
+    """What a running process uses: its settings, database URL, engine and units of work (whose commits run
+    inside ``around_commit`` when the process's front-end gave one: the Telegram webhook's marks its update)."""
 
     settings: Settings
     database_url: str
     engine: Engine
     sessions: sessionmaker[Session]
+    around_commit: CommitHook | None = None
 
     def uow(self) -> UnitOfWork:
-        return UnitOfWork(self.sessions)
+        return UnitOfWork(self.sessions, around_commit=self.around_commit)
 
     @property
     def broker_url(self) -> str:
@@ -72,13 +74,15 @@ def database_tools(settings: Settings) -> Iterator[tuple[str, Path | None]]:
 
 
 @contextmanager
-def runtime(settings: Settings) -> Iterator[Runtime]:
-    """A wired :class:`Runtime`; the engine is disposed and an embedded server stopped on exit."""
+def runtime(settings: Settings, *, around_commit: CommitHook | None = None) -> Iterator[Runtime]:
+    """A wired :class:`Runtime` whose units of work commit inside ``around_commit`` (when given); the engine is
+    disposed and an embedded server stopped on exit."""
     configure_logging(settings)
     with database_url(settings) as url:
         engine = make_engine(url)
         try:
-            yield Runtime(settings=settings, database_url=url, engine=engine, sessions=session_factory(engine))
+            yield Runtime(settings=settings, database_url=url, engine=engine, sessions=session_factory(engine),
+                          around_commit=around_commit)
         finally:
             engine.dispose()
 
@@ -162,11 +166,21 @@ def access_service(rt: Runtime) -> AccessService:
 def job_dispatcher(rt: Runtime) -> Callable[[Iterable[int]], int]:
     """Sends outbox jobs to this runtime's broker (Redis, or the PostgreSQL itself)."""
     from shared.lifecycle.outbox import dispatch_jobs
-    from worker.celery_app import configure
-    from worker.tasks import send_task
 
-    configure(rt.broker_url)
-    return lambda job_ids: dispatch_jobs(rt.uow, send_task, job_ids, datetime.now(UTC))
+    send = job_sender(rt.broker_url)
+    return lambda job_ids: dispatch_jobs(rt.uow, send, job_ids, datetime.now(UTC))
+
+
+def job_sender(broker_url: str) -> Callable[[str, dict[str, Any]], None]:
+    """Puts a job on ``broker_url`` through a Celery app of its own (the worker's app, which ``mnemo worker`` and
+    beat configure, stays as it was), the log context carried in its headers."""
+    from functools import partial
+
+    from worker.celery_app import publisher, send_on
+    from worker.signals import connect_publishing_signals
+
+    connect_publishing_signals()
+    return partial(send_on, publisher(broker_url))
 
 
 def configure_logging(settings: Settings) -> None:

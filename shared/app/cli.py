@@ -184,11 +184,13 @@ def _run_worker(settings: Settings, args: argparse.Namespace) -> int:
         from shared.app.bootstrap import broker_url, database_url
         from shared.app.ops_server import serve_operations
         from worker.celery_app import MODEL_QUEUES, QUEUES, configure
+        from worker.signals import connect_signals
 
         with database_url(settings) as url:
             os.environ["DATABASE_URL"] = url  # the worker's processes build their own engines from it
             app = configure(broker_url(settings, url), reminder_scan_seconds=settings.reminder_scan_seconds,
                             daily_hour_utc=settings.daily_maintenance_hour_utc)
+            connect_signals()  # the log context, the task metrics, the pool processes' own connections
             banner = ["--quiet"] if settings.log_format == "json" else []  # JSON lines only: no banner
             only = args.only
             if only == "all" and os.environ.get("REMAP_SIGTERM") == "SIGQUIT":

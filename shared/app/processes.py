@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 def companions(database_url: str, log_dir: Path, *, embedded: bool, wanted: bool | None = None,
                roles: tuple[str, ...] = COMPANION_ROLES,
-               metrics_port: int | None = None) -> contextlib.AbstractContextManager:
+               metrics_port: int | None = None) -> contextlib.AbstractContextManager[list[subprocess.Popen[bytes]]]:
     """:func:`background_processes` for ``roles`` on the embedded database (or when ``wanted``), otherwise
     nothing. On the embedded default a front-end beside another live one (``mnemo telegram`` beside
     ``mnemo chat``) uses the first one's companions instead of starting a second set."""
@@ -81,7 +81,7 @@ def companion_metrics_port(front_end_port: int | None, role: str) -> str:
 @contextmanager
 def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...] = ("worker", "beat"),
                          extra_env: dict[str, str] | None = None,
-                         metrics_port: int | None = None) -> Iterator[list[subprocess.Popen]]:
+                         metrics_port: int | None = None) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Start ``mnemo <role>`` for each role, logging to ``log_dir/<role>.log`` (owner-only); stop them on exit."""
     log_dir.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
     front_end = _lock(log_dir / FRONT_END_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -89,7 +89,7 @@ def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...
     lifeline, kept_end = os.pipe()
     env = {**os.environ, "DATABASE_URL": database_url, LIFELINE_VARIABLE: str(lifeline), **(extra_env or {})}
     held = tuple(fd for fd in (lifeline, shared_lock) if fd is not None)
-    started: list[subprocess.Popen] = []
+    started: list[subprocess.Popen[bytes]] = []
     try:
         try:
             for role in roles:
@@ -107,7 +107,7 @@ def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...
             os.close(front_end)
 
 
-def _start(role: str, env: dict[str, str], log_path: Path, fds: tuple[int, ...]) -> subprocess.Popen:
+def _start(role: str, env: dict[str, str], log_path: Path, fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
     """``mnemo <role>`` in its own session (a front-end's Ctrl-C is not theirs), logging to ``log_path``,
     holding ``fds`` (its lifeline and the companions' lock)."""
     with open_private_log(log_path) as log_file:
@@ -133,7 +133,7 @@ def _wait_for_earlier_companions(lock_path: Path, patience: float = 2 * STOP_GRA
     while (fd := _lock(lock_path, fcntl.LOCK_EX | fcntl.LOCK_NB)) is None:
         if time.monotonic() > deadline:
             log.warning("companions of an earlier front-end are still running (see %s)", lock_path.parent)
-            return _lock(lock_path, fcntl.LOCK_SH)
+            return _hold_shared(lock_path)
         time.sleep(EARLIER_COMPANIONS_POLL_SECONDS)
     fcntl.flock(fd, fcntl.LOCK_SH)
     return fd
@@ -148,6 +148,13 @@ def _lock(path: Path, operation: int) -> int | None:
     except BlockingIOError:
         os.close(fd)
         return None
+    return fd
+
+
+def _hold_shared(path: Path) -> int:
+    """A descriptor of ``path`` holding ``flock(LOCK_SH)``, waited for while another holds it exclusively."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
     return fd
 
 
@@ -172,7 +179,7 @@ def _watch_lifeline(fd: int) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def stop_processes(processes: list[subprocess.Popen], grace: float = STOP_GRACE_SECONDS) -> None:
+def stop_processes(processes: list[subprocess.Popen[bytes]], grace: float = STOP_GRACE_SECONDS) -> None:
     """SIGTERM to each, then wait for each to exit by itself; only one still running after ``grace`` is killed."""
     for process in processes:
         if process.poll() is None:
@@ -181,9 +188,17 @@ def stop_processes(processes: list[subprocess.Popen], grace: float = STOP_GRACE_
         try:
             process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            log.warning("mnemo %s did not stop within %ss; killing it", " ".join(process.args[3:]), grace)
+            log.warning("%s did not stop within %ss; killing it", _command_of(process), grace)
         _kill_group(process.pid)  # also pool children a stopped worker may have left behind
         process.wait()
+
+
+def _command_of(process: subprocess.Popen[bytes]) -> str:
+    """``mnemo <role>`` for a process :func:`_start` started (``python -m shared.app.cli <role>``)."""
+    args = process.args
+    if isinstance(args, (list, tuple)):
+        return " ".join(["mnemo", *map(str, args[3:])])
+    return str(args)
 
 
 def _kill_group(pgid: int) -> None:

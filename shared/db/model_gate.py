@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from sqlalchemy import Engine, text
@@ -52,7 +53,9 @@ class RedisModelGate:
 
     def leave(self, holder: str) -> None:
         with self.client.pipeline(transaction=False) as pipe:
-            pipe.zrem(LIVE_KEY, holder).zrem(BACKGROUND_KEY, holder).execute()
+            pipe.zrem(LIVE_KEY, holder)
+            pipe.zrem(BACKGROUND_KEY, holder)
+            pipe.execute()
 
 
 ENTER = text(f"INSERT INTO {TABLE} (holder, kind, expires_at) "
@@ -103,7 +106,21 @@ def server_slots(configured: int | None, llm_base_url: str | None) -> int:
         return 0
 
 
-def model_gate(settings, engine: Engine) -> RedisModelGate | PostgresModelGate | None:
+class GateSettings(Protocol):
+    """What the gate reads of :class:`shared.settings.Settings`, which is not imported here: shared.settings
+    imports shared.access, whose service reaches shared.db through the repositories, a circle."""
+
+    @property
+    def llm_server_slots(self) -> int | None: ...
+
+    @property
+    def llm_base_url(self) -> str | None: ...
+
+    @property
+    def redis_url(self) -> str | None: ...
+
+
+def model_gate(settings: GateSettings, engine: Engine) -> RedisModelGate | PostgresModelGate | None:
     """The gate every process of this deployment shares, or None when the model needs none."""
     slots = server_slots(settings.llm_server_slots, settings.llm_base_url)
     if not slots:

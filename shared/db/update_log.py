@@ -6,10 +6,12 @@ second delivery may reach another replica. Three steps:
 
 1. :meth:`UpdateInbox.receive`, before the webhook answers 200: one ``INSERT … ON CONFLICT DO NOTHING``
    decides which replica received it first; the others drop it. Its body is kept until it is handled.
-2. While a replica handles it, the update is *in hand* (:func:`handling`, a context variable): the first
-   unit of work that commits marks it handled in that same transaction (:func:`marked_in`), so the turn,
-   the reminder set or the memory forgotten and the mark land together or not at all. An update that
-   changes nothing is marked when its handling ends (:meth:`UpdateInbox.finish`).
+2. While a replica handles it, the update is *in hand* (:func:`handling`, a context variable: the services
+   it calls know nothing of updates): the first unit of work that commits marks it handled in that same
+   transaction (:func:`marked_in`), so the turn, the reminder set or the memory forgotten and the mark land
+   together or not at all. Only the webhook's units of work do: ``run_telegram`` wires its process with
+   ``bootstrap.runtime(settings, around_commit=marked_in)``, and no other process reads the variable. An
+   update that changes nothing is marked when its handling ends (:meth:`UpdateInbox.finish`).
 3. :meth:`UpdateInbox.reclaim`: an update received more than :data:`RECLAIM_AFTER` ago and never marked
    (its replica died, or stopped with it queued) is claimed again, by one replica, and handled there.
 
@@ -98,7 +100,8 @@ def handling(update: UpdateInHand) -> Iterator[UpdateInHand]:
 
 @contextmanager
 def marked_in(session: Session) -> Iterator[None]:
-    """Around a commit: the update in hand, if any and not yet marked, is marked in this transaction."""
+    """Around a commit (the webhook's units of work are given it as their ``around_commit`` hook): the update in
+    hand, if any and not yet marked, is marked in this transaction."""
     update = _in_hand.get()
     if update is None or update.marked:
         yield

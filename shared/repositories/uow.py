@@ -1,8 +1,9 @@
 """The unit of work: one transaction and the repositories that share it.
 
-It rolls back unless told to commit, so a service that fails half-way leaves nothing behind. The
-first commit made while a bot handles a platform update marks that update handled in the same
-transaction (:mod:`shared.db.update_log`).
+It rolls back unless told to commit, so a service that fails half-way leaves nothing behind. A commit
+runs inside the ``around_commit`` hook its factory passed, and no other: the Telegram webhook's wiring
+passes :func:`shared.db.update_log.marked_in`, so the first commit made while it handles an update marks
+that update handled in the same transaction; every other process passes none.
 Objects loaded inside stay readable after the block (detached, not expired). A database that cannot
 be reached, or drops the connection, leaves the block as :class:`DatabaseUnavailable`; a transaction that lost a
 race (serialization failure, deadlock, lock or statement time-out) as :class:`DatabaseConflict`.
@@ -10,6 +11,8 @@ race (serialization failure, deadlock, lock or statement time-out) as :class:`Da
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -17,7 +20,6 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db.availability import named_failure
-from shared.db.update_log import marked_in
 from shared.repositories.access import AccessRepository
 from shared.repositories.accounts import AccountDataRepository
 from shared.repositories.conversation import SessionRepository, TurnRepository
@@ -40,14 +42,18 @@ from shared.repositories.tokens import OneTimeTokenRepository
 from shared.repositories.usage import UsageRepository
 from shared.repositories.web_sessions import WebSessionRepository
 
+CommitHook = Callable[[Session], AbstractContextManager[None]]
+"""Runs around a commit, in its transaction: what it writes before the commit lands with it."""
+
 
 class UnitOfWork:
-    """``with UnitOfWork(factory) as uow: …; uow.commit()``."""
+    """``with UnitOfWork(factory) as uow: …; uow.commit()``; each commit inside ``around_commit`` when given."""
 
     session: Session
 
-    def __init__(self, factory: sessionmaker[Session]) -> None:
+    def __init__(self, factory: sessionmaker[Session], *, around_commit: CommitHook | None = None) -> None:
         self._factory = factory
+        self._around_commit = around_commit
 
     def __enter__(self) -> UnitOfWork:
         self.session = self._factory()
@@ -83,8 +89,11 @@ class UnitOfWork:
             raise named from exc
 
     def commit(self) -> None:
-        """Commit; a platform update being handled (:mod:`shared.db.update_log`) is marked handled with it."""
-        with marked_in(self.session):
+        """Commit, inside the factory's ``around_commit`` hook if it gave one."""
+        if self._around_commit is None:
+            self.session.commit()
+            return
+        with self._around_commit(self.session):
             self.session.commit()
 
     def flush(self) -> None:

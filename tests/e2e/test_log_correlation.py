@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import select
 
 from bench.fakes.openai_server import FakeOpenAI
-from shared.app.bootstrap import broker_url
+from shared.app.bootstrap import broker_url, job_sender
 from shared.db.memory_models import Memory
 from shared.lifecycle import outbox as jobs
 from shared.repositories.uow import UnitOfWork
@@ -27,8 +27,6 @@ from tests import builders
 from tests.e2e.bot_process import stop_group
 from tests.log_capture import json_logs
 from tests.waiting import wait_for
-from worker.celery_app import configure
-from worker.tasks import send_task
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/8"
@@ -82,9 +80,15 @@ def worker_log(database, llm, tmp_path, pool) -> Iterator[Path]:
         stop_group(process)
 
 
+def send_job(database: str) -> Callable[[str, dict], None]:
+    """How the bot's wiring sends a job (:func:`shared.app.bootstrap.job_sender`): its own app, the log context
+    in the headers."""
+    return job_sender(broker_url(Settings(_env_file=None, redis_url=REDIS_URL, database_url=database), database))
+
+
 def converse(uow_of, llm: FakeOpenAI, database: str, *, dispatch: bool) -> dict:
     """A turn through the conversation service in this process (the bot); its 'message answered' JSON line."""
-    configure(broker_url(Settings(_env_file=None, redis_url=REDIS_URL, database_url=database), database))
+    send_task = send_job(database)
     send = (lambda ids: jobs.dispatch_jobs(uow_of, send_task, ids, datetime.now(UTC))) if dispatch else None
     service = builders.conversation(uow_of, CONFIG, llm, dispatch=send)
     message = builders.message(SAID, user="300000000000000009", chat="9", platform="discord", name=None)
@@ -127,7 +131,7 @@ def test_the_worker_logs_a_turns_job_with_the_turn_id_the_bot_logged(uow_of, llm
 def test_a_job_sent_again_by_the_sweep_still_carries_the_turn_it_was_owed_in(uow_of, llm, database, worker_log):
     bot = converse(uow_of, llm, database, dispatch=False)  # owed, not sent: the sweep sends it
     assert not extraction_lines(worker_log, bot["turn"])
-    assert jobs.sweep_jobs(uow_of, send_task, datetime.now(UTC), redispatch_after=timedelta(0)) >= 1
+    assert jobs.sweep_jobs(uow_of, send_job(database), datetime.now(UTC), redispatch_after=timedelta(0)) >= 1
     wait_for(lambda: any("succeeded" in line["message"] for line in extraction_lines(worker_log, bot["turn"])), 60,
              lambda: f"the worker's line of turn {bot['turn']}:\n{worker_log.read_text()}")
     assert {line["user"] for line in extraction_lines(worker_log, bot["turn"])} == {bot["user"]}

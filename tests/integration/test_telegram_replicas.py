@@ -47,8 +47,8 @@ def llm(llm: FakeOpenAI) -> FakeOpenAI:
 
 def replicas(telegram: FakeTelegram, llm: FakeOpenAI, uow_factory, engine,
              scenario: Callable[[Deliver], Awaitable[None]]) -> None:
-    """Two bot applications as two replicas would run them, and a load balancer that sends an update to
-    the replica it is told to."""
+    """Two bot applications as two replicas would run them (on ``uow_factory``: the webhook's marking units of
+    work), and a load balancer that sends an update to the replica it is told to."""
     settings = Settings(_env_file=None, telegram_token=SecretStr(telegram.token),
                         telegram_api_base_url=telegram.base_url, default_timezone="UTC")
 
@@ -76,7 +76,7 @@ def replicas(telegram: FakeTelegram, llm: FakeOpenAI, uow_factory, engine,
 
 
 def test_an_update_delivered_to_both_replicas_at_once_or_again_later_is_handled_once(
-        telegram, llm, uow_factory, engine):
+        telegram, llm, uow_factory, marking_uow_factory, engine):
     remind, chat = update("/remind tomorrow 9am call the bank", EVE), update("hello there", EVE)
     help_ = update("/help", EVE)
 
@@ -85,7 +85,7 @@ def test_an_update_delivered_to_both_replicas_at_once_or_again_later_is_handled_
             assert await asyncio.gather(deliver(0, body), deliver(1, body)) == [200, 200]
         assert await deliver(1, remind) == 200  # Telegram tries again later: the other replica this time
 
-    replicas(telegram, llm, uow_factory, engine, scenario)
+    replicas(telegram, llm, marking_uow_factory, engine, scenario)
 
     texts = [message["text"] for message in telegram.messages_to(EVE["id"])]
     assert len(texts) == 3, texts  # one answer each: the reminder set, the chat reply, the help
@@ -98,7 +98,7 @@ def test_an_update_delivered_to_both_replicas_at_once_or_again_later_is_handled_
 
 
 def test_an_update_a_stopped_replica_received_but_never_handled_is_answered_by_another(
-        telegram, llm, uow_factory, engine):
+        telegram, llm, uow_factory, marking_uow_factory, engine):
     remind = update("/remind tomorrow 9am water the plants", EVE)
     assert UpdateInbox(engine, "telegram").receive(remind["update_id"], json.dumps(remind))  # then it died
     with engine.begin() as connection:
@@ -108,19 +108,19 @@ def test_an_update_a_stopped_replica_received_but_never_handled_is_answered_by_a
         await until(lambda: telegram.messages_to(EVE["id"]), what="the reminder to be set")
         assert await deliver(0, remind) == 200  # and Telegram, having had no answer, sends it again
 
-    replicas(telegram, llm, uow_factory, engine, scenario)
+    replicas(telegram, llm, marking_uow_factory, engine, scenario)
 
     assert len(telegram.messages_to(EVE["id"])) == 1
     with uow_factory() as uow:
         assert uow.session.scalar(select(func.count()).select_from(Todo)) == 1
 
 
-def test_different_updates_are_shared_between_the_replicas(telegram, llm, uow_factory, engine):
+def test_different_updates_are_shared_between_the_replicas(telegram, llm, uow_factory, marking_uow_factory, engine):
     async def scenario(deliver: Deliver) -> None:
         for index in range(6):
             assert await deliver(index % 2, update(f"/remind tomorrow {index + 1}pm stretch {index}", EVE)) == 200
 
-    replicas(telegram, llm, uow_factory, engine, scenario)
+    replicas(telegram, llm, marking_uow_factory, engine, scenario)
 
     assert len(telegram.messages_to(EVE["id"])) == 6
     with uow_factory() as uow:

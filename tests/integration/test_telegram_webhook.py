@@ -131,7 +131,7 @@ def test_a_body_that_is_not_an_update_is_answered_200_logged_once_briefly_and_dr
                               "object", "empty-list"])
 @pytest.mark.parametrize("replicas", [False, True], ids=["alone", "with-inbox"])
 def test_a_readable_update_with_an_odd_update_id_is_answered_200_and_dropped(
-        telegram, settings, uow_factory, engine, caplog, update_id, replicas):
+        telegram, settings, uow_factory, marking_uow_factory, engine, caplog, update_id, replicas):
     caplog.set_level(logging.INFO)
     inbox = UpdateInbox(engine, "telegram") if replicas else None
 
@@ -141,7 +141,7 @@ def test_a_readable_update_with_an_odd_update_id_is_answered_200_and_dropped(
         assert (await post(update("/help"))).status_code == 200  # the next update is served as usual
         await until(lambda: telegram.sent, what="the next update's answer")
 
-    run_webhook_bot(settings, uow_factory, scenario, inbox=inbox)
+    run_webhook_bot(settings, marking_uow_factory if replicas else uow_factory, scenario, inbox=inbox)
     assert len(telegram.sent) == 1  # only the second update's help
     assert not any(r.levelno >= logging.ERROR for r in caplog.records)
     assert any("update_id" in r.getMessage() for r in caplog.records if r.name == "bot.telegram_webhook")

@@ -70,10 +70,11 @@ def test_of_two_replicas_receiving_an_update_at_the_same_moment_one_gets_it(inbo
     assert UpdateInbox(engine, "discord").receive(501, "{}") is True  # each platform counts its own ids
 
 
-def test_a_command_marks_its_update_handled_in_its_own_transaction_and_the_body_is_cleared(inbox, uow_factory):
+def test_a_command_marks_its_update_handled_in_its_own_transaction_and_the_body_is_cleared(
+        inbox, uow_factory, marking_uow_factory):
     inbox.receive(502, body(502))
     with handling(UpdateInHand("telegram", 502)) as update:
-        MemoryCommands(uow_factory).remember(EVE, "I drink green tea")
+        MemoryCommands(marking_uow_factory).remember(EVE, "I drink green tea")
         assert update.marked
     stored = row(uow_factory, 502)
     assert stored.handled_by == update.attempt
@@ -83,17 +84,28 @@ def test_a_command_marks_its_update_handled_in_its_own_transaction_and_the_body_
     assert row(uow_factory, 502).handled_by == update.attempt
 
 
-def test_a_command_that_fails_before_its_commit_leaves_the_update_to_be_handled_again(inbox, uow_factory):
+def test_a_unit_of_work_wired_without_the_hook_leaves_the_update_to_the_end_of_its_handling(inbox, uow_factory):
+    inbox.receive(510, body(510))
+    with handling(UpdateInHand("telegram", 510)) as update:
+        MemoryCommands(uow_factory).remember(EVE, "I drink green tea")  # a process other than the webhook
+    assert not update.marked
+    assert row(uow_factory, 510).handled_at is None
+    inbox.finish(update)
+    assert row(uow_factory, 510).handled_by == update.attempt
+
+
+def test_a_command_that_fails_before_its_commit_leaves_the_update_to_be_handled_again(
+        inbox, uow_factory, marking_uow_factory):
     inbox.receive(503, body(503))
     with handling(UpdateInHand("telegram", 503)) as update, pytest.raises(Exception, match="remember_empty"):
-        MemoryCommands(uow_factory).remember(EVE, "   ")
+        MemoryCommands(marking_uow_factory).remember(EVE, "   ")
     assert not update.marked
     assert row(uow_factory, 503).handled_at is None
 
 
-def test_a_second_attempt_at_a_handled_update_changes_nothing(inbox, uow_factory):
+def test_a_second_attempt_at_a_handled_update_changes_nothing(inbox, uow_factory, marking_uow_factory):
     inbox.receive(504, body(504))
-    commands = MemoryCommands(uow_factory)
+    commands = MemoryCommands(marking_uow_factory)
     with handling(UpdateInHand("telegram", 504)):
         commands.remember(EVE, "I drink green tea")
     with handling(UpdateInHand("telegram", 504)), pytest.raises(UpdateHandledElsewhere):
@@ -101,7 +113,7 @@ def test_a_second_attempt_at_a_handled_update_changes_nothing(inbox, uow_factory
     assert memories(uow_factory) == 1
 
 
-def test_two_attempts_committing_the_same_update_at_once_make_one_change(inbox, uow_factory, engine):
+def test_two_attempts_committing_the_same_update_at_once_make_one_change(inbox, uow_factory, marking_uow_factory):
     inbox.receive(505, body(505))
     start = threading.Barrier(2)
 
@@ -109,7 +121,7 @@ def test_two_attempts_committing_the_same_update_at_once_make_one_change(inbox, 
         with handling(UpdateInHand("telegram", 505)):
             start.wait()
             try:
-                MemoryCommands(uow_factory).remember(EVE, "I collect stamps")
+                MemoryCommands(marking_uow_factory).remember(EVE, "I collect stamps")
             except UpdateHandledElsewhere:
                 return "refused"
         return "handled"
