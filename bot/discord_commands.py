@@ -26,8 +26,9 @@ from shared.access.rule import KINDS
 from shared.access.service import AccessListing, AccessService
 from shared.access.texts import change_text, listing_text
 from shared.accounts.user_data import MAX_IMPORT_BYTES
-from shared.commands import texts
+from shared.commands import table, texts
 from shared.commands.service import Caller, MemoryCommands, MemoryPage, confirmation_code
+from shared.commands.table import Frontend
 from shared.db.kinds import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.followups import texts as followup_texts
@@ -80,10 +81,12 @@ async def send_private(interaction: discord.Interaction, text: str, *, view: dis
         extras: dict[str, Any] = {}
         if index == len(pieces) - 1:
             extras = {key: value for key, value in (("view", view), ("file", file)) if value is not None}
+        if piece:  # an empty piece carries only the view or file
+            extras["content"] = piece
         if interaction.response.is_done():
-            await interaction.followup.send(piece or None, ephemeral=True, **extras)
+            await interaction.followup.send(ephemeral=True, **extras)
         else:
-            await interaction.response.send_message(piece or None, ephemeral=True, **extras)
+            await interaction.response.send_message(ephemeral=True, **extras)
 
 
 async def report_error(interaction: discord.Interaction, error: Exception) -> None:
@@ -109,9 +112,10 @@ class MemoryPager(discord.ui.View):
     def __init__(self, owner_id: int, page: MemoryPage) -> None:
         super().__init__(timeout=PAGER_TIMEOUT_SECONDS)
         self.owner_id, self.page = owner_id, page
-        self._refresh()
+        self._enable_arrows()
 
-    def _refresh(self) -> None:
+    def _enable_arrows(self) -> None:
+        """◀ off on the first page, ▶ off on the last (not ``_refresh``: discord.py's View has one of its own)."""
         self.previous.disabled = self.page.page <= 1
         self.next.disabled = self.page.page >= self.page.pages
 
@@ -129,7 +133,7 @@ class MemoryPager(discord.ui.View):
         self.page = await asyncio.to_thread(
             memory_commands(interaction).list_memories, caller_of(interaction), type_=self.page.type_filter,
             search=self.page.search, page=self.page.page + step)
-        self._refresh()
+        self._enable_arrows()
         content = fit(texts.memory_page_text(self.page, interaction.locale.value))
         await interaction.edit_original_response(content=content, view=self)
 
@@ -153,9 +157,10 @@ class ForgetAnswer(discord.ui.DynamicItem[discord.ui.Button],
         self.answer, self.owner_id, self.token = answer, owner_id, token
 
     @classmethod
-    async def from_custom_id(cls, _interaction: discord.Interaction, item: discord.ui.Button, match: Any,
+    async def from_custom_id(cls, _interaction: discord.Interaction, item: discord.ui.Item[Any], match: Any,
                              ) -> ForgetAnswer:
-        return cls(match["answer"], int(match["owner"]), match["token"], label=item.label)
+        label = item.label if isinstance(item, discord.ui.Button) else None
+        return cls(match["answer"], int(match["owner"]), match["token"], label=label)
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         if interaction.user.id == self.owner_id:
@@ -341,7 +346,7 @@ async def link(interaction: discord.Interaction, code: str | None = None) -> Non
     which confirms with ``confirm <code>``. ``/link unlink`` (the words the shared help uses) is ``/unlink``."""
     service, caller, locale = memory_commands(interaction), caller_of(interaction), interaction.locale.value
     if code is not None and code.strip().lower() == UNLINK_WORD:
-        await unlink.callback(interaction)
+        await unlink_account(interaction)
     elif code is None:
         made = await deferred(interaction, service.link_code, caller)
         await send_private(interaction, texts.link_code_text(made, locale))
@@ -356,6 +361,11 @@ async def link(interaction: discord.Interaction, code: str | None = None) -> Non
 @app_commands.command(name="unlink", description=describe("unlink"))
 async def unlink(interaction: discord.Interaction) -> None:
     """Separate this Discord account from a linked Telegram one."""
+    await unlink_account(interaction)
+
+
+async def unlink_account(interaction: discord.Interaction) -> None:
+    """``/unlink``, and ``/link unlink`` (the words the shared help uses)."""
     await deferred(interaction, memory_commands(interaction).unlink, caller_of(interaction))
     await send_private(interaction, texts.unlinked_text(interaction.locale.value))
 
@@ -413,14 +423,17 @@ async def access(interaction: discord.Interaction, action: str = "list", kind: s
                        change_text(result, locale))
 
 
-COMMANDS = (memories, memories_why, memories_forgotten, memories_restore, forget, remember, reminders, remind, cancel,
-            done, snooze, export, import_, pause, resume, link, unlink, panel, usage, timezone, followups, help_,
-            access)
+SlashCommand = app_commands.Command[Any, ..., None]
+_DEFINED: tuple[SlashCommand, ...] = (
+    memories, memories_why, memories_forgotten, memories_restore, forget, remember, reminders, remind, cancel, done,
+    snooze, export, import_, pause, resume, link, unlink, panel, usage, timezone, followups, help_, access)
+COMMANDS: dict[str, SlashCommand] = {command.name: command for command in _DEFINED}
+"""Every slash command, by name: exactly the Discord commands of :mod:`shared.commands.table`."""
 
 
 def install_commands(tree: app_commands.CommandTree) -> None:
-    """Register every command and the one error handler on ``tree``."""
-    for command in COMMANDS:
+    """Register every command of the table, in its order, and the one error handler on ``tree``."""
+    for _name, command in table.bind(Frontend.DISCORD, COMMANDS):
         tree.add_command(command)
     tree.error(on_command_error)
 

@@ -14,7 +14,7 @@ import discord
 from discord import app_commands
 from discord.utils import escape_markdown
 
-from shared.commands.texts import COMMANDS as COMMAND_DESCRIPTIONS
+from shared.commands.texts import DESCRIPTIONS as COMMAND_DESCRIPTIONS
 from shared.conversation.messages import Reply
 from shared.conversation.warning_texts import TurnWarning, warning_text
 from shared.delivery.limits import DISCORD_CONTENT_LIMIT
@@ -25,15 +25,10 @@ JUMP_URL = "https://discord.com/channels/{where}/{channel}/{message}"
 DESCRIPTION_LIMIT = 100
 CHINESE_LOCALES = frozenset({discord.Locale.chinese, discord.Locale.taiwan_chinese})
 # Discord-only strings of the command menu (English, Chinese); the commands' own descriptions come
-# from shared.commands.texts.COMMANDS, which every front-end shows.
+# from shared.commands.texts.DESCRIPTIONS, which every front-end shows.
 _MENU_TEXTS = {
-    "memories_why.description": ("Where a memory came from", "这条记忆从哪里来"),
-    "memories_forgotten.description": ("What I set aside after long disuse (restorable for 30 days)",
-                                       "因久未提起而放进回收站的记忆（30 天内可找回）"),
-    "memories_restore.description": ("Bring a memory back from the recycle bin", "从回收站找回一条记忆"),
     "memories_restore.memory_id": ("The memory's number, as /memories_forgotten shows it",
                                    "记忆编号（/memories_forgotten 里显示的）"),
-    "unlink.description": ("Separate this account from a linked one", "解除与另一个账号的关联"),
     "memories.type": ("Only memories of this kind", "只看这一类记忆"),
     "memories.search": ("Only memories containing these words", "只看包含这些词的记忆"),
     "memories.page": ("Which page", "第几页"),
@@ -55,7 +50,6 @@ _MENU_TEXTS = {
     "type.preference": ("preference", "偏好"), "type.fact": ("fact", "事实"), "type.event": ("event", "事件"),
     "type.person": ("person", "人物"), "type.todo": ("to-do", "待办"), "type.pattern": ("pattern", "习惯"),
     "type.rule": ("rule", "规则"),
-    "access.description": ("Operators only: who may talk to me", "仅限运营者：谁可以和我聊天"),
     "access.action": ("list, or allow / block / remove a target", "list 查看，或 allow / block / remove 一个对象"),
     "access.kind": ("What the target is", "对象的类型"),
     "access.target": ("Its id (a user: platform:id, or a mention)", "它的编号（用户：平台:编号，或直接 @ 提及）"),
@@ -141,9 +135,7 @@ def command_text(key: str) -> app_commands.locale_str:
 def _menu_text(key: str) -> tuple[str, str]:
     name, _, field = key.partition(".")
     if field == "description":
-        for command, english, chinese in COMMAND_DESCRIPTIONS:
-            if command == name:
-                return english, chinese
+        return COMMAND_DESCRIPTIONS[name]
     return _MENU_TEXTS[key]
 
 

@@ -31,6 +31,7 @@ from shared.commands.memories import (
     MemoryPage,
 )
 from shared.commands.reminder_actions import ACTION_WORDS, ReminderAction, action_of, reminder_action
+from shared.commands.table import ALL_WORDS, REMINDER_WORDS, memory_type
 from shared.db.kinds import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, TodoKind, TodoStatus
 from shared.db.memory_models import Todo
 from shared.db.models import Chat, Identity
@@ -446,10 +447,10 @@ def record_id(value: object, not_found: str) -> int:
 def forget_target(target: object) -> str | int:
     """"all", "all reminders" (everything, reminders too), an id ("12", "#12") or search words."""
     text = command_text(target, MAX_SEARCH_CHARS, "forget_empty")
-    if text.lower() in memory_commands.ALL_WORDS:
+    if text.lower() in ALL_WORDS:
         return FORGET_ALL
-    for word in memory_commands.ALL_WORDS:  # "all reminders", "全部和提醒"
-        if text.lower().startswith(word) and text.lower()[len(word):].strip() in memory_commands.REMINDER_WORDS:
+    for word in ALL_WORDS:  # "all reminders", "全部和提醒"
+        if text.lower().startswith(word) and text.lower()[len(word):].strip() in REMINDER_WORDS:
             return FORGET_ALL_AND_REMINDERS
     if _ID.fullmatch(text) or text.startswith("#"):
         return record_id(text, "memory_not_found")
@@ -459,7 +460,7 @@ def forget_target(target: object) -> str | int:
 def type_filter(value: object) -> str | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    kind = memory_commands.memory_type(value) if isinstance(value, str) and len(value) <= 20 else None
+    kind = memory_type(value) if isinstance(value, str) and len(value) <= 20 else None
     if kind is None:
         raise InvalidCommand("unknown_type", types=", ".join(MEMORY_TYPES))
     return kind
