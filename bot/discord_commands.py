@@ -20,7 +20,7 @@ import discord
 from discord import app_commands
 
 from bot.discord_access import interaction_facts
-from bot.discord_render import command_text, fit, jump_url, split_message
+from bot.discord_render import command_text, fit, jump_url, slash_spelling, split_message
 from shared.access.requests import ACTIONS
 from shared.access.rule import KINDS
 from shared.access.service import AccessListing, AccessService
@@ -97,7 +97,7 @@ async def report_error(interaction: discord.Interaction, error: Exception) -> No
         log.error("interaction %s failed", name, exc_info=original)
     text = texts.error_text(original, interaction.locale.value)
     try:
-        await send_private(interaction, fit(text))
+        await send_private(interaction, fit(slash_spelling(text)))
     except discord.HTTPException as exc:  # the interaction expired or Discord refused: nothing more to do
         log.warning("could not tell the user about the error: %s", exc)
 
@@ -221,7 +221,7 @@ async def memories_why(interaction: discord.Interaction,
         channel = interaction.client.get_channel(int(origin.platform_chat_id))
         guild = getattr(channel, "guild", None)
         link = jump_url(guild.id if guild else None, origin.platform_chat_id, origin.platform_message_id)
-    await send_private(interaction, texts.origin_text(origin, interaction.locale.value, link))
+    await send_private(interaction, slash_spelling(texts.origin_text(origin, interaction.locale.value, link)))
 
 
 @app_commands.command(name="memories_forgotten", description=describe("memories_forgotten"))
@@ -231,7 +231,7 @@ async def memories_forgotten(interaction: discord.Interaction,
     """The recycle bin: what I set aside after long disuse, and when it will be purged."""
     result = await deferred(interaction, memory_commands(interaction).forgotten_memories, caller_of(interaction),
                             page=page)
-    await send_private(interaction, fit(texts.memory_page_text(result, interaction.locale.value)))
+    await send_private(interaction, fit(slash_spelling(texts.memory_page_text(result, interaction.locale.value))))
 
 
 @app_commands.command(name="memories_restore", description=describe("memories_restore"))
@@ -404,7 +404,7 @@ async def followups(interaction: discord.Interaction, action: str | None = None)
 @app_commands.command(name="help", description=describe("help"))
 async def help_(interaction: discord.Interaction) -> None:
     """What I can do (answered at once: no database)."""
-    await send_private(interaction, texts.help_text(interaction.locale.value))
+    await send_private(interaction, slash_spelling(texts.help_text(interaction.locale.value)))
 
 
 @app_commands.command(name="access", description=describe("access"))

@@ -14,6 +14,7 @@ import discord
 from discord import app_commands
 from discord.utils import escape_markdown
 
+from shared.commands.table import Frontend, commands_on
 from shared.commands.texts import DESCRIPTIONS as COMMAND_DESCRIPTIONS
 from shared.conversation.messages import Reply
 from shared.conversation.warning_texts import TurnWarning, warning_text
@@ -54,6 +55,9 @@ _MENU_TEXTS = {
     "access.kind": ("What the target is", "对象的类型"),
     "access.target": ("Its id (a user: platform:id, or a mention)", "它的编号（用户：平台:编号，或直接 @ 提及）"),
 }
+_SLASH_NAMES = {command.typed: command.name for command in commands_on(Frontend.DISCORD) if command.typed}
+"""``memories why`` → ``memories_why``: how the text front-ends type a command that is its own on Discord."""
+_TYPED_COMMAND = re.compile(r"/(" + "|".join(map(re.escape, _SLASH_NAMES)) + r")\b", re.I)
 # Where a long text may be cut, best first; a cut is only taken in the second half of the window.
 _USER_MENTION = re.compile(r"<@!?(?P<user_id>\d{1,20})>(?P<space>\s*)")
 """A user's mention as Discord writes it (``<@123>``, ``<@!123>``); a snowflake has at most 20 digits."""
@@ -123,6 +127,12 @@ def plain_text(content: str, bot_id: int, names: Mapping[int, str]) -> str:
 def jump_url(guild_id: int | None, channel_id: str, message_id: str) -> str:
     """The link to a message: in a server channel, or ``@me`` for a direct message."""
     return JUMP_URL.format(where=guild_id if guild_id is not None else "@me", channel=channel_id, message=message_id)
+
+
+def slash_spelling(text: str) -> str:
+    """``text`` with the commands the shared texts spell as the text front-ends type them (``/memories restore``)
+    spelled as Discord's slash commands (``/memories_restore``), from :mod:`shared.commands.table`."""
+    return _TYPED_COMMAND.sub(lambda found: "/" + _SLASH_NAMES[found[1].lower()], text)
 
 
 def command_text(key: str) -> app_commands.locale_str:

@@ -253,5 +253,5 @@ def read_page(typed: str) -> int:
     if not typed.strip():
         return 1
     if not _PAGE.fullmatch(typed.strip()) or int(typed) < 1:
-        raise InvalidCommand("bad_page")
+        raise InvalidCommand("page_not_number")
     return int(typed)

@@ -93,6 +93,8 @@ ERRORS: dict[str, tuple[str, str]] = {
                           "你现在没有待提醒的事项，所以没有可以指定的编号。/reminders 可以查看，"
                           "/remind 明天早上9点 开会 可以新建一个。"),
     "bad_page": ("That page doesn't exist.", "没有这一页。"),
+    "page_not_number": ("A page is a number from 1, e.g. /memories forgotten 2.",
+                        "页码是从 1 开始的数字，例如 /memories forgotten 2。"),
     "search_empty": ("The search words are empty.", "搜索关键词是空的。"),
     "unknown_type": ("Unknown type. Use one of: {types}.", "未知类型，可选：{types}。"),
     "remember_empty": ("What should I remember? For example: /remember preference: oolong tea",
