@@ -64,7 +64,9 @@ ALL_WORDS = frozenset({"all", "everything", "全部", "所有", "全部记忆", 
 REMINDER_WORDS = frozenset({"reminders", "and reminders", "with reminders", "+reminders", "提醒", "和提醒", "及提醒",
                             "包括提醒", "连同提醒"})
 """``/forget all reminders`` (``/forget 全部 提醒``): forget everything, the reminders too."""
-_MEMORY_ID = re.compile(r"#?\s*-?\d{1,30}")
+TYPED_ID = re.compile(r"(?<![#\s])#?\s*-?\d{1,30}")
+"""A memory's or reminder's number as typed (``12``, ``#12``, ``# -3``; the service says whether there is one);
+never starting inside a run of spaces, so a search is linear."""
 _PAGE = re.compile(r"\d{1,30}")
 
 
@@ -243,7 +245,7 @@ def _first_word(typed: str) -> tuple[str, str]:
 def read_memory_id(typed: str) -> int:
     """``12`` or ``#12`` as a number (the service says whether there is such a memory); :class:`InvalidCommand`
     for anything else."""
-    if not _MEMORY_ID.fullmatch(typed.strip()):
+    if not TYPED_ID.fullmatch(typed.strip()):
         raise InvalidCommand("bad_id")
     return int(typed.strip().lstrip("#").strip())
 
