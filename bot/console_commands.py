@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,9 +29,10 @@ from shared.access.service import AccessListing, AccessService
 from shared.access.texts import change_text, listing_text
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.app.logs import PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE
-from shared.commands import texts
+from shared.commands import table, texts
 from shared.commands.reminder_actions import ACTION_WORDS
 from shared.commands.service import Caller, MemoryCommands, confirmation_code
+from shared.commands.table import Frontend, Reading
 from shared.db.kinds import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, DatabaseUnavailable, InvalidCommand, NotFound
 from shared.followups import texts as followup_texts
@@ -40,9 +41,10 @@ from shared.text import is_chinese, language_of
 from shared.usage import texts as usage_texts
 
 YES = {"y", "yes", "是", "好", "确认"}
-WORDED_COMMANDS = {"/remember", "/remind", "/memories", "/forget"}
+WORDED_HEADS = frozenset(command.head for command in table.commands_on(Frontend.CONSOLE) if command.worded)
 """Commands whose words are the user's own (not a path, id or code), so they tell the user's language."""
-COMMAND_WORDS = frozenset({*MEMORY_TYPES, "why", "forgotten", "restore", "all", *filter(str.isascii, ACTION_WORDS)})
+COMMAND_WORDS = frozenset({*MEMORY_TYPES, *(command.sub_word for command in table.COMMANDS if command.sub_word),
+                           "all", *filter(str.isascii, ACTION_WORDS)})
 """Words of a command's own syntax (``/memories person``, ``/forget all``, ``/remind done 4``): English
 whatever the user's language, so they never tell it."""
 UNLINK_WORD = "unlink"
@@ -77,6 +79,15 @@ def write_private(path: Path, data: bytes, *, replace: bool = False) -> Path:
     return candidate
 
 
+@dataclass(frozen=True)
+class Listing:
+    """The ``/memories`` listing ``/more`` turns: its type, its search and the page shown last."""
+
+    type_: str | None
+    search: str | None
+    page: int
+
+
 class ConsoleCommands:
     """Runs one console command line and returns what to print."""
 
@@ -87,7 +98,8 @@ class ConsoleCommands:
         self.access = access or AccessService(commands.uow_factory, Policy())
         self.ask = ask
         self.export_dir = export_dir
-        self._listing: tuple[str | None, str | None, int] | None = None
+        self._listing: Listing | None = None
+        self._handlers = self._handler_table()
 
     @property
     def locale(self) -> str | None:
@@ -100,91 +112,101 @@ class ConsoleCommands:
             self.caller = replace(self.caller, locale=language.value)
 
     def run(self, line: str) -> str:
-        """The answer to one ``/command`` line (errors become the user-facing message)."""
+        """The answer to one ``/command`` line (errors become the user-facing message; an unknown command gets
+        ``/help``)."""
         name, _, argument = line.strip().partition(" ")
-        if name.lower() in WORDED_COMMANDS:
+        head = name.removeprefix("/").lower()
+        if head in WORDED_HEADS:
             self.follow(" ".join(word for word in argument.split() if word.lower() not in COMMAND_WORDS))
-        handler = self._handlers().get(name.lower())
-        if handler is None:
-            return texts.help_text(self.locale)
         try:
-            return handler(argument.strip())
+            reading = table.read(head, argument, Frontend.CONSOLE)
+            if reading is None:
+                return texts.help_text(self.locale)
+            return self._handlers[reading.command.name](reading)
         except (NotFound, InvalidCommand, ConfirmationInvalid, DatabaseUnavailable) as exc:
             return texts.error_text(exc, self.locale)
 
-    def _handlers(self) -> dict[str, Callable[[str], str]]:
-        c, caller, locale = self.commands, self.caller, self.locale
-        return {
-            "/help": lambda _arg: texts.help_text(locale),
-            "/memories": self._memories,
-            "/more": self._more,
-            "/forget": self._forget,
-            "/remember": lambda arg: texts.remembered_text(c.remember(caller, arg), locale),
-            "/reminders": lambda _arg: texts.reminders_text(c.list_reminders(caller), locale),
-            "/remind": lambda arg: texts.reminder_change_text(c.remind(caller, arg), locale),
-            **{f"/{action}": self._reminder_command(action) for action in ("cancel", "done", "snooze")},
-            "/export": self._export,
-            "/import": self._import,
-            "/pause": lambda _arg: (c.pause(caller), texts.paused_text(True, locale))[1],
-            "/resume": lambda _arg: (c.resume(caller), texts.paused_text(False, locale))[1],
-            "/link": self._link,
-            "/unlink": lambda _arg: (c.unlink(caller), texts.unlinked_text(locale))[1],
-            "/panel": lambda _arg: texts.panel_link_text(c.panel_link(caller), locale),
-            "/usage": lambda _arg: usage_texts.user_usage_text(c.usage(caller), locale),
-            "/timezone": lambda arg: zone_texts.zone_text(c.timezone(caller, arg), locale, c.clock()),
-            "/followups": lambda arg: followup_texts.settings_text(c.followups(caller, arg), locale),
-            "/access": self._access,
+    def _handler_table(self) -> dict[str, Callable[[Reading], str]]:
+        """One handler per console command of :mod:`shared.commands.table`, by name."""
+        c = self.commands
+        handlers: dict[str, Callable[[Reading], str]] = {
+            "help": lambda _r: texts.help_text(self.locale),
+            "memories": self._memories,
+            "memories_why": lambda r: texts.origin_text(c.why(self.caller, r.named_memory()), self.locale, None),
+            "memories_forgotten": lambda r: texts.memory_page_text(
+                c.forgotten_memories(self.caller, page=r.page), self.locale),
+            "memories_restore": lambda r: texts.restored_text(c.restore(self.caller, r.named_memory()), self.locale),
+            "more": self._more,
+            "forget": self._forget,
+            "remember": lambda r: texts.remembered_text(c.remember(self.caller, r.words), self.locale),
+            "reminders": lambda _r: texts.reminders_text(c.list_reminders(self.caller), self.locale),
+            "remind": lambda r: texts.reminder_change_text(c.remind(self.caller, r.words), self.locale),
+            **{action: self._reminder_command(action) for action in ("cancel", "done", "snooze")},
+            "export": self._export,
+            "import": self._import,
+            "pause": self._pause,
+            "resume": self._resume,
+            "link": self._link,
+            "unlink": self._unlink,
+            "panel": lambda _r: texts.panel_link_text(c.panel_link(self.caller), self.locale),
+            "usage": lambda _r: usage_texts.user_usage_text(c.usage(self.caller), self.locale),
+            "timezone": lambda r: zone_texts.zone_text(c.timezone(self.caller, r.words), self.locale, c.clock()),
+            "followups": lambda r: followup_texts.settings_text(c.followups(self.caller, r.words), self.locale),
+            "access": self._access,
         }
+        return dict(table.bind(Frontend.CONSOLE, handlers, by_name=True))
 
-    def _access(self, argument: str) -> str:
-        result = self.access.run(Facts(CONSOLE, self.caller.platform_user_id), argument)
+    def _pause(self, _reading: Reading) -> str:
+        self.commands.pause(self.caller)
+        return texts.paused_text(True, self.locale)
+
+    def _resume(self, _reading: Reading) -> str:
+        self.commands.resume(self.caller)
+        return texts.paused_text(False, self.locale)
+
+    def _unlink(self, _reading: Reading) -> str:
+        self.commands.unlink(self.caller)
+        return texts.unlinked_text(self.locale)
+
+    def _access(self, reading: Reading) -> str:
+        result = self.access.run(Facts(CONSOLE, self.caller.platform_user_id), reading.words)
         if isinstance(result, AccessListing):
             return listing_text(result, self.locale)
         return change_text(result, self.locale)
 
-    def _memories(self, argument: str) -> str:
-        words = argument.split()
-        if words[:1] == ["why"]:
-            return texts.origin_text(self.commands.why(self.caller, " ".join(words[1:])), self.locale, None)
-        if words[:1] == ["forgotten"]:
-            page = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
-            return texts.memory_page_text(self.commands.forgotten_memories(self.caller, page=page), self.locale)
-        if words[:1] == ["restore"]:
-            return texts.restored_text(self.commands.restore(self.caller, " ".join(words[1:])), self.locale)
-        type_ = words.pop(0) if words and words[0] in MEMORY_TYPES else None
-        self._listing = (type_, " ".join(words) or None, 1)
-        return self._page()
+    def _memories(self, reading: Reading) -> str:
+        """``/memories [type] [search]``: the first page; ``/more`` turns it."""
+        self._listing = Listing(reading.memory_type, reading.words or None, 1)
+        return self._page(self._listing)
 
-    def _more(self, _argument: str) -> str:
+    def _more(self, _reading: Reading) -> str:
         if self._listing is None:
-            return self._memories("")
-        type_, search, page = self._listing
-        self._listing = (type_, search, page + 1)
-        return self._page()
+            return self._page(Listing(None, None, 1))
+        return self._page(replace(self._listing, page=self._listing.page + 1))
 
-    def _page(self) -> str:
-        type_, search, page = self._listing
-        result = self.commands.list_memories(self.caller, type_=type_, search=search, page=page)
-        self._listing = (type_, search, result.page)
+    def _page(self, listing: Listing) -> str:
+        result = self.commands.list_memories(self.caller, type_=listing.type_, search=listing.search,
+                                             page=listing.page)
+        self._listing = replace(listing, page=result.page)
         return texts.memory_page_text(result, self.locale)
 
-    def _forget(self, target: str) -> str:
-        confirmation = self.commands.request_forget(self.caller, target)
+    def _forget(self, reading: Reading) -> str:
+        confirmation = self.commands.request_forget(self.caller, reading.words)
         answer = self.ask(f"{texts.confirmation_text(confirmation, self.locale, typed=True)}\n[y/n] ").strip().lower()
         if answer in YES:
             return texts.forgotten_text(self.commands.confirm(self.caller, confirmation.token), self.locale)
         self.commands.cancel(self.caller, confirmation.token)
         return texts.cancelled_text(self.locale)
 
-    def _reminder_command(self, action: str) -> Callable[[str], str]:
+    def _reminder_command(self, action: str) -> Callable[[Reading], str]:
         """``/cancel <id>``, ``/done <id>``, ``/snooze <id> [minutes]``."""
-        return lambda arg: texts.reminder_change_text(
-            self.commands.reminder_command(self.caller, action, arg), self.locale)
+        return lambda reading: texts.reminder_change_text(
+            self.commands.reminder_command(self.caller, action, reading.words), self.locale)
 
-    def _export(self, argument: str) -> str:
+    def _export(self, reading: Reading) -> str:
         export = self.commands.export_data(self.caller)
-        if argument:
-            path = write_private(Path(argument).expanduser(), export.data, replace=True)
+        if reading.words:
+            path = write_private(Path(reading.words).expanduser(), export.data, replace=True)
         else:  # Mnemo's own directory of exports: its owner's alone, whatever mode an older version left
             self.export_dir.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
             self.export_dir.chmod(PRIVATE_DIRECTORY_MODE)
@@ -192,10 +214,10 @@ class ConsoleCommands:
         memories = json.loads(export.data).get("memories", [])
         return texts.exported_text(len(memories), path, self.locale)
 
-    def _import(self, argument: str) -> str:
+    def _import(self, reading: Reading) -> str:
         """``/import <file>``: a path as typed or pasted (quotes around it are dropped), a relative one from the
         directory the console was started in."""
-        named = argument.strip().strip("'\"")
+        named = reading.words.strip().strip("'\"")
         if not named:
             raise InvalidCommand("import_no_path", cwd=Path.cwd())
         path = Path.cwd() / Path(named).expanduser()
@@ -209,7 +231,8 @@ class ConsoleCommands:
             raise InvalidCommand("import_unreadable", path=path, reason=exc.strerror or exc) from exc
         return texts.import_report_text(self.commands.import_data(self.caller, data), self.locale)
 
-    def _link(self, code: str) -> str:
+    def _link(self, reading: Reading) -> str:
+        code = reading.words
         if code.lower() == UNLINK_WORD:  # what /help and the link texts say: "/link unlink separates"
             self.commands.unlink(self.caller)
             return texts.unlinked_text(self.locale)

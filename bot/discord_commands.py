@@ -20,14 +20,15 @@ import discord
 from discord import app_commands
 
 from bot.discord_access import interaction_facts
-from bot.discord_render import command_text, fit, jump_url, split_message
+from bot.discord_render import command_text, fit, jump_url, slash_spelling, split_message
 from shared.access.requests import ACTIONS
 from shared.access.rule import KINDS
 from shared.access.service import AccessListing, AccessService
 from shared.access.texts import change_text, listing_text
 from shared.accounts.user_data import MAX_IMPORT_BYTES
-from shared.commands import texts
+from shared.commands import table, texts
 from shared.commands.service import Caller, MemoryCommands, MemoryPage, confirmation_code
+from shared.commands.table import Frontend
 from shared.db.kinds import MEMORY_TYPES
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.followups import texts as followup_texts
@@ -80,10 +81,12 @@ async def send_private(interaction: discord.Interaction, text: str, *, view: dis
         extras: dict[str, Any] = {}
         if index == len(pieces) - 1:
             extras = {key: value for key, value in (("view", view), ("file", file)) if value is not None}
+        if piece:  # an empty piece carries only the view or file
+            extras["content"] = piece
         if interaction.response.is_done():
-            await interaction.followup.send(piece or None, ephemeral=True, **extras)
+            await interaction.followup.send(ephemeral=True, **extras)
         else:
-            await interaction.response.send_message(piece or None, ephemeral=True, **extras)
+            await interaction.response.send_message(ephemeral=True, **extras)
 
 
 async def report_error(interaction: discord.Interaction, error: Exception) -> None:
@@ -94,7 +97,7 @@ async def report_error(interaction: discord.Interaction, error: Exception) -> No
         log.error("interaction %s failed", name, exc_info=original)
     text = texts.error_text(original, interaction.locale.value)
     try:
-        await send_private(interaction, fit(text))
+        await send_private(interaction, fit(slash_spelling(text)))
     except discord.HTTPException as exc:  # the interaction expired or Discord refused: nothing more to do
         log.warning("could not tell the user about the error: %s", exc)
 
@@ -109,9 +112,10 @@ class MemoryPager(discord.ui.View):
     def __init__(self, owner_id: int, page: MemoryPage) -> None:
         super().__init__(timeout=PAGER_TIMEOUT_SECONDS)
         self.owner_id, self.page = owner_id, page
-        self._refresh()
+        self._enable_arrows()
 
-    def _refresh(self) -> None:
+    def _enable_arrows(self) -> None:
+        """◀ off on the first page, ▶ off on the last (not ``_refresh``: discord.py's View has one of its own)."""
         self.previous.disabled = self.page.page <= 1
         self.next.disabled = self.page.page >= self.page.pages
 
@@ -129,7 +133,7 @@ class MemoryPager(discord.ui.View):
         self.page = await asyncio.to_thread(
             memory_commands(interaction).list_memories, caller_of(interaction), type_=self.page.type_filter,
             search=self.page.search, page=self.page.page + step)
-        self._refresh()
+        self._enable_arrows()
         content = fit(texts.memory_page_text(self.page, interaction.locale.value))
         await interaction.edit_original_response(content=content, view=self)
 
@@ -153,9 +157,10 @@ class ForgetAnswer(discord.ui.DynamicItem[discord.ui.Button],
         self.answer, self.owner_id, self.token = answer, owner_id, token
 
     @classmethod
-    async def from_custom_id(cls, _interaction: discord.Interaction, item: discord.ui.Button, match: Any,
+    async def from_custom_id(cls, _interaction: discord.Interaction, item: discord.ui.Item[Any], match: Any,
                              ) -> ForgetAnswer:
-        return cls(match["answer"], int(match["owner"]), match["token"], label=item.label)
+        label = item.label if isinstance(item, discord.ui.Button) else None
+        return cls(match["answer"], int(match["owner"]), match["token"], label=label)
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         if interaction.user.id == self.owner_id:
@@ -216,7 +221,7 @@ async def memories_why(interaction: discord.Interaction,
         channel = interaction.client.get_channel(int(origin.platform_chat_id))
         guild = getattr(channel, "guild", None)
         link = jump_url(guild.id if guild else None, origin.platform_chat_id, origin.platform_message_id)
-    await send_private(interaction, texts.origin_text(origin, interaction.locale.value, link))
+    await send_private(interaction, slash_spelling(texts.origin_text(origin, interaction.locale.value, link)))
 
 
 @app_commands.command(name="memories_forgotten", description=describe("memories_forgotten"))
@@ -226,7 +231,7 @@ async def memories_forgotten(interaction: discord.Interaction,
     """The recycle bin: what I set aside after long disuse, and when it will be purged."""
     result = await deferred(interaction, memory_commands(interaction).forgotten_memories, caller_of(interaction),
                             page=page)
-    await send_private(interaction, fit(texts.memory_page_text(result, interaction.locale.value)))
+    await send_private(interaction, fit(slash_spelling(texts.memory_page_text(result, interaction.locale.value))))
 
 
 @app_commands.command(name="memories_restore", description=describe("memories_restore"))
@@ -341,7 +346,7 @@ async def link(interaction: discord.Interaction, code: str | None = None) -> Non
     which confirms with ``confirm <code>``. ``/link unlink`` (the words the shared help uses) is ``/unlink``."""
     service, caller, locale = memory_commands(interaction), caller_of(interaction), interaction.locale.value
     if code is not None and code.strip().lower() == UNLINK_WORD:
-        await unlink.callback(interaction)
+        await unlink_account(interaction)
     elif code is None:
         made = await deferred(interaction, service.link_code, caller)
         await send_private(interaction, texts.link_code_text(made, locale))
@@ -356,6 +361,11 @@ async def link(interaction: discord.Interaction, code: str | None = None) -> Non
 @app_commands.command(name="unlink", description=describe("unlink"))
 async def unlink(interaction: discord.Interaction) -> None:
     """Separate this Discord account from a linked Telegram one."""
+    await unlink_account(interaction)
+
+
+async def unlink_account(interaction: discord.Interaction) -> None:
+    """``/unlink``, and ``/link unlink`` (the words the shared help uses)."""
     await deferred(interaction, memory_commands(interaction).unlink, caller_of(interaction))
     await send_private(interaction, texts.unlinked_text(interaction.locale.value))
 
@@ -394,7 +404,7 @@ async def followups(interaction: discord.Interaction, action: str | None = None)
 @app_commands.command(name="help", description=describe("help"))
 async def help_(interaction: discord.Interaction) -> None:
     """What I can do (answered at once: no database)."""
-    await send_private(interaction, texts.help_text(interaction.locale.value))
+    await send_private(interaction, slash_spelling(texts.help_text(interaction.locale.value)))
 
 
 @app_commands.command(name="access", description=describe("access"))
@@ -413,14 +423,17 @@ async def access(interaction: discord.Interaction, action: str = "list", kind: s
                        change_text(result, locale))
 
 
-COMMANDS = (memories, memories_why, memories_forgotten, memories_restore, forget, remember, reminders, remind, cancel,
-            done, snooze, export, import_, pause, resume, link, unlink, panel, usage, timezone, followups, help_,
-            access)
+SlashCommand = app_commands.Command[Any, ..., None]
+_DEFINED: tuple[SlashCommand, ...] = (
+    memories, memories_why, memories_forgotten, memories_restore, forget, remember, reminders, remind, cancel, done,
+    snooze, export, import_, pause, resume, link, unlink, panel, usage, timezone, followups, help_, access)
+COMMANDS: dict[str, SlashCommand] = {command.name: command for command in _DEFINED}
+"""Every slash command, by name: exactly the Discord commands of :mod:`shared.commands.table`."""
 
 
 def install_commands(tree: app_commands.CommandTree) -> None:
-    """Register every command and the one error handler on ``tree``."""
-    for command in COMMANDS:
+    """Register every command of the table, in its order, and the one error handler on ``tree``."""
+    for _name, command in table.bind(Frontend.DISCORD, COMMANDS):
         tree.add_command(command)
     tree.error(on_command_error)
 

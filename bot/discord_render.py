@@ -14,7 +14,8 @@ import discord
 from discord import app_commands
 from discord.utils import escape_markdown
 
-from shared.commands.texts import COMMANDS as COMMAND_DESCRIPTIONS
+from shared.commands.table import Frontend, commands_on
+from shared.commands.texts import DESCRIPTIONS as COMMAND_DESCRIPTIONS
 from shared.conversation.messages import Reply
 from shared.conversation.warning_texts import TurnWarning, warning_text
 from shared.delivery.limits import DISCORD_CONTENT_LIMIT
@@ -25,15 +26,10 @@ JUMP_URL = "https://discord.com/channels/{where}/{channel}/{message}"
 DESCRIPTION_LIMIT = 100
 CHINESE_LOCALES = frozenset({discord.Locale.chinese, discord.Locale.taiwan_chinese})
 # Discord-only strings of the command menu (English, Chinese); the commands' own descriptions come
-# from shared.commands.texts.COMMANDS, which every front-end shows.
+# from shared.commands.texts.DESCRIPTIONS, which every front-end shows.
 _MENU_TEXTS = {
-    "memories_why.description": ("Where a memory came from", "这条记忆从哪里来"),
-    "memories_forgotten.description": ("What I set aside after long disuse (restorable for 30 days)",
-                                       "因久未提起而放进回收站的记忆（30 天内可找回）"),
-    "memories_restore.description": ("Bring a memory back from the recycle bin", "从回收站找回一条记忆"),
     "memories_restore.memory_id": ("The memory's number, as /memories_forgotten shows it",
                                    "记忆编号（/memories_forgotten 里显示的）"),
-    "unlink.description": ("Separate this account from a linked one", "解除与另一个账号的关联"),
     "memories.type": ("Only memories of this kind", "只看这一类记忆"),
     "memories.search": ("Only memories containing these words", "只看包含这些词的记忆"),
     "memories.page": ("Which page", "第几页"),
@@ -55,11 +51,13 @@ _MENU_TEXTS = {
     "type.preference": ("preference", "偏好"), "type.fact": ("fact", "事实"), "type.event": ("event", "事件"),
     "type.person": ("person", "人物"), "type.todo": ("to-do", "待办"), "type.pattern": ("pattern", "习惯"),
     "type.rule": ("rule", "规则"),
-    "access.description": ("Operators only: who may talk to me", "仅限运营者：谁可以和我聊天"),
     "access.action": ("list, or allow / block / remove a target", "list 查看，或 allow / block / remove 一个对象"),
     "access.kind": ("What the target is", "对象的类型"),
     "access.target": ("Its id (a user: platform:id, or a mention)", "它的编号（用户：平台:编号，或直接 @ 提及）"),
 }
+_SLASH_NAMES = {command.typed: command.name for command in commands_on(Frontend.DISCORD) if command.typed}
+"""``memories why`` → ``memories_why``: how the text front-ends type a command that is its own on Discord."""
+_TYPED_COMMAND = re.compile(r"/(" + "|".join(map(re.escape, _SLASH_NAMES)) + r")\b", re.I)
 # Where a long text may be cut, best first; a cut is only taken in the second half of the window.
 _USER_MENTION = re.compile(r"<@!?(?P<user_id>\d{1,20})>(?P<space>\s*)")
 """A user's mention as Discord writes it (``<@123>``, ``<@!123>``); a snowflake has at most 20 digits."""
@@ -131,6 +129,12 @@ def jump_url(guild_id: int | None, channel_id: str, message_id: str) -> str:
     return JUMP_URL.format(where=guild_id if guild_id is not None else "@me", channel=channel_id, message=message_id)
 
 
+def slash_spelling(text: str) -> str:
+    """``text`` with the commands the shared texts spell as the text front-ends type them (``/memories restore``)
+    spelled as Discord's slash commands (``/memories_restore``), from :mod:`shared.commands.table`."""
+    return _TYPED_COMMAND.sub(lambda found: "/" + _SLASH_NAMES[found[1].lower()], text)
+
+
 def command_text(key: str) -> app_commands.locale_str:
     """A command-menu string (``"<command>.description"``, ``"<command>.<parameter>"``, ``"type.<kind>"``)
     in English, carrying its Chinese for :class:`CommandTranslator`."""
@@ -141,9 +145,7 @@ def command_text(key: str) -> app_commands.locale_str:
 def _menu_text(key: str) -> tuple[str, str]:
     name, _, field = key.partition(".")
     if field == "description":
-        for command, english, chinese in COMMAND_DESCRIPTIONS:
-            if command == name:
-                return english, chinese
+        return COMMAND_DESCRIPTIONS[name]
     return _MENU_TEXTS[key]
 
 

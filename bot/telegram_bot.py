@@ -44,8 +44,9 @@ from bot.telegram_handlers import (
 from bot.telegram_once import HandledOnce
 from shared.access.service import AccessService
 from shared.app.container import BOTS, missing_token, webhook_url_problem
-from shared.commands import texts
+from shared.commands import table, texts
 from shared.commands.service import MemoryCommands
+from shared.commands.table import Frontend
 from shared.conversation.service import ConversationService
 from shared.db.leases import Lease
 from shared.db.update_log import UpdateHandledElsewhere, UpdateInbox, marked_in
@@ -236,28 +237,9 @@ def build_application(settings: Settings, service: ConversationService, commands
     application.add_handler(TypeHandler(Update, drop_without_sender), group=SENDER_CHECK_GROUP)
     application.add_handler(TypeHandler(Update, AccessGate(access)), group=ACCESS_GROUP)
     application.add_handlers([
-        CommandHandler("start", on_command.start),
-        CommandHandler("help", on_command.help),
-        CommandHandler("memories", on_command.memories),
-        CommandHandler("forget", on_command.forget),
-        CommandHandler("remember", on_command.remember),
-        CommandHandler("reminders", on_command.reminders),
-        CommandHandler("remind", on_command.remind),
-        CommandHandler("cancel", on_command.cancel),
-        CommandHandler("done", on_command.done),
-        CommandHandler("snooze", on_command.snooze),
-        CommandHandler("export", on_command.export),
-        CommandHandler("import", on_command.import_file),
+        *(CommandHandler(name, callback) for name, callback in table.bind(Frontend.TELEGRAM, on_command.by_head(
+            AccessCommand(access)))),
         MessageHandler(filters.Document.ALL & filters.CaptionRegex(IMPORT_CAPTION), on_command.import_file),
-        CommandHandler("pause", on_command.pause),
-        CommandHandler("resume", on_command.resume),
-        CommandHandler("link", on_command.link),
-        CommandHandler("panel", on_command.panel),
-        CommandHandler("usage", on_command.usage),
-        CommandHandler("timezone", on_command.timezone),
-        CommandHandler("followups", on_command.followups),
-        CommandHandler("unlink", on_command.unlink),
-        CommandHandler("access", AccessCommand(access)),
         MessageHandler(filters.StatusUpdate.MIGRATE, on_command.chat_migrated),
         CallbackQueryHandler(on_command.memory_page_button, pattern=r"^mp:"),
         CallbackQueryHandler(on_command.confirmation_button, pattern=r"^c[fx]:"),

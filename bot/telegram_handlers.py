@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from telegram import CallbackQuery, InlineKeyboardMarkup, LinkPreviewOptions, Message, Update, User
@@ -17,9 +17,9 @@ from telegram.ext import ContextTypes
 
 from bot import telegram_render as render
 from shared.accounts.user_data import MAX_IMPORT_BYTES
-from shared.commands import texts
-from shared.commands.memories import memory_type
+from shared.commands import table, texts
 from shared.commands.service import Caller, ExportFile, MemoryCommands, confirmation_code
+from shared.commands.table import Frontend, Reading
 from shared.errors import InvalidCommand
 from shared.followups import texts as followup_texts
 from shared.reminders import zone_texts
@@ -35,6 +35,8 @@ _COMMAND_HEAD = re.compile(r"/\w+(@\w+)?")
 MAX_LANGUAGE_CHARS = 16
 """An IETF language tag as Telegram sends it (``en``, ``zh-hans``), short enough to be kept."""
 T = TypeVar("T")
+Callback = Callable[[Update, Context], Coroutine[Any, Any, None]]
+"""A command's handler, as python-telegram-bot calls it."""
 
 
 def caller_of(update: Update) -> Caller:
@@ -44,6 +46,24 @@ def caller_of(update: Update) -> Caller:
     return Caller(platform="telegram", platform_user_id=str(user.id), display_name=user.full_name,
                   locale=user_locale(user), platform_chat_id=str(chat.id),
                   chat_kind="private" if chat.type == ChatType.PRIVATE else "group")
+
+
+def message_of(update: Update) -> Message:
+    """The message of a command (every command handler is for a message)."""
+    assert update.effective_message is not None
+    return update.effective_message
+
+
+def query_of(update: Update) -> CallbackQuery:
+    """The pressed button (every button handler is for one)."""
+    assert update.callback_query is not None
+    return update.callback_query
+
+
+def user_of(update: Update) -> User:
+    """Who sent the command or pressed the button (updates without a sender stop at ``drop_without_sender``)."""
+    assert update.effective_user is not None
+    return update.effective_user
 
 
 def locale_of(update: Update) -> str | None:
@@ -113,34 +133,41 @@ class CommandHandlers:
         """The service is synchronous (database work): run it off the event loop."""
         return await asyncio.to_thread(method, *args, **kwargs)
 
+    def by_head(self, access: Callback) -> dict[str, Callback]:
+        """The handler of every command word of :mod:`shared.commands.table` on Telegram (``access`` is
+        :class:`bot.telegram_access.AccessCommand`'s)."""
+        return {"start": self.start, "help": self.help, "memories": self.memories, "forget": self.forget,
+                "remember": self.remember, "reminders": self.reminders, "remind": self.remind, "cancel": self.cancel,
+                "done": self.done, "snooze": self.snooze, "export": self.export, "import": self.import_file,
+                "pause": self.pause, "resume": self.resume, "link": self.link, "panel": self.panel,
+                "usage": self.usage, "timezone": self.timezone, "followups": self.followups, "unlink": self.unlink,
+                "access": access}
+
     async def start(self, update: Update, context: Context) -> None:
         """Greet and show what the bot can do."""
         locale, user = locale_of(update), update.effective_user
         greeting = render.text("greeting", locale, name=user.first_name if user else "", bot=self.bot_name)
-        await update.effective_message.reply_text(f"{greeting}\n\n{texts.help_text(locale)}")
+        await message_of(update).reply_text(f"{greeting}\n\n{texts.help_text(locale)}")
 
     async def help(self, update: Update, context: Context) -> None:
         """List the commands."""
-        await update.effective_message.reply_text(texts.help_text(locale_of(update)))
+        await message_of(update).reply_text(texts.help_text(locale_of(update)))
 
     async def memories(self, update: Update, context: Context) -> None:
         """``/memories [type] [search]`` (paged), ``/memories why <id>``, ``/memories forgotten [page]`` (the
-        recycle bin) or ``/memories restore <id>``."""
-        argument = command_argument(update.effective_message)
-        words = argument.split(maxsplit=1)
-        rest = words[1] if len(words) > 1 else None
-        if words and words[0].lower() == "why":
-            await self._why(update, context, rest or "")
-        elif words and words[0].lower() in ("forgotten", "restore"):
-            await self._recycle_bin(update, context, words[0].lower(), rest or "")
-        elif words and memory_type(words[0]) is not None:
-            await self._show_page(update, context, memory_type(words[0]), rest, 1)
-        else:
-            await self._show_page(update, context, None, argument or None, 1)
+        recycle bin) or ``/memories restore <id>``, read as :func:`shared.commands.table.read` reads them."""
+        reading = table.read("memories", command_argument(message_of(update)), Frontend.TELEGRAM)
+        assert reading is not None  # the table has /memories on Telegram
+        family = {"memories": self._first_page, "memories_why": self._why, "memories_forgotten": self._recycle_bin,
+                  "memories_restore": self._restore}
+        await family[reading.command.name](update, context, reading)
+
+    async def _first_page(self, update: Update, context: Context, reading: Reading) -> None:
+        await self._show_page(update, context, reading.memory_type, reading.words or None, 1)
 
     async def _show_page(self, update: Update, context: Context, type_: str | None, search: str | None,
                          number: int) -> None:
-        caller, owner = caller_of(update), update.effective_user.id
+        caller, owner = caller_of(update), user_of(update).id
         page = await self._call(self.commands.list_memories, caller, type_=type_, search=search, page=number,
                                 page_size=PAGE_SIZE)
         body = texts.memory_page_text(page, caller.locale)
@@ -153,25 +180,25 @@ class CommandHandlers:
             await edit_answer(update.callback_query, body, markup)
             await update.callback_query.answer()
 
-    async def _recycle_bin(self, update: Update, context: Context, action: str, argument: str) -> None:
+    async def _why(self, update: Update, context: Context, reading: Reading) -> None:
         caller = caller_of(update)
-        if action == "restore":
-            item = await self._call(self.commands.restore, caller, argument)  # the service checks the id
-            await answer_privately(update, context, texts.restored_text(item, caller.locale))
-            return
-        page = int(argument) if argument.strip().isdigit() else 1
-        binned = await self._call(self.commands.forgotten_memories, caller, page=page, page_size=PAGE_SIZE)
-        await answer_privately(update, context, texts.memory_page_text(binned, caller.locale))
-
-    async def _why(self, update: Update, context: Context, memory_id: str) -> None:
-        caller = caller_of(update)
-        origin = await self._call(self.commands.why, caller, memory_id)  # "12" / "#12"; the service checks it
+        origin = await self._call(self.commands.why, caller, reading.named_memory())  # the service checks it
         link = render.message_link(origin.platform, origin.platform_chat_id, origin.platform_message_id)
         await answer_privately(update, context, texts.origin_text(origin, caller.locale, link))
 
+    async def _recycle_bin(self, update: Update, context: Context, reading: Reading) -> None:
+        caller = caller_of(update)
+        binned = await self._call(self.commands.forgotten_memories, caller, page=reading.page, page_size=PAGE_SIZE)
+        await answer_privately(update, context, texts.memory_page_text(binned, caller.locale))
+
+    async def _restore(self, update: Update, context: Context, reading: Reading) -> None:
+        caller = caller_of(update)
+        item = await self._call(self.commands.restore, caller, reading.named_memory())  # the service checks it
+        await answer_privately(update, context, texts.restored_text(item, caller.locale))
+
     async def memory_page_button(self, update: Update, context: Context) -> None:
         """A previous/next button under a page of memories; only its owner may page."""
-        query = update.callback_query
+        query = query_of(update)
         request = render.PageRequest.parse(query.data or "")
         if request is None or await refuse_stranger(query, request.owner_id, locale_of(update)):
             return
@@ -180,13 +207,13 @@ class CommandHandlers:
     async def forget(self, update: Update, context: Context) -> None:
         """``/forget <id|search|all>``: asks first, with Yes/No buttons."""
         caller = caller_of(update)
-        pending = await self._call(self.commands.request_forget, caller, command_argument(update.effective_message))
+        pending = await self._call(self.commands.request_forget, caller, command_argument(message_of(update)))
         markup = render.confirmation_keyboard(pending.token, texts.confirm_button_labels(caller.locale))
         await answer_privately(update, context, texts.confirmation_text(pending, caller.locale), markup=markup)
 
     async def confirmation_button(self, update: Update, context: Context) -> None:
         """Yes (``cf:``) or No (``cx:``); the service refuses a token that is not the presser's."""
-        query, caller = update.callback_query, caller_of(update)
+        query, caller = query_of(update), caller_of(update)
         action, _, token = (query.data or "").partition(":")
         if action == "cf":
             count = await self._call(self.commands.confirm, caller, token)
@@ -199,20 +226,20 @@ class CommandHandlers:
     async def remember(self, update: Update, context: Context) -> None:
         """``/remember <text>``: store it as something the user said."""
         caller = caller_of(update)
-        item = await self._call(self.commands.remember, caller, command_argument(update.effective_message))
+        item = await self._call(self.commands.remember, caller, command_argument(message_of(update)))
         await answer_privately(update, context, texts.remembered_text(item, caller.locale))
 
     async def reminders(self, update: Update, context: Context) -> None:
         """``/reminders``: the pending ones, with done/snooze/cancel buttons."""
         caller = caller_of(update)
         items = await self._call(self.commands.list_reminders, caller)
-        markup = render.reminders_keyboard(items, update.effective_user.id, caller.locale)
+        markup = render.reminders_keyboard(items, user_of(update).id, caller.locale)
         await answer_privately(update, context, texts.reminders_text(items, caller.locale), markup=markup)
 
     async def remind(self, update: Update, context: Context) -> None:
         """``/remind <when> <what>``: the ping goes to the chat it was asked in."""
         caller = caller_of(update)
-        change = await self._call(self.commands.remind, caller, command_argument(update.effective_message))
+        change = await self._call(self.commands.remind, caller, command_argument(message_of(update)))
         await answer_privately(update, context, texts.reminder_change_text(change, caller.locale))
 
     async def cancel(self, update: Update, context: Context) -> None:
@@ -230,12 +257,12 @@ class CommandHandlers:
     async def _reminder_command(self, update: Update, context: Context, action: str) -> None:
         caller = caller_of(update)
         change = await self._call(self.commands.reminder_command, caller, action,
-                                  command_argument(update.effective_message))
+                                  command_argument(message_of(update)))
         await answer_privately(update, context, texts.reminder_change_text(change, caller.locale))
 
     async def reminder_button(self, update: Update, context: Context) -> None:
         """Done, snooze or cancel one reminder; the list is redrawn."""
-        query, caller = update.callback_query, caller_of(update)
+        query, caller = query_of(update), caller_of(update)
         action = render.ReminderAction.parse(query.data or "")
         if action is None or await refuse_stranger(query, action.owner_id, caller.locale):
             return
@@ -257,7 +284,7 @@ class CommandHandlers:
 
     async def import_file(self, update: Update, context: Context) -> None:
         """An export file sent with the caption ``/import``, or ``/import`` replying to one."""
-        message, caller = update.effective_message, caller_of(update)
+        message, caller = message_of(update), caller_of(update)
         replied = message.reply_to_message
         document = message.document or (replied.document if replied is not None else None)
         if document is None:
@@ -296,13 +323,13 @@ class CommandHandlers:
     async def followups(self, update: Update, context: Context) -> None:
         """``/followups on|off|list|quiet 22-9``: consent to follow-ups, quiet hours, the open threads."""
         caller = caller_of(update)
-        state = await self._call(self.commands.followups, caller, command_argument(update.effective_message))
+        state = await self._call(self.commands.followups, caller, command_argument(message_of(update)))
         await answer_privately(update, context, followup_texts.settings_text(state, caller.locale))
 
     async def timezone(self, update: Update, context: Context) -> None:
         """``/timezone [zone]``: the user's time zone, or a new one (a city, an IANA name, an offset)."""
         caller = caller_of(update)
-        change = await self._call(self.commands.timezone, caller, command_argument(update.effective_message))
+        change = await self._call(self.commands.timezone, caller, command_argument(message_of(update)))
         await answer_privately(update, context, zone_texts.zone_text(change, caller.locale, self.commands.clock()))
 
     async def chat_migrated(self, update: Update, _context: Context) -> None:
@@ -315,7 +342,7 @@ class CommandHandlers:
     async def link(self, update: Update, context: Context) -> None:
         """``/link``: a one-time code for the other platform; ``/link <code>``: use one (nothing is joined yet);
         ``/link confirm <code>``: join the account that asked; ``/link unlink``."""
-        caller, code = caller_of(update), command_argument(update.effective_message)
+        caller, code = caller_of(update), command_argument(message_of(update))
         if code.lower() == "unlink":
             await self.unlink(update, context)
             return

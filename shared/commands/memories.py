@@ -17,11 +17,11 @@ import logging
 import math
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from shared.accounts import panel_access
-from shared.db.kinds import MEMORY_TYPES
+from shared.commands.table import memory_type
 from shared.db.memory_models import Memory
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.memory import recycle_bin
@@ -43,15 +43,6 @@ PREVIEW_CHARS = 80
 FORGOTTEN = "forgotten by the user"
 FORGET_ALL = "all"
 FORGET_ALL_AND_REMINDERS = "all+reminders"
-ALL_WORDS = frozenset({"all", "everything", "全部", "所有", "全部记忆", "所有记忆"})
-REMINDER_WORDS = frozenset({"reminders", "and reminders", "with reminders", "+reminders", "提醒", "和提醒", "及提醒",
-                            "包括提醒", "连同提醒"})
-"""``/forget all reminders`` (``/forget 全部 提醒``): forget everything, the reminders too."""
-TYPE_WORDS = {
-    **{name: name for name in MEMORY_TYPES},
-    "偏好": "preference", "喜好": "preference", "事实": "fact", "事件": "event", "人物": "person",
-    "待办": "todo", "习惯": "pattern", "模式": "pattern", "规则": "rule",
-}
 _TYPE_PREFIX = re.compile(r"^\s*(?P<word>[A-Za-z]{3,10}|[\u4e00-\u9fff]{2})\s*[:：]\s*(?P<rest>.*)\Z", re.S)
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
@@ -131,11 +122,6 @@ def memory_item(memory: Memory) -> MemoryItem:
                       binned_at=memory.deleted_at)
 
 
-def memory_type(word: str) -> str | None:
-    """The memory type a word names ("preference", "偏好"), or None."""
-    return TYPE_WORDS.get(word.strip().lower())
-
-
 def list_page(uow: UnitOfWork, user_id: int, type_: str | None, search: str | None, page: int,
               page_size: int) -> MemoryPage:
     """One page of the user's active memories, newest first; a page past the end shows the last."""
@@ -173,15 +159,18 @@ def origin(uow: UnitOfWork, user_id: int, memory_id: int) -> MemoryOrigin:
         raise NotFound("memory_not_found")
     newer = _versions_after(uow, user_id, memory)
     latest = newer[-1] if len(newer) > 1 else None
-    fate = {"replaced_by": memory_item(newer[0]) if newer else None, "forgotten_at": memory.deleted_at,
-            "current": memory_item(latest) if latest and latest.superseded_by is None and latest.deleted_at is None
-            else None}
+    in_use = latest is not None and latest.superseded_by is None and latest.deleted_at is None
+    found = MemoryOrigin(memory_item(memory), None, None, None, None, None,
+                         replaced_by=memory_item(newer[0]) if newer else None,
+                         current=memory_item(latest) if latest is not None and in_use else None,
+                         forgotten_at=memory.deleted_at)
     turn = uow.turns.get(user_id, memory.source_turn_id) if memory.source_turn_id else None
     if turn is None:
-        return MemoryOrigin(memory_item(memory), None, None, None, None, None, **fate)
+        return found
     chat = uow.chats.get(turn.chat_id)
-    return MemoryOrigin(memory_item(memory), turn.text, turn.created_at, chat.platform if chat else None,
-                        chat.platform_chat_id if chat else None, turn.platform_message_id, **fate)
+    return replace(found, message_text=turn.text, message_at=turn.created_at,
+                   platform=chat.platform if chat else None, platform_chat_id=chat.platform_chat_id if chat else None,
+                   platform_message_id=turn.platform_message_id)
 
 
 def _versions_after(uow: UnitOfWork, user_id: int, memory: Memory) -> list[Memory]:
@@ -225,7 +214,7 @@ def request_forget(uow: UnitOfWork, user_id: int, target: str | int, now: dateti
     everything = target in (FORGET_ALL, FORGET_ALL_AND_REMINDERS)
     reminders = uow.todos.count_pending(user_id) if target == FORGET_ALL_AND_REMINDERS else None
     if everything:
-        payload: dict = {"action": "forget", "all": True, "reminders": reminders is not None}
+        payload: dict[str, object] = {"action": "forget", "all": True, "reminders": reminders is not None}
         count = uow.memories.count_active(user_id)
         newest, _ = uow.memories.page(user_id, limit=PREVIEW_ITEMS)
         rounds, round_count = uow.round_records.page(user_id, limit=PREVIEW_ITEMS)
@@ -335,8 +324,9 @@ def _round_line(found: RoundRecord) -> str:
 
 def _typed(text: str) -> tuple[str, str]:
     found = _TYPE_PREFIX.match(text)
-    if found and memory_type(found["word"]):
-        return memory_type(found["word"]), found["rest"].strip()
+    kind = memory_type(found["word"]) if found else None
+    if found and kind is not None:
+        return kind, found["rest"].strip()
     return "fact", text.strip()
 
 

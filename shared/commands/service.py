@@ -31,6 +31,7 @@ from shared.commands.memories import (
     MemoryPage,
 )
 from shared.commands.reminder_actions import ACTION_WORDS, ReminderAction, action_of, reminder_action
+from shared.commands.table import ALL_WORDS, REMINDER_WORDS, TYPED_ID, memory_type
 from shared.db.kinds import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, TodoKind, TodoStatus
 from shared.db.memory_models import Todo
 from shared.db.models import Chat, Identity
@@ -60,8 +61,6 @@ SNOOZE_MINUTES = range(1, 7 * 24 * 60 + 1)
 MAX_ID = 2**63 - 1
 PANEL_LINK_LIFETIME = timedelta(minutes=10)
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
-_ID = re.compile(r"(?<![#\s])#?\s*-?\d{1,30}")
-"""An id as typed (``12``, ``#12``, ``# -3``); never starting inside a run of spaces, so a search is linear."""
 _LOCALE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8}){0,2}")
 _REMINDER_FILLER = " \t\r\n,，、:：;；.。!！-—"
 DEFAULT_ZONE_WORDS = frozenset({"default", "reset", "clear", "默认", "恢复默认", "重置", "清除"})
@@ -434,7 +433,7 @@ def command_text(value: object, limit: int, empty_key: str) -> str:
 
 def record_id(value: object, not_found: str) -> int:
     """``12`` / ``"12"`` / ``"#12"`` as an id; an impossible number is simply not found."""
-    if isinstance(value, str) and _ID.fullmatch(value.strip()):
+    if isinstance(value, str) and TYPED_ID.fullmatch(value.strip()):
         value = int(value.strip().lstrip("#").strip())
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidCommand("bad_id")
@@ -446,12 +445,12 @@ def record_id(value: object, not_found: str) -> int:
 def forget_target(target: object) -> str | int:
     """"all", "all reminders" (everything, reminders too), an id ("12", "#12") or search words."""
     text = command_text(target, MAX_SEARCH_CHARS, "forget_empty")
-    if text.lower() in memory_commands.ALL_WORDS:
+    if text.lower() in ALL_WORDS:
         return FORGET_ALL
-    for word in memory_commands.ALL_WORDS:  # "all reminders", "全部和提醒"
-        if text.lower().startswith(word) and text.lower()[len(word):].strip() in memory_commands.REMINDER_WORDS:
+    for word in ALL_WORDS:  # "all reminders", "全部和提醒"
+        if text.lower().startswith(word) and text.lower()[len(word):].strip() in REMINDER_WORDS:
             return FORGET_ALL_AND_REMINDERS
-    if _ID.fullmatch(text) or text.startswith("#"):
+    if TYPED_ID.fullmatch(text) or text.startswith("#"):
         return record_id(text, "memory_not_found")
     return text
 
@@ -459,7 +458,7 @@ def forget_target(target: object) -> str | int:
 def type_filter(value: object) -> str | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    kind = memory_commands.memory_type(value) if isinstance(value, str) and len(value) <= 20 else None
+    kind = memory_type(value) if isinstance(value, str) and len(value) <= 20 else None
     if kind is None:
         raise InvalidCommand("unknown_type", types=", ".join(MEMORY_TYPES))
     return kind

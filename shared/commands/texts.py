@@ -12,36 +12,48 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from shared.commands.table import menu
 from shared.db.kinds import TodoKind, TodoStatus
 from shared.memory.policy import BIN_LIFETIME
 from shared.reminders.zone_texts import default_zone_text
 from shared.text import is_chinese
 
-COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("memories", "What I remember about you: /memories [type] [search]",
-     "我记得的关于你的事：/memories [类型] [关键词]"),
-    ("forget", "Forget a memory, a search's matches, or all", "删除一条记忆、搜索到的记忆或全部"),
-    ("remember", "Tell me something to remember", "让我记住一件事"),
-    ("reminders", "Your pending reminders", "查看待提醒事项"),
-    ("remind", "Set a reminder: /remind tomorrow 9am call mom", "设置提醒：/remind 明天早上9点 开会"),
-    ("done", "Mark a reminder done: /done 4", "把提醒标记为完成：/done 4"),
-    ("snooze", "Remind me again later: /snooze 4 [minutes, 10 if not given]",
-     "稍后再提醒：/snooze 4 [分钟数，默认 10]"),
-    ("cancel", "Cancel a reminder: /cancel 4", "取消提醒：/cancel 4"),
-    ("timezone", "Your time zone: /timezone Asia/Shanghai, a city, or UTC+8",
-     "你的时区：/timezone 上海、城市名或 UTC+8"),
-    ("followups", "Let me ask how things went: /followups on, off, list, quiet 22-9",
-     "事后问问你进展如何：/followups on、off、list、quiet 22-9"),
-    ("export", "Download all your data as a JSON file", "把你的全部数据导出为 JSON 文件"),
-    ("import", "Restore your data from an export file", "从导出文件恢复你的数据"),
-    ("pause", "Stop remembering new things", "暂停记住新内容"),
-    ("resume", "Start remembering again", "恢复记忆"),
-    ("link", "Join your Discord and Telegram accounts", "关联你的 Discord 和 Telegram 账号"),
-    ("panel", "A sign-in link to your memories on the web", "获取网页记忆面板的登录链接"),
-    ("usage", "What you used today, in 7 and in 30 days (and what is left)",
-     "你今天、近 7 天和近 30 天的用量（及剩余额度）"),
-    ("help", "What I can do", "我能做什么"),
-)
+DESCRIPTIONS: dict[str, tuple[str, str]] = {
+    "memories": ("What I remember about you: /memories [type] [search]",
+                 "我记得的关于你的事：/memories [类型] [关键词]"),
+    "forget": ("Forget a memory, a search's matches, or all", "删除一条记忆、搜索到的记忆或全部"),
+    "remember": ("Tell me something to remember", "让我记住一件事"),
+    "reminders": ("Your pending reminders", "查看待提醒事项"),
+    "remind": ("Set a reminder: /remind tomorrow 9am call mom", "设置提醒：/remind 明天早上9点 开会"),
+    "done": ("Mark a reminder done: /done 4", "把提醒标记为完成：/done 4"),
+    "snooze": ("Remind me again later: /snooze 4 [minutes, 10 if not given]",
+               "稍后再提醒：/snooze 4 [分钟数，默认 10]"),
+    "cancel": ("Cancel a reminder: /cancel 4", "取消提醒：/cancel 4"),
+    "timezone": ("Your time zone: /timezone Asia/Shanghai, a city, or UTC+8",
+                 "你的时区：/timezone 上海、城市名或 UTC+8"),
+    "followups": ("Let me ask how things went: /followups on, off, list, quiet 22-9",
+                  "事后问问你进展如何：/followups on、off、list、quiet 22-9"),
+    "export": ("Download all your data as a JSON file", "把你的全部数据导出为 JSON 文件"),
+    "import": ("Restore your data from an export file", "从导出文件恢复你的数据"),
+    "pause": ("Stop remembering new things", "暂停记住新内容"),
+    "resume": ("Start remembering again", "恢复记忆"),
+    "link": ("Join your Discord and Telegram accounts", "关联你的 Discord 和 Telegram 账号"),
+    "panel": ("A sign-in link to your memories on the web", "获取网页记忆面板的登录链接"),
+    "usage": ("What you used today, in 7 and in 30 days (and what is left)",
+              "你今天、近 7 天和近 30 天的用量（及剩余额度）"),
+    "help": ("What I can do", "我能做什么"),
+    "memories_why": ("Where a memory came from", "这条记忆从哪里来"),
+    "memories_forgotten": ("What I set aside after long disuse (restorable for 30 days)",
+                           "因久未提起而放进回收站的记忆（30 天内可找回）"),
+    "memories_restore": ("Bring a memory back from the recycle bin", "从回收站找回一条记忆"),
+    "unlink": ("Separate this account from a linked one", "解除与另一个账号的关联"),
+    "access": ("Operators only: who may talk to me", "仅限运营者：谁可以和我聊天"),
+    "more": ("The next page of /memories", "/memories 的下一页"),
+    "start": ("Say hello and show what I can do", "打招呼并列出我能做的事"),
+}
+"""What each command of :data:`shared.commands.table.COMMANDS` is for (English, Chinese), by its name."""
+COMMANDS: tuple[tuple[str, str, str], ...] = tuple((command.name, *DESCRIPTIONS[command.name]) for command in menu())
+"""The commands ``/help`` and the platforms' menus list: name, English, Chinese."""
 LIST_CONTENT_CHARS = 200
 QUOTE_CHARS = 300
 PARAM_CHARS = 60
@@ -81,6 +93,8 @@ ERRORS: dict[str, tuple[str, str]] = {
                           "你现在没有待提醒的事项，所以没有可以指定的编号。/reminders 可以查看，"
                           "/remind 明天早上9点 开会 可以新建一个。"),
     "bad_page": ("That page doesn't exist.", "没有这一页。"),
+    "page_not_number": ("A page is a number from 1, e.g. /memories forgotten 2.",
+                        "页码是从 1 开始的数字，例如 /memories forgotten 2。"),
     "search_empty": ("The search words are empty.", "搜索关键词是空的。"),
     "unknown_type": ("Unknown type. Use one of: {types}.", "未知类型，可选：{types}。"),
     "remember_empty": ("What should I remember? For example: /remember preference: oolong tea",

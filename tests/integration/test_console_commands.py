@@ -18,7 +18,7 @@ from shared.commands.service import Caller, MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory
-from shared.errors import ConfirmationInvalid
+from shared.errors import ConfirmationInvalid, InvalidCommand
 
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
                             memory_budget_tokens=700, history_turns=15, idle=timedelta(minutes=30),
@@ -230,6 +230,17 @@ def test_memories_forgotten_lists_the_recycle_bin_and_restore_brings_one_back(uo
     assert f"#{memory.id}" in listed and "band Low" in listed and "purged" in listed
     assert f"Restored #{memory.id}" in restored
     assert "Nothing is in the recycle bin" in again and "band Low" in kept
+
+
+def test_a_type_named_in_chinese_or_english_filters_memories_as_on_telegram_and_other_words_are_searched(
+        uow_factory, tmp_path):
+    *_, chinese, english, searched, bad_page = run_console(uow_factory, tmp_path, [
+        "/remember preference: oolong tea", "/remember fact: I have a cat named Mochi", "/memories 偏好",
+        "/memories Preference", "/memories Mochi", "/memories forgotten two"])
+    assert "oolong tea" in chinese and "Mochi" not in chinese
+    assert "oolong tea" in english and "Mochi" not in english
+    assert "Mochi" in searched and "oolong" not in searched
+    assert bad_page == texts.error_text(InvalidCommand("page_not_number"), "en")
 
 
 def test_the_time_zone_is_shown_set_by_command_or_in_chat_and_reminders_follow_it(uow_factory, tmp_path):

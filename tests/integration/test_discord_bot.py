@@ -24,7 +24,7 @@ from sqlalchemy import select
 from bench.fakes.discord_api import EPHEMERAL, FakeDiscord
 from bench.fakes.openai_server import FakeOpenAI
 from bot.discord_bot import MnemoBot, chat_intents, run_discord, sync_commands, use_api
-from bot.discord_render import jump_url, plain_text, reply_messages, split_message, warning_line
+from bot.discord_render import jump_url, plain_text, reply_messages, slash_spelling, split_message, warning_line
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import texts
 from shared.commands.service import Caller, MemoryCommands, ReminderChange
@@ -137,7 +137,7 @@ def test_help_answers_at_once_ephemerally_in_the_users_language(run, fake_discor
 
     [response] = fake_discord.interaction_responses
     assert response["type"] == MESSAGE and response["flags"] == EPHEMERAL
-    assert response["content"] == texts.help_text(ZH)[:2000] and fake_discord.followups == []
+    assert response["content"] == slash_spelling(texts.help_text(ZH))[:2000] and fake_discord.followups == []
 
 
 def test_remember_defers_ephemerally_then_follows_up_with_what_was_stored(run, fake_discord, memory):
