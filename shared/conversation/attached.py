@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from shared.attachments import texts
 from shared.attachments.images import data_url
@@ -17,8 +17,12 @@ from shared.attachments.kinds import Attachment, Outcome
 from shared.conversation.messages import IncomingMessage
 from shared.text import Language, language_of
 
-if TYPE_CHECKING:
-    from shared.llm.transcription import Transcriber
+
+class Transcriber(Protocol):
+    """What hears a voice note (:class:`shared.llm.transcription.Transcriber`; a pure rule imports no LLM SDK)."""
+
+    async def transcribe(self, audio: bytes, name: str, mime_type: str, *, duration: float = 0.0) -> str | None:
+        """What was said; None when it could not be heard."""
 
 
 def image_for_model(attachments: Sequence[Attachment]) -> str | None:
