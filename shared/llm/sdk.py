@@ -28,6 +28,12 @@ def lazy_module(name: str) -> ModuleType:
     return module
 
 
+if TYPE_CHECKING:
+    import openai as openai  # re-exported: the modules that speak to a model import it from here
+else:
+    openai = lazy_module("openai")
+
+
 class ClientOptions(TypedDict):
     """What an SDK client of one endpoint is made with: ``openai.AsyncOpenAI(**options)``."""
 
@@ -45,9 +51,3 @@ def deadline_passed(client: openai.AsyncOpenAI, path: str) -> openai.APITimeoutE
     request = httpx.Request("POST", f"{client.base_url}{path}")
     # openai 3 types ``request`` as its own httpx fork's (httpx2); the error only keeps it, for its method and URL.
     return openai.APITimeoutError(request=request)  # type: ignore[arg-type]
-
-
-if TYPE_CHECKING:
-    import openai as openai  # re-exported: the modules that speak to a model import it from here
-else:
-    openai = lazy_module("openai")
