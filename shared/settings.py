@@ -352,8 +352,10 @@ class Settings(AccessSettings, BaseSettings):
         return found
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Read the settings, turning validation errors into a message that names each variable."""
+def load_settings(**overrides: Any) -> Settings:
+    """Read the settings, turning validation errors into a message that names each variable. ``overrides`` are
+    validated as the environment's values are (a string to parse, or a value of the field's type): any value
+    may come, and a wrong one is reported like a wrong variable."""
     try:
         return Settings(**overrides)
     except ValidationError as exc:

@@ -8,7 +8,7 @@ list is comma- or space-separated; users and operators name their platform (``te
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeGuard
 
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode
@@ -80,8 +80,8 @@ class AccessSettings(BaseSettings):
             for item in getattr(self, name):
                 platform, value = item.split(":", 1) if kind == "user" else (KINDS[kind][0], item)
                 entries.add(Entry(effect, kind, platform, value))
-        operators = frozenset(tuple(item.split(":", 1)) for item in self.access_operators)
-        return Policy(frozenset(entries), operators, CLOSED if self.access_default == CLOSED else OPEN)  # type: ignore[arg-type]
+        operators = frozenset(_platform_and_id(item) for item in self.access_operators)
+        return Policy(frozenset(entries), operators, CLOSED if self.access_default == CLOSED else OPEN)
 
 
 def setting_of(entry: Entry) -> str:
@@ -92,10 +92,17 @@ def setting_of(entry: Entry) -> str:
     return "ACCESS_*"
 
 
-def _is_list(value: object) -> bool:
+def _is_list(value: object) -> TypeGuard[str | list[object] | tuple[object, ...]]:
+    """Whether a list setting came as a list to read (a comma- or space-separated string, or a sequence)."""
     return isinstance(value, str | list | tuple)
 
 
-def _items(value: object) -> list[str]:
+def _items(value: str | list[object] | tuple[object, ...]) -> list[str]:
     items = value.replace(",", " ").split() if isinstance(value, str) else value
-    return [str(item).strip() for item in items if str(item).strip()]  # type: ignore[union-attr]
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _platform_and_id(user: str) -> tuple[str, str]:
+    """An operator as the settings hold it (``platform:id``, already checked) split in two."""
+    platform, user_id = user.split(":", 1)
+    return platform, user_id

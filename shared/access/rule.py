@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Final
 
 ALLOW, BLOCK = "allow", "block"
 EFFECTS = (ALLOW, BLOCK)
@@ -35,7 +36,8 @@ KINDS: dict[str, tuple[str, ...]] = {
 }
 """What an entry can name, and on which platforms that exists."""
 CONSOLE = "console"
-OPEN, CLOSED = "open", "closed"
+OPEN: Final = "open"
+CLOSED: Final = "closed"
 OWN_DATA_COMMANDS = frozenset({"memories", "memories_why", "memories_forgotten", "memories_restore", "forget",
                                "export", "reminders", "cancel", "done",
                                "pause", "resume", "unlink"})

@@ -28,8 +28,8 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from shared.db.models import Identity
-from shared.errors import ConfirmationInvalid, InvalidCommand
+from shared.db.models import Identity, User
+from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.repositories.uow import UnitOfWork
 
 LINK_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -129,12 +129,20 @@ def unlink_identity(uow: UnitOfWork, identity: Identity) -> None:
     old = identity.user_id
     if len(uow.users.identities_of(old)) < 2:
         raise InvalidCommand("unlink_only_identity")
-    person = uow.users.get(old)
+    person = _user(uow, old)
     fresh = uow.accounts.new_user(paused_at=person.paused_at)
     uow.users.set_timezone(fresh.id, person.timezone)  # still the same person, in the same place
     identity.user_id = fresh.id
     uow.accounts.move_pending_reminders(old, fresh.id, identity.platform)
     uow.flush()
+
+
+def _user(uow: UnitOfWork, user_id: int) -> User:
+    """The user an identity points at (its foreign key keeps the row while the identity is there)."""
+    user = uow.users.get(user_id)
+    if user is None:
+        raise NotFound(f"user {user_id}")
+    return user
 
 
 def _issue(uow: UnitOfWork, user_id: int, payload: dict[str, str], now: datetime) -> LinkCode:
@@ -175,10 +183,10 @@ def _merge_users(uow: UnitOfWork, source: int, target: int, now: datetime) -> No
     _close_colliding_sessions(uow, source, target, now)
     uow.accounts.move_rows(source, target, with_profile=uow.profiles.get(target) is None)
     uow.usage.move(source, target)  # one person, one allowance
-    paused = [at for at in (uow.users.get(source).paused_at, uow.users.get(target).paused_at) if at is not None]
+    paused = [at for at in (_user(uow, source).paused_at, _user(uow, target).paused_at) if at is not None]
     uow.users.set_paused(target, min(paused) if paused else None)
-    if uow.users.get(target).timezone is None:  # the account that confirms keeps its zone; else the joining one's
-        uow.users.set_timezone(target, uow.users.get(source).timezone)
+    if _user(uow, target).timezone is None:  # the account that confirms keeps its zone; else the joining one's
+        uow.users.set_timezone(target, _user(uow, source).timezone)
     uow.flush()
     uow.accounts.retire_user(source, target)
     uow.forget_loaded()

@@ -13,6 +13,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeGuard
 from urllib.parse import quote
 
 from shared.errors import ConfirmationInvalid
@@ -90,5 +91,6 @@ def sign_out(uow: UnitOfWork, secret: object) -> None:
         uow.web_sessions.end(secret)
 
 
-def is_secret(value: object) -> bool:
+def is_secret(value: object) -> TypeGuard[str]:
+    """Whether ``value`` (a form field or a cookie, as it came) has the shape of a token or session secret."""
     return isinstance(value, str) and bool(_SECRET.fullmatch(value))

@@ -21,7 +21,7 @@ except those said while paused, which stay out of recall as they were.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -42,6 +42,7 @@ from shared.db.memory_models import Episode, Memory, Todo
 from shared.db.models import ConversationTurn
 from shared.recall.round_keys import rekey_rounds
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, missed_on_import, room_for_reminders
+from shared.repositories.accounts import Owned
 from shared.repositories.memories import snapshot
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import TOKENIZER_VERSION, shared_budget
@@ -76,9 +77,10 @@ class ImportReport:
 
 def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile:
     """Everything Mnemo holds about the user, as ``mnemo-export-<date>.json``."""
-    rows = {model: uow.accounts.owned(user_id, model) for model in (Memory, Episode, Todo, ConversationTurn)}
-    episodes, turns, memories = (_local_ids(rows[model]) for model in (Episode, ConversationTurn, Memory))
-    replies = _replies(rows[ConversationTurn])
+    memory_rows, episode_rows = uow.accounts.owned(user_id, Memory), uow.accounts.owned(user_id, Episode)
+    todo_rows, turn_rows = uow.accounts.owned(user_id, Todo), uow.accounts.owned(user_id, ConversationTurn)
+    episodes, turns, memories = _local_ids(episode_rows), _local_ids(turn_rows), _local_ids(memory_rows)
+    replies = _replies(turn_rows)
     profile = uow.profiles.get(user_id)
     document = {
         "format": EXPORT_FORMAT, "version": EXPORT_VERSION, "exported_at": _time(now),
@@ -86,20 +88,21 @@ def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile
                         "timezone": _user_zone(uow, user_id)} for i in uow.users.identities_of(user_id)],
         "memories": [{"id": memories[m.id], **{name: getattr(m, name) for name in MEMORY_VALUES},
                       **{name: _time(getattr(m, name)) for name in MEMORY_TIMES},
-                      "superseded_by": memories.get(m.superseded_by), "source_turn": turns.get(m.source_turn_id)}
-                     for m in rows[Memory]],
+                      "superseded_by": _mapped(memories, m.superseded_by),
+                      "source_turn": _mapped(turns, m.source_turn_id)}
+                     for m in memory_rows],
         "episodes": [{"id": episodes[e.id], "summary": e.summary, "started_at": _time(e.started_at),
                       "ended_at": _time(e.ended_at), "entities": e.entities, "importance": e.importance,
-                      "decayed_at": _time(e.decayed_at), "created_at": _time(e.created_at)} for e in rows[Episode]],
+                      "decayed_at": _time(e.decayed_at), "created_at": _time(e.created_at)} for e in episode_rows],
         "todos": [{"content": t.content, "due_at": _time(t.due_at), "remind_at": _time(t.remind_at),
                    "timezone": t.timezone, "status": t.status, "source": t.source, "created_at": _time(t.created_at),
-                   "sent_at": _time(t.sent_at), "kind": t.kind, "wall_clock": t.wall_clock} for t in rows[Todo]],
+                   "sent_at": _time(t.sent_at), "kind": t.kind, "wall_clock": t.wall_clock} for t in todo_rows],
         "profile": None if profile is None else {"core_summary": profile.core_summary,
                                                  "scratchpad": profile.scratchpad,
                                                  "updated_at": _time(profile.updated_at)},
         "turns": [{"id": turns[t.id], "role": t.role, "text": t.text, "created_at": _time(t.created_at),
-                   "episode": episodes.get(t.episode_id), **_round_side(t, turns, replies)}
-                  for t in rows[ConversationTurn]],
+                   "episode": _mapped(episodes, t.episode_id), **_round_side(t, turns, replies)}
+                  for t in turn_rows],
     }
     data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return ExportFile(filename=f"mnemo-export-{now:%Y-%m-%d}.json", data=data)
@@ -162,7 +165,7 @@ class _Importer:
                 user_id=self.user_id, chat_id=self.chat_id, role=t["role"], text=t["text"],
                 token_estimate=estimate_tokens(t["text"]), extracted=True, paused=paused,
                 tokenizer_version=TOKENIZER_VERSION if paused else 0,
-                episode_id=episodes.get(t.get("episode")), created_at=t["created_at"])
+                episode_id=_mapped(episodes, t.get("episode")), created_at=t["created_at"])
             return built[t["id"]]
 
         mapping = self._insert("turns", entries, lambda t: known.get((t["role"], t["text"], t["created_at"])), build)
@@ -179,7 +182,8 @@ class _Importer:
 
     def memories(self, entries: list[dict[str, Any]], turns: dict[int, int]) -> list[int]:
         mine = self._mine(Memory)
-        exact = {(m.type, m.subject, m.predicate, m.content, m.created_at): m.id for m in mine}
+        exact: dict[tuple[str, str | None, str | None, str, datetime | None], int] = {
+            (m.type, m.subject, m.predicate, m.content, m.created_at): m.id for m in mine}  # an entry may give no time
         live = {(m.type, _fold(m.content)): m.id for m in mine if m.superseded_by is None and m.deleted_at is None}
 
         def known(e: dict[str, Any]) -> int | None:
@@ -195,11 +199,11 @@ class _Importer:
             if values.get("tier") == "system":
                 values["tier"] = IMPORTED_SYSTEM_TIER
             values.setdefault("updated_at", values["created_at"])
-            built[e["id"]] = Memory(user_id=self.user_id, source_turn_id=turns.get(e.get("source_turn")), **values)
+            built[e["id"]] = Memory(user_id=self.user_id, source_turn_id=_mapped(turns, e.get("source_turn")), **values)
             return built[e["id"]]
 
         mapping = self._insert("memories", entries, known, build)
-        replaced_by = {e["id"]: mapping.get(e.get("superseded_by")) for e in entries if e["id"] in built}
+        replaced_by = {e["id"]: _mapped(mapping, e.get("superseded_by")) for e in entries if e["id"] in built}
         for local, memory in built.items():
             memory.superseded_by = replaced_by[local]
         self.uow.memories.link_superseded(self.user_id, {memory.id: memory.superseded_by for memory in built.values()
@@ -245,11 +249,11 @@ class _Importer:
             self.uow.profiles.save(self.user_id, summary, scratchpad, entry.get("updated_at", self.now))
             self.imported["profile"] = 1
 
-    def _insert(self, section: str, entries: list[dict[str, Any]], known: Callable[[dict], int | None],
-                build: Callable[[dict], Any]) -> dict[int, int]:
+    def _insert(self, section: str, entries: list[dict[str, Any]], known: Callable[[dict[str, Any]], int | None],
+                build: Callable[[dict[str, Any]], Owned]) -> dict[int, int]:
         """Export-local id → database id for every entry; only the ones not known are inserted."""
         mapping: dict[int, int] = {}
-        fresh: list[tuple[int, Any]] = []
+        fresh: list[tuple[int, Owned]] = []
         for entry in entries:
             found = known(entry)
             if found is None:
@@ -262,7 +266,7 @@ class _Importer:
         self.imported[section] = len(fresh)
         return mapping
 
-    def _mine(self, model) -> list[Any]:
+    def _mine(self, model: type[Owned]) -> list[Owned]:
         return self.uow.accounts.owned(self.user_id, model)
 
 
@@ -285,7 +289,7 @@ def _round_side(turn: ConversationTurn, local: dict[int, int], replies: dict[int
     """What a turn is in its round: a bot turn's ``reply_to``, a user's line's ``paused``."""
     if turn.role == "user":
         return {"paused": turn.paused}
-    return {"reply_to": local.get(replies.get(turn.id))}
+    return {"reply_to": _mapped(local, replies.get(turn.id))}
 
 
 def _answers_in_file(entries: list[dict[str, Any]]) -> dict[int, int]:
@@ -304,8 +308,15 @@ def _answers_in_file(entries: list[dict[str, Any]]) -> dict[int, int]:
     return answers
 
 
-def _local_ids(rows: list[Any]) -> dict[int, int]:
+def _local_ids(rows: Sequence[Owned]) -> dict[int, int]:
+    """Database id → export-local id (1, 2, …, in the rows' order)."""
     return {row.id: position for position, row in enumerate(rows, 1)}
+
+
+def _mapped(ids: Mapping[int, int], reference: int | None) -> int | None:
+    """What a reference (a row's, or a file entry's) maps to in ``ids``; None when it refers to nothing, or to
+    nothing in ``ids``."""
+    return None if reference is None else ids.get(reference)
 
 
 def _without(entry: dict[str, Any], *names: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -18,7 +19,8 @@ import httpx
 from shared.app.check import Check, first_line
 from shared.app.container import loopback_hint
 from shared.conversation.prompt import PromptInputs, build_turn_prompt
-from shared.llm.client import ChatModel, LLMUnavailable, TurnCompletion
+from shared.llm.client import ChatModel, TurnCompletion
+from shared.llm.retries import LLMUnavailable
 from shared.llm.speed import TYPICAL_TURN_TOKENS, SpeedReading, advised_timeout
 from shared.llm.speed_probe import measure_turn_speed
 from shared.llm.turn_answer import PROBLEM_TEXTS
@@ -32,7 +34,7 @@ PROBE_MESSAGE = "Hi! I just moved to Lisbon and I love the ocean."
 
 def llm_check(settings: Settings, seconds: float = DOCTOR_LLM_SECONDS) -> Check:
     """The verdict on ``LLM_BASE_URL`` and ``LLM_MODEL``, reached within ``seconds``."""
-    if not settings.llm_configured:
+    if settings.llm_base_url is None:
         return Check("llm", "info", "LLM_BASE_URL unset: offline mode (rule-based replies and extraction)")
     deadline = time.monotonic() + seconds
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
@@ -85,19 +87,20 @@ def _verdict(settings: Settings, head: str, reading: SpeedReading, typical: floa
         parts.append(f"one turn took {measured:.1f} s ({whole[0].attempts} request(s), "
                      f"finish {whole[0].finish_reason})")
     parts.append(advice + _cap_note(settings, reading, timeout))
-    if whole is not None and whole[0].output is None:
+    output = whole[0].output if whole is not None else None
+    if whole is not None and output is None:
         said = f"salvaged reply {whole[0].reply[:60]!r}" if whole[0].reply else "nothing usable: offline replies"
         problem = PROBLEM_TEXTS.get(whole[0].problem or "", whole[0].problem)
         return Check("llm", "warn", "; ".join(parts) + f"; the answer was {problem} ({said}); try a larger model "
                      "or LLM_MAX_OUTPUT_TOKENS")
     if reading.mode != "json_schema":
         parts.append(f"set LLM_OUTPUT_MODE={reading.mode.split('+')[0]} to skip the probing at start")
-    if whole is not None:
-        parts.append(f"reply {whole[0].output.response[:60]!r}")
+    if output is not None:
+        parts.append(f"reply {output.response[:60]!r}")
     return Check("llm", verdict, "; ".join(parts))
 
 
-def _whole_turn(model: ChatModel, messages: list[dict], deadline: float,
+def _whole_turn(model: ChatModel, messages: list[dict[str, Any]], deadline: float,
                 typical: float | None) -> tuple[TurnCompletion, float] | Check | None:
     """One real turn, when the measured speed says it ends before ``deadline`` (or the speed is unknown):
     its completion and time; None when not sent or not finished in time; a failing verdict."""

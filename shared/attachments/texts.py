@@ -8,7 +8,7 @@ the same line and, for a text file, its text inside ``<file>`` markup with a not
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shared.attachments.kinds import MAX_AUDIO_BYTES, MAX_IMAGE_BYTES, MAX_TEXT_FILE_BYTES, Attachment
 from shared.text import clean_text
@@ -72,8 +72,13 @@ def heard_line(line: str, attachments: Sequence[Attachment]) -> str:
         if item.kind != "voice" or item.audio is not None:
             continue
         mark = _mark(item) if item.outcome == "fetched" else f"[voice message, {_REASONS_EN[item.outcome]}]"
-        line = _WAITING_VOICE.sub(lambda _match, mark=mark: mark, line, count=1)
+        line = _WAITING_VOICE.sub(_as_written(mark), line, count=1)
     return line
+
+
+def _as_written(text: str) -> Callable[[re.Match[str]], str]:
+    """A replacement for :func:`re.sub` that inserts ``text`` as it is (a string's backslashes would be read)."""
+    return lambda _match: text
 
 
 def search_words(line: str) -> tuple[str, ...]:

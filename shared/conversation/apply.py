@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from shared.conversation.attached import round_line
 from shared.conversation.extraction_timing import ExtractionTiming, WaitingTurn
@@ -15,6 +15,7 @@ from shared.conversation.turn_threads import store_turn_threads
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.models import ConversationTurn
 from shared.emotion import Emotion, strategy_for
+from shared.errors import NotFound
 from shared.llm.turn_schema import MAX_CONTEXT_VARIABLES, TurnOutput
 from shared.memory.writes import store_stated_memories
 from shared.recall.round_keys import key_round
@@ -91,7 +92,8 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
     key_round(uow, prepared.user_id, prepared.user_turn_id, line, output.response, facts,
               kept=not prepared.paused, shown_memory_ids=prepared.prompt.memory_ids)
     trusted = result.output if result.trusted else None
-    reminders = store_turn_reminders(uow, prepared, trusted.todos if trusted else (), trusted and trusted.timezone,
+    reminders = store_turn_reminders(uow, prepared, trusted.todos if trusted else (),
+                                     trusted.timezone if trusted else None,
                                      now=now, default_timezone=config.default_timezone,
                                      heads_up=config.deadline_heads_up)
     threads = store_turn_threads(uow, prepared, trusted.threads if trusted else (), memory_ids, now=now)
@@ -106,6 +108,8 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
 def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,
                            config: ConversationConfig, now: datetime) -> int:
     session = uow.sessions.get(prepared.user_id, prepared.session_id)
+    if session is None:  # gone only when the user's data was deleted while the model answered
+        raise NotFound(f"conversation session {prepared.session_id}")
     if result.output.topic:
         session.current_topic = result.output.topic
     if result.output.context_variables:
@@ -147,7 +151,7 @@ def _owe_background_work(uow: UnitOfWork, prepared: PreparedTurn, memory_ids: tu
     if prepared.paused:  # nothing is learnt from this turn, now or later
         uow.turns.mark_extracted(user_id, [prepared.user_turn_id])
         return ()
-    owed: list[tuple[str, dict, str]] = []
+    owed: list[tuple[str, dict[str, Any], str]] = []
     owed_up_to = uow.outbox.extraction_owed_up_to(user_id)  # those turns a job owed already will read
     waiting = [WaitingTurn(said_at, tokens) for turn_id, said_at, tokens
                in uow.turns.waiting_in_session(user_id, prepared.session_id) if turn_id > owed_up_to]

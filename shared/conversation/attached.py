@@ -9,22 +9,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from shared.attachments import texts
 from shared.attachments.images import data_url
-from shared.attachments.kinds import Attachment
+from shared.attachments.kinds import Attachment, Outcome
 from shared.conversation.messages import IncomingMessage
 from shared.text import Language, language_of
 
-if TYPE_CHECKING:
-    from shared.llm.transcription import Transcriber
+
+class Transcriber(Protocol):
+    """What hears a voice note (:class:`shared.llm.transcription.Transcriber`; a pure rule imports no LLM SDK)."""
+
+    async def transcribe(self, audio: bytes, name: str, mime_type: str, *, duration: float = 0.0) -> str | None:
+        """What was said; None when it could not be heard."""
 
 
 def image_for_model(attachments: Sequence[Attachment]) -> str | None:
     """The ``data:`` URL of the message's photo (None: it has none that could be read)."""
-    photo = next((item for item in attachments if item.kind == "photo" and item.image is not None), None)
-    return data_url(photo.image) if photo is not None else None
+    image = next((item.image for item in attachments if item.kind == "photo" and item.image is not None), None)
+    return data_url(image) if image is not None else None
 
 
 def answers_in_chinese(line: str, locale: str | None) -> bool:
@@ -53,10 +57,10 @@ async def hear(message: IncomingMessage, transcriber: Transcriber | None) -> Inc
         return message
     heard: list[Attachment] = []
     for item in message.attachments:
-        if item in waiting:
+        if item.kind == "voice" and item.audio is not None:  # one of ``waiting``
             said = (await transcriber.transcribe(item.audio, item.name, item.mime_type, duration=item.duration)
                     if transcriber is not None else None)
-            outcome = "fetched" if said else ("not_transcribed" if transcriber is not None else "unheard")
+            outcome: Outcome = "fetched" if said else ("not_transcribed" if transcriber is not None else "unheard")
             item = replace(item, audio=None, text=said, outcome=outcome)
         heard.append(item)
     changed = [item for item in heard if item.kind == "voice" and item not in message.attachments]

@@ -16,11 +16,11 @@ from shared.conversation.packing import excerpt
 from shared.emotion import Emotion, strategy_for
 from shared.reminders.in_note import asks_about_reminders
 from shared.reminders.timeparse import REMIND_CUE
+from shared.search.kinds import expanded
 from shared.search.temporal import asked_span
 from shared.search.tokenizer import query_terms
 from shared.speech.acts import sentences
 from shared.speech.guard import near_same
-from shared.speech.lexicon import expanded
 from shared.speech.past_talk import BOT_SIDE, EITHER_SIDE, USER_SIDE, PastAsk, past_ask
 from shared.speech.recall_questions import RecallAsk, asks_about_bot, recall_ask
 from shared.speech.statements import Statement, read_statements
@@ -235,6 +235,8 @@ def reminder_confirmation(todo: TodoEntry, view: OfflineView) -> str:
     """"Okay — I'll remind you tomorrow at 09:00: …" (a deadline: "… is due …; I'll remind you ahead of it") in the
     language of the message."""
     chinese = view.language.chinese
+    if todo.due is None:  # the rules' reminders always have a time; a model's without one is not stored
+        return say.text("reminder_needs_time", chinese)
     when = say.when_text(datetime.fromisoformat(todo.due), view.local_now, view.timezone, chinese)
     return say.text("deadline" if todo.deadline else "reminder", chinese, when=when, what=second_person(todo.content))
 

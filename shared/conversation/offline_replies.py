@@ -11,6 +11,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TypedDict
 
 MODEL_HINT_MARKER = "LLM_BASE_URL"
 """Every model hint names the setting, so the hint can be recognised in the session's history."""
@@ -141,12 +142,22 @@ def pick(key: str, chinese: bool, seed: str, turn: int, last_reply: str = "", **
     return text(key, chinese, start, **values)
 
 
-def name_values(name: str | None) -> dict[str, str]:
+class NameValues(TypedDict):
+    name_zh: str
+    name_en: str
+
+
+class AskedWhat(TypedDict):
+    what_zh: str
+    what_en: str
+
+
+def name_values(name: str | None) -> NameValues:
     """The ``{name_zh}`` and ``{name_en}`` fillers: ", 小红" style or nothing."""
     return {"name_zh": f"，{name}" if name else "", "name_en": f", {name}" if name else ""}
 
 
-def asked_what(predicates: Sequence[str], chinese: bool) -> dict[str, str]:
+def asked_what(predicates: Sequence[str], chinese: bool) -> AskedWhat:
     """The ``{what_zh}``/``{what_en}`` fillers of ``dont_know`` for the first known slot."""
     table = _ASKED_ZH if chinese else _ASKED_EN
     found = next((table[p] for p in predicates if p in table), "")

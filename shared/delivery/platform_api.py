@@ -79,9 +79,11 @@ def _post(http: httpx.Client, platform: str, url: str, payload: dict[str, Any], 
 def _wait_seconds(*candidates: object) -> float:
     """The first candidate that is a non-negative number of seconds, else the default wait."""
     for value in candidates:
+        if not isinstance(value, int | float | str):  # a JSON null, list or object; a missing header
+            continue
         try:
-            seconds = float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
+            seconds = float(value)
+        except ValueError:
             continue
         if seconds >= 0:  # NaN is not
             return min(seconds, MAX_RETRY_SECONDS)
@@ -119,7 +121,8 @@ class TelegramSender:
         if response.is_success:
             return
         description = f"telegram {status}: {body.get('description') or response.reason_phrase}"
-        parameters = body.get("parameters") if isinstance(body.get("parameters"), dict) else {}
+        given = body.get("parameters")
+        parameters: dict[str, Any] = given if isinstance(given, dict) else {}
         if status == 429 or status >= 500:
             wait = _wait_seconds(parameters.get("retry_after"), response.headers.get("Retry-After"))
             raise RetryLater(wait, description)
@@ -148,6 +151,7 @@ class DiscordSender:
     def send(self, target: ReminderTarget, text: str, *, idempotency_key: str) -> None:
         """Post once per idempotency key: Discord returns the earlier message for a repeated nonce."""
         user_id = _snowflake(target.platform_user_id, "user") if target.platform_user_id else None
+        mentions: dict[str, list[str]]
         if target.chat_kind == "private":
             if user_id is None:
                 raise DeliveryRefused("discord: a direct message needs the user's Discord id")

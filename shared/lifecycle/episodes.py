@@ -25,8 +25,9 @@ from typing import Any
 from shared.conversation.apply import MESSAGES_PER_SUMMARY
 from shared.db.memory_models import Episode
 from shared.llm.answers import is_machine_text
-from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.client import ChatModel
 from shared.llm.metering import CallUsage, metered
+from shared.llm.retries import LLMUnavailable
 from shared.memory.about import MAX_ENTITIES, MAX_ENTITY_CHARS
 from shared.reminders.timeparse import known_zone, zone_of
 from shared.repositories.uow import UnitOfWork
@@ -213,7 +214,8 @@ def parse_summary(answer: object) -> EpisodeDraft | None:
     summary = _LEADING_STAMP.sub("", _text(answer.get("summary"), MAX_SUMMARY_CHARS))
     if not summary or is_machine_text(summary, SUMMARY_FIELDS):
         return None
-    entities = answer.get("entities") if isinstance(answer.get("entities"), list) else []
+    given = answer.get("entities")
+    entities = given if isinstance(given, list) else []
     cleaned = dict.fromkeys(e for e in (_text(raw, MAX_ENTITY_CHARS) for raw in entities) if e)
     try:
         importance = float(answer.get("importance", 1.0))
@@ -312,7 +314,7 @@ def _user_timezone(uow: UnitOfWork, user_id: int, default: str) -> str:
     """The user's time zone, else ``default``."""
     user = uow.users.get(user_id)
     for candidate in (user.timezone if user is not None else None, default):
-        if known_zone(candidate) is not None:
+        if candidate is not None and known_zone(candidate) is not None:
             return candidate
     return "UTC"
 

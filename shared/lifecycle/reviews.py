@@ -26,12 +26,13 @@ from datetime import datetime
 from typing import Any
 
 from shared.db.memory_models import Memory
-from shared.llm.client import ChatModel, LLMUnavailable
+from shared.llm.client import ChatModel
 from shared.llm.metering import CallUsage, metered
+from shared.llm.retries import LLMUnavailable
 from shared.memory.policy import FORGET_RULE, REVIEWED_TIERS
 from shared.memory.recycle_bin import put_in_bin
 from shared.repositories.memories import snapshot
-from shared.repositories.memory_sweeps import forgettable
+from shared.repositories.memory_sweeps import MemoryFilter, forgettable
 from shared.repositories.uow import UnitOfWork
 from shared.search.tokenizer import query_terms
 from shared.usage.policy import QuotaPolicy
@@ -233,7 +234,7 @@ def _apply(uow_factory: UowFactory, case: ReviewCase, verdict: Verdict, now: dat
         uow.commit()
 
 
-def _may_forget(kind: str):
+def _may_forget(kind: str) -> MemoryFilter | None:
     """What a decay review may be asked about: only memories a rule may forget (None: no limit)."""
     return forgettable(**FORGET_RULE) if kind == "decay" else None
 

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, TypeVar
 
 from shared.attachments.vision import image_count, refuses_image, with_image
@@ -37,7 +38,7 @@ from shared.llm.modes import (
     response_format,
 )
 from shared.llm.retries import LLMUnavailable, describe, request_status, retry_delay, status_and_body
-from shared.llm.sdk import openai
+from shared.llm.sdk import ClientOptions, openai
 from shared.llm.transport import RawAnswer, send_chat
 from shared.llm.turn_answer import (
     EXAMPLE_INSTRUCTION,
@@ -196,8 +197,8 @@ class ChatModel:
         self.extra_body = dict(extra_body or {})
         json_ladder = JSON_LADDER[1:] if output_mode == "text" else JSON_LADDER
         self.endpoint = EndpointState(ladder_for(output_mode), json_ladder, vision=vision)
-        self._options = {"base_url": base_url, "api_key": api_key or NO_API_KEY, "timeout": timeout_seconds,
-                         "max_retries": 0}
+        self._options: ClientOptions = {"base_url": base_url, "api_key": api_key or NO_API_KEY,
+                                        "timeout": timeout_seconds, "max_retries": 0}
         self._async_client = openai.AsyncOpenAI(**self._options)
 
     @classmethod
@@ -225,7 +226,7 @@ class ChatModel:
         The first call asks the server how big its window is (again later while it cannot be reached)."""
         if not self._window_asked:
             try:
-                reported = await probe_window(str(self._options["base_url"]), self._options["api_key"], self.model)
+                reported = await probe_window(self._options["base_url"], self._options["api_key"], self.model)
             except ProbeFailed as exc:
                 log.info("could not ask the LLM server for its context window (%s); asking again next turn", exc)
             else:
@@ -316,12 +317,12 @@ class ChatModel:
             tally,
             "the LLM endpoint refuses every output format allowed by LLM_OUTPUT_MODE; try LLM_OUTPUT_MODE=auto"))
 
-    def _down_the_ladder(self, ladder: tuple[OutputFormat, ...], build, deadline: float, tally: _Tally,
-                         refused_all: str) -> _Plan[tuple[OutputFormat, RawAnswer]]:
+    def _down_the_ladder(self, ladder: tuple[OutputFormat, ...], build: Callable[[OutputFormat], dict[str, Any]],
+                         deadline: float, tally: _Tally, refused_all: str) -> _Plan[tuple[OutputFormat, RawAnswer]]:
         """Ask on the highest rung not refused yet; a refusal is remembered and the next rung asked."""
         while (rung := self.endpoint.rung(ladder)) is not None:
             try:
-                answer = yield from self._send(lambda rung=rung: build(rung), rung, deadline, tally)
+                answer = yield from self._send(partial(build, rung), rung, deadline, tally)
             except _FormatRefused as refusal:
                 self.endpoint.refuse(rung, str(refusal), ladder)
                 continue
@@ -382,7 +383,8 @@ class ChatModel:
             request["stream_options"] = {"include_usage": True}
         return request
 
-    def _send(self, build, rung: OutputFormat, deadline: float, tally: _Tally) -> _Plan[RawAnswer]:
+    def _send(self, build: Callable[[], dict[str, Any]], rung: OutputFormat, deadline: float,
+              tally: _Tally) -> _Plan[RawAnswer]:
         """One chat request, retried on transient errors with backoff, never past ``deadline``; a
         refused optional parameter is fixed and the request sent again."""
         retry = fixes = 0
@@ -390,7 +392,7 @@ class ChatModel:
             request = build()
             tally.requests += 1
             try:
-                answer = yield _Call(request, remaining, tally.kind, rung.label)
+                answer: RawAnswer = yield _Call(request, remaining, tally.kind, rung.label)
             except openai.OpenAIError as exc:
                 status, body = status_and_body(exc)
                 if status is not None and (refusal := context_refusal(_error_object(exc), body)) is not None:
@@ -443,7 +445,8 @@ class ChatModel:
             try:
                 step = plan.throw(failure) if failure else plan.send(answer)
             except StopIteration as done:
-                return done.value
+                result: T = done.value  # what the plan returned
+                return result
             answer, failure = None, None
             if isinstance(step, _Sleep):
                 await asyncio.sleep(step.seconds)
@@ -461,7 +464,7 @@ class ChatModel:
             record.llm_request(step.kind, step.mode, request_status(failure), time.perf_counter() - started,
                                answer.usage if failure is None else None)
 
-    def _turn_on_the_server(self, step: _Call) -> AbstractAsyncContextManager:
+    def _turn_on_the_server(self, step: _Call) -> AbstractAsyncContextManager[object]:
         """A user's turn goes at once (the gate knows it is there); a background call waits for its turn."""
         if self.gate is None:
             return nullcontext()

@@ -59,7 +59,7 @@ def retry_delay(exc: openai.OpenAIError, retry: int = 0) -> float:
             return retry_after
     elif not isinstance(exc, openai.APIConnectionError):  # e.g. an answer the SDK could not read
         raise LLMUnavailable(f"the LLM endpoint answered unexpectedly ({describe(exc)})") from exc
-    return BACKOFF_BASE_SECONDS * 2**retry + random.uniform(0, BACKOFF_BASE_SECONDS)
+    return BACKOFF_BASE_SECONDS * 2.0**retry + random.uniform(0, BACKOFF_BASE_SECONDS)
 
 
 def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:

@@ -38,7 +38,7 @@ async def measure_turn_speed(model: ChatModel, messages: list[dict[str, Any]], s
             try:
                 return await _timed(client, request, rung.label, deadline, tokens)
             except openai.APIStatusError as exc:
-                status, body = status_and_body(exc)
+                status, body = exc.status_code, status_and_body(exc)[1]
                 if refuses_format(status, body, rung):
                     model.endpoint.refuse(rung, describe(exc), model.endpoint.turn_ladder)
                     continue

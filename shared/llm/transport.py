@@ -18,10 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from shared.llm.metering import reported_usage
-from shared.llm.sdk import openai
+from shared.llm.sdk import deadline_passed, openai
 
 MAX_ANSWER_CHARS = 64_000
 CUT_AT_MARK = "cut_at_mark"
@@ -52,7 +50,7 @@ async def send_chat(client: openai.AsyncOpenAI, request: dict[str, Any], seconds
     try:
         return await asyncio.wait_for(collect, timeout=seconds)
     except TimeoutError:
-        raise openai.APITimeoutError(request=httpx.Request("POST", f"{client.base_url}chat/completions")) from None
+        raise deadline_passed(client, "chat/completions") from None
 
 
 async def _whole(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float) -> RawAnswer:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from types import MappingProxyType
+from typing import Final, TypedDict
 
 MAX_MEMORY_CHARS = 500
 """A memory's content, however it is written: by the model, a command, the panel or an import; and a reminder's
@@ -98,9 +99,18 @@ BIN_LIFETIME = timedelta(days=30)
 
 SOURCE_INFERRED = "inferred"
 """What a model concluded rather than what the user said: a rule may forget it, whatever its importance."""
-FORGET_RULE: MappingProxyType[str, object] = MappingProxyType({
-    "kept_from": NEVER_DECAYS_FROM, "low_below": LOW_IMPORTANCE_BELOW, "inferred": SOURCE_INFERRED})
-""":func:`forgettable_by_rule`'s numbers, as the sweeps' query takes them."""
+
+
+class ForgetRule(TypedDict):
+    """:func:`forgettable_by_rule`'s numbers, as the sweeps' query takes them (its keyword arguments)."""
+
+    kept_from: float
+    low_below: float
+    inferred: str
+
+
+FORGET_RULE: Final[ForgetRule] = {
+    "kept_from": NEVER_DECAYS_FROM, "low_below": LOW_IMPORTANCE_BELOW, "inferred": SOURCE_INFERRED}
 
 
 FAMILY_WORDS = frozenset((

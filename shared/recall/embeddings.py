@@ -15,11 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-import httpx
-
 from shared.errors import EmbeddingError
 from shared.llm.metering import note_embedding
-from shared.llm.sdk import openai
+from shared.llm.sdk import ClientOptions, deadline_passed, openai
 from shared.settings import Settings
 from shared.text import clean_text
 
@@ -51,8 +49,8 @@ class OpenAIEmbedder:
         self.name = model
         self.dimensions = dimensions
         self.timeout_seconds = timeout_seconds
-        self._options = {"base_url": base_url, "api_key": api_key or NO_API_KEY, "timeout": timeout_seconds,
-                         "max_retries": EMBEDDING_SDK_RETRIES}
+        self._options: ClientOptions = {"base_url": base_url, "api_key": api_key or NO_API_KEY,
+                                        "timeout": timeout_seconds, "max_retries": EMBEDDING_SDK_RETRIES}
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order, asked for in batches of :data:`EMBEDDING_BATCH_SIZE`."""
@@ -83,7 +81,7 @@ class OpenAIEmbedder:
             return await asyncio.wait_for(
                 client.embeddings.create(model=self.name, input=batch, encoding_format="float"), self.timeout_seconds)
         except TimeoutError:
-            raise openai.APITimeoutError(request=httpx.Request("POST", f"{client.base_url}embeddings")) from None
+            raise deadline_passed(client, "embeddings") from None
         finally:
             await client.close()
 

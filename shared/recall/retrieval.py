@@ -53,6 +53,8 @@ ROUND_TYPE = "event"
 """Rounds are scored as what happened: the seed's category boost of an event."""
 ROUND_CONFIDENCE = 0.5
 """What was said is as sure as a memory of average confidence (the user's words, unverified)."""
+ItemKey = tuple[str, int]
+"""A memory or a round in the one ranking: ``("m", memory id)`` or ``("r", user turn id)``."""
 
 
 @dataclass(frozen=True)
@@ -214,8 +216,9 @@ def _on_topic(query: RecallQuery, tokens: Sequence[str]) -> bool:
 
 
 
-def _relevance(own: dict[int, float], similarity: dict[int, float], next_to: dict[int, tuple[int, ...]],
-               noted_at: dict[int, datetime]) -> tuple[dict[int, float], dict[int, float]]:
+def _relevance(own: dict[ItemKey, float], similarity: dict[ItemKey, float],
+               next_to: dict[ItemKey, tuple[ItemKey, ...]],
+               noted_at: dict[ItemKey, datetime]) -> tuple[dict[ItemKey, float], dict[ItemKey, float]]:
     """Each memory's relevance (0-1) and its sitting's support. A memory's own match is its BM25 score
     relative to the best, mixed with its vector similarity when there is one (one weight,
     ``VECTOR_SHARE``); a sitting is then scored by its best-matching memory (late interaction) and the

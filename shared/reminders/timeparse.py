@@ -201,7 +201,7 @@ def resolve_when(text: str, now: datetime, tz: str) -> ResolvedTime | None:
     if year is not None and not EARLIEST_TIME.year <= year < LATEST_TIME.year:
         raise TimeOutOfRange(matched)
     try:
-        due = _resolve(parts, _local(now, zone))
+        due = _resolve(parts, _local(now, zone), zone)
     except OverflowError as exc:
         raise TimeOutOfRange(matched) from exc
     except ValueError:
@@ -232,6 +232,7 @@ def parse_due(value: str, now: datetime, tz: str) -> datetime | None:
     if zone is None or not isinstance(value, str):
         return None
     text = value.strip()[:MAX_SCAN_CHARS]
+    due: datetime | None
     try:
         due = _from_iso(text, zone)
     except (ValueError, OverflowError):
@@ -309,7 +310,7 @@ def _find(text: str) -> tuple[int, int, dict[str, Any]] | None:
         return None
     first, read = min(matches, key=lambda item: (item[0].start(), -item[0].end()))
     start, end, parts = first.start(), first.end(), read(first)
-    while (extra := _adjacent(text, _CONNECTOR.match(text, end).end(), parts)) is not None:
+    while (extra := _adjacent(text, _skipped(_CONNECTOR, text, end), parts)) is not None:
         end, more = extra
         parts = {**parts, **more}
     return start, end, parts
@@ -330,12 +331,14 @@ def _kinds_of(parts: dict[str, Any]) -> set[str]:
     return {_KINDS[field] for field in parts if field in _KINDS}
 
 
-def _resolve(parts: dict[str, Any], now: datetime) -> datetime | None:
-    """The first candidate at or after ``now``; the first candidate when all have passed."""
+def _resolve(parts: dict[str, Any], now: datetime, zone: tzinfo) -> datetime | None:
+    """The first candidate at or after ``now`` (the wall clock in ``zone``); the first candidate when all have
+    passed."""
     if "elapsed" in parts:
-        return (now.astimezone(UTC) + parts["elapsed"]).astimezone(now.tzinfo)
+        elapsed: timedelta = parts["elapsed"]
+        return (now.astimezone(UTC) + elapsed).astimezone(zone)
     clock = _clock_options(parts, now)
-    dues = [_wall(day, hour, minute, now.tzinfo) for day in _day_options(parts, now.date())
+    dues = [_wall(day, hour, minute, zone) for day in _day_options(parts, now.date())
             for hour, minute in clock]
     return next((due for due in dues if due >= now), dues[0]) if dues else None
 
@@ -398,8 +401,14 @@ def _what_is_left(text: str, start: int, end: int) -> str:
     before, after = text[:start].rstrip(), text[end:].lstrip()
     both_cjk = before and after and before[-1] >= "\u2e80" and after[0] >= "\u2e80"
     rest = before + ("" if both_cjk else " ") + after
-    rest = rest[_LEADING_FILLER.match(rest).end():].rstrip(_TRAILING_PUNCTUATION)
+    rest = rest[_skipped(_LEADING_FILLER, rest, 0):].rstrip(_TRAILING_PUNCTUATION)
     return rest.removesuffix("提醒我").rstrip(_TRAILING_PUNCTUATION)
+
+
+def _skipped(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where ``pattern`` (one that may match nothing, so it always matches) stops, from ``pos``."""
+    found = pattern.match(text, pos)
+    return found.end() if found else pos
 
 
 def _number(token: str) -> int:
@@ -433,8 +442,9 @@ def _read_zh_relative(m: re.Match[str]) -> dict[str, Any]:
 
 
 def _read_en_relative(m: re.Match[str]) -> dict[str, Any]:
-    amount = m["amount"] and (_EN_NUMBERS.get(m["amount"].lower()) or float(m["amount"]))
-    amount = (0.5 if m["half"] else amount) + (0.5 if m["and_half"] else 0)
+    word = m["amount"]  # None when the pattern read "half an"
+    amount = 0.5 if m["half"] else _EN_NUMBERS.get(word.lower()) or float(word)
+    amount += 0.5 if m["and_half"] else 0
     return _offset(amount, _UNITS[m["unit"].lower().rstrip("s")])
 
 

@@ -50,7 +50,11 @@ def _idle_since(cutoff: datetime) -> ColumnElement[bool]:
     return _last_used() <= cutoff
 
 
-def forgettable(*, kept_from: float, low_below: float, inferred: str) -> ColumnElement[bool]:
+MemoryFilter = ColumnElement[bool]
+"""A condition on memories a service builds here and hands back to a sweep (``may_forget``)."""
+
+
+def forgettable(*, kept_from: float, low_below: float, inferred: str) -> MemoryFilter:
     """Memories a rule may put in the recycle bin (the rule is :func:`shared.memory.policy.forgettable_by_rule`,
     its numbers come in as arguments): never confirmed by the user, given less than ``kept_from``, and either
     of source ``inferred`` or given less than ``low_below``."""

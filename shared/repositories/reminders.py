@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from shared.db.kinds import TodoStatus
 from shared.db.memory_models import Todo
 from shared.db.models import Chat
+from shared.db.results import rows_changed
 from shared.text import clean_text
 
 CLAIM_LEASE = timedelta(minutes=5)
@@ -60,7 +61,7 @@ class TodoRepository:
     def count_pending(self, user_id: int) -> int:
         """How many of the user's reminders are pending (the cap of :mod:`shared.reminders.scheduling`)."""
         query = select(func.count()).select_from(Todo).where(Todo.user_id == user_id, Todo.status == TodoStatus.PENDING)
-        return self.session.scalar(query)
+        return self.session.scalar(query) or 0
 
     def claim_due(self, now: datetime, limit: int = 100, lease: timedelta = CLAIM_LEASE,
                   per_user: int = CLAIMS_PER_USER) -> list[Todo]:
@@ -122,7 +123,7 @@ class TodoRepository:
         """Delete every reminder of the user, whatever it holds (no row is read); how many there were."""
         result = self.session.execute(delete(Todo).where(Todo.user_id == user_id)
                                       .execution_options(synchronize_session=False))
-        return result.rowcount
+        return rows_changed(result)
 
     def move_pending_to_chat(self, from_chat_id: int, to_chat_id: int) -> None:
         """Every user's pending reminders in a chat that moved go with it (the chat, not a user, moved)."""
@@ -136,4 +137,4 @@ class TodoRepository:
             update(Todo).where(Todo.user_id == user_id, Todo.id == todo_id, Todo.status == TodoStatus.PENDING,
                                Todo.attempts == attempt)
             .values(**values).execution_options(synchronize_session=False))
-        return result.rowcount == 1
+        return rows_changed(result) == 1

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, datetime
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import BigInteger, TextClause, delete, desc, func, select, text, update
-from sqlalchemy.orm import Session
+from sqlalchemy import BigInteger, Row, Select, TextClause, delete, desc, func, select, text, update
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from shared.db.usage_models import (
     MAX_MODEL_CHARS,
@@ -33,6 +33,8 @@ _ADD_TO_DAY = "ON CONFLICT (user_id, day, kind, chat_id) DO UPDATE SET " + ", ".
     f"{name} = d.{name} + excluded.{name}" for name in SUMMED)
 CALLS_PER_STATEMENT = 32
 """Requests written by one statement (a batch of background work may have made more)."""
+_Key = TypeVar("_Key")
+_Query = TypeVar("_Query", bound=Select[*tuple[Any, ...]])
 _CALL_COLUMNS = ("kind", "model", "prompt_tokens", "completion_tokens", "cached_tokens", "estimated", "latency_ms")
 
 
@@ -99,7 +101,7 @@ class UsageRepository:
     def _record(self, user_id: int, chat_id: int | None, calls: Sequence[SpentCall], now: datetime,
                 messages: int) -> None:
         sums = sums_by_kind(calls, messages)
-        values = {"user_id": user_id, "chat_id": chat_id, "chat_key": chat_id or NO_CHAT, "now": now,
+        values: dict[str, object] = {"user_id": user_id, "chat_id": chat_id, "chat_key": chat_id or NO_CHAT, "now": now,
                   "day": usage_day(now)}
         for index, call in enumerate(calls):
             values.update({f"c{index}_{name}": getattr(call, name) for name in _CALL_COLUMNS})
@@ -138,13 +140,13 @@ class UsageRepository:
         """The user's tokens (prompt and completion, every kind and chat) on ``day``."""
         query = select(func.coalesce(func.sum(UsageDay.prompt_tokens + UsageDay.completion_tokens), 0)).where(
             UsageDay.user_id == user_id, UsageDay.day == day)
-        return int(self.session.scalar(query))
+        return int(self.session.scalar(query) or 0)
 
     def chat_tokens_on(self, chat_id: int, day: date) -> int:
         """Every user's tokens in one chat on ``day`` (a group's quota)."""
         query = select(func.coalesce(func.sum(UsageDay.prompt_tokens + UsageDay.completion_tokens), 0)).where(
             UsageDay.chat_id == chat_id, UsageDay.day == day)
-        return int(self.session.scalar(query))
+        return int(self.session.scalar(query) or 0)
 
     def by_day(self, since: date, *, user_id: int | None = None) -> list[tuple[date, UsageTotals]]:
         """Sums per day from ``since`` on, oldest first: one user's, or everyone's."""
@@ -186,13 +188,14 @@ class UsageRepository:
                              .execution_options(synchronize_session=False))
 
 
-def _summed(key):
+def _summed(key: InstrumentedAttribute[_Key]) -> Select[_Key, *tuple[int, ...]]:
+    """``key`` and each of :data:`SUMMED` summed over the rows of each ``key``."""
     return select(key, *(func.coalesce(func.sum(getattr(UsageDay, name)), 0).cast(BigInteger) for name in SUMMED))
 
 
-def _for(query, user_id: int | None):
+def _for(query: _Query, user_id: int | None) -> _Query:
     return query if user_id is None else query.where(UsageDay.user_id == user_id)
 
 
-def _totals(row) -> UsageTotals:
+def _totals(row: Row[Any, *tuple[int, ...]]) -> UsageTotals:
     return UsageTotals(*(int(value) for value in row[1:]))

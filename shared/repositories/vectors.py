@@ -11,8 +11,9 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 
+from shared.db.results import rows_changed
 from shared.db.vectors import vector_status
 from shared.errors import EmbeddingError
 
@@ -70,7 +71,7 @@ class VectorIndex:
         """Rounds (user turn ids) of ``user_id`` kept for recall closest to ``vector``, best first."""
         return self._nearest(uow, NEAREST_ROUNDS_SQL, user_id, vector, limit)
 
-    def _nearest(self, uow: UnitOfWork, statement, user_id: int, vector: Sequence[float],
+    def _nearest(self, uow: UnitOfWork, statement: TextClause, user_id: int, vector: Sequence[float],
                  limit: int) -> list[tuple[int, float]]:
         """(id, cosine similarity) of ``statement``'s rows of the user, best first; none when vectors are off."""
         if not self.enabled(uow):
@@ -96,7 +97,7 @@ class VectorIndex:
             text("UPDATE conversation_turns SET embedding = CAST(:vector AS vector) "
                  "WHERE id = :turn_id AND user_id = :user_id AND role = 'user'"),
             {"vector": vector_literal(vector), "turn_id": turn_id, "user_id": user_id})
-        return result.rowcount == 1
+        return rows_changed(result) == 1
 
     def store_memory_embedding(self, uow: UnitOfWork, user_id: int, memory_id: int,
                                vector: Sequence[float], model: str) -> bool:
@@ -107,7 +108,7 @@ class VectorIndex:
             text("UPDATE memories SET embedding = CAST(:vector AS vector), embedding_model = :model "
                  "WHERE id = :memory_id AND user_id = :user_id"),
             {"vector": vector_literal(vector), "model": model, "memory_id": memory_id, "user_id": user_id})
-        return result.rowcount == 1
+        return rows_changed(result) == 1
 
     def clear_memory_embedding(self, uow: UnitOfWork, user_id: int, memory_id: int) -> None:
         """Forget one memory's embedding (its text changed); the embedding job writes a new one."""

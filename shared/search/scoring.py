@@ -19,9 +19,10 @@ tests can explain it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from shared.search.tokenizer import matches_by_prefix
 
@@ -117,14 +118,18 @@ def term_coverage(query_terms: Sequence[str], memory_tokens: Iterable[str]) -> f
     return matched / len(query_terms)
 
 
-def relative_scores(scores: dict[int, float]) -> dict[int, float]:
+Key = TypeVar("Key", bound=Hashable)
+"""What a score belongs to: a memory's id, or (in recall's one ranking) a memory's or a round's tagged key."""
+
+
+def relative_scores(scores: Mapping[Key, float]) -> dict[Key, float]:
     """Each score over the best one (the best becomes 1); all 0 when nothing scored."""
     best = max(scores.values(), default=0.0)
     return {key: (value / best if best > 0 else 0.0) for key, value in scores.items()}
 
 
-def neighbour_support(scores: dict[int, float], noted_at: dict[int, datetime],
-                      window: timedelta = NEIGHBOUR_WINDOW) -> dict[int, float]:
+def neighbour_support(scores: Mapping[Key, float], noted_at: Mapping[Key, datetime],
+                      window: timedelta = NEIGHBOUR_WINDOW) -> dict[Key, float]:
     """For each item, the best score among the *other* items noted within ``window`` of it."""
     order = sorted(scores, key=lambda key: noted_at[key])
     support = dict.fromkeys(scores, 0.0)
@@ -138,14 +143,15 @@ def neighbour_support(scores: dict[int, float], noted_at: dict[int, datetime],
     return support
 
 
-def with_time_cue(scores: dict[int, float], in_span: Iterable[int], boost: float = TIME_CUE_BOOST) -> dict[int, float]:
+def with_time_cue(scores: Mapping[Key, float], in_span: Iterable[Key],
+                  boost: float = TIME_CUE_BOOST) -> dict[Key, float]:
     """The scores, those of the memories noted within the asked-about time raised by ``boost``."""
     raised = set(in_span)
     return {key: value * (1 + boost) if key in raised else value for key, value in scores.items()}
 
 
-def adjacent_support(scores: dict[int, float], next_to: dict[int, Sequence[int]], noted_at: dict[int, datetime],
-                     window: timedelta = NEIGHBOUR_WINDOW) -> dict[int, float]:
+def adjacent_support(scores: Mapping[Key, float], next_to: Mapping[Key, Sequence[Key]],
+                     noted_at: Mapping[Key, datetime], window: timedelta = NEIGHBOUR_WINDOW) -> dict[Key, float]:
     """For each item noted right beside others (``next_to``), the best score among those noted within
     ``window`` of it (one sitting)."""
     return {key: max((scores.get(other, 0.0) for other in others
@@ -153,9 +159,9 @@ def adjacent_support(scores: dict[int, float], next_to: dict[int, Sequence[int]]
             for key, others in next_to.items() if key in noted_at}
 
 
-def with_neighbours(scores: dict[int, float], support: dict[int, float], share: float = NEIGHBOUR_SHARE,
-                    adjacent: dict[int, float] | None = None,
-                    adjacent_share: float = ADJACENT_SHARE) -> dict[int, float]:
+def with_neighbours(scores: Mapping[Key, float], support: Mapping[Key, float], share: float = NEIGHBOUR_SHARE,
+                    adjacent: Mapping[Key, float] | None = None,
+                    adjacent_share: float = ADJACENT_SHARE) -> dict[Key, float]:
     """A memory's own score plus ``share`` of its best neighbour's in the sitting and ``adjacent_share``
     of the best of those noted right beside it."""
     adjacent = adjacent or {}
@@ -163,8 +169,8 @@ def with_neighbours(scores: dict[int, float], support: dict[int, float], share: 
             for key, value in scores.items()}
 
 
-def fused_relevance(lexical: dict[int, float], similarity: dict[int, float],
-                    vector_share: float = VECTOR_SHARE) -> dict[int, float]:
+def fused_relevance(lexical: Mapping[Key, float], similarity: Mapping[Key, float],
+                    vector_share: float = VECTOR_SHARE) -> dict[Key, float]:
     """Lexical relevance (0-1) and vector cosine similarity (clipped to 0-1), mixed convexly."""
     return {key: (1 - vector_share) * lexical.get(key, 0.0) + vector_share * max(similarity.get(key, 0.0), 0.0)
             for key in lexical.keys() | similarity.keys()}

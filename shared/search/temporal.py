@@ -12,6 +12,7 @@ month, a season, "… ago", a relative word, a year).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -49,6 +50,8 @@ _RULES = (
 )
 """(kind, pattern), the most precise first."""
 _PATTERNS = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in _RULES)
+Parts = Mapping[str, str | None]
+"""A match's named groups (None: the group took no part in it)."""
 
 
 @dataclass(frozen=True)
@@ -79,32 +82,35 @@ def _midnight(day: date, now: datetime) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=now.tzinfo)
 
 
-def _day(parts: dict, today: date) -> tuple[date, date] | None:
-    month = _month_number(parts["month"])
+def _day(parts: Parts, today: date) -> tuple[date, date] | None:
+    month, year = _month_number(parts["month"]), parts.get("year")
+    if month is None:
+        return None
+    number = int(_group(parts, "day"))
     try:
-        if parts.get("year"):
-            day = date(int(parts["year"]), month, int(parts["day"]))
+        if year:
+            day = date(int(year), month, number)
         else:
-            day = date(today.year, month, int(parts["day"]))
-            day = day if day <= today else date(today.year - 1, month, int(parts["day"]))
-    except (TypeError, ValueError):
+            day = date(today.year, month, number)
+            day = day if day <= today else date(today.year - 1, month, number)
+    except ValueError:  # no such day (31 June, 29 February of that year)
         return None
     return day, day + timedelta(days=1)
 
 
-def _month(parts: dict, today: date) -> tuple[date, date] | None:
-    month = _month_number(parts["month"])
+def _month(parts: Parts, today: date) -> tuple[date, date] | None:
+    month, given_year = _month_number(parts["month"]), parts.get("year")
     if month is None:
         return None
-    year = int(parts["year"]) if parts.get("year") else (today.year if month <= today.month else today.year - 1)
+    year = int(given_year) if given_year else (today.year if month <= today.month else today.year - 1)
     return _months(year, month, 1)
 
 
-def _season(parts: dict, today: date) -> tuple[date, date] | None:
-    first = _SEASONS[parts["season"].lower()]
-    which = (parts.get("which") or "").lower()
-    if parts.get("year"):
-        year = int(parts["year"])
+def _season(parts: Parts, today: date) -> tuple[date, date] | None:
+    first = _SEASONS[_group(parts, "season").lower()]
+    which, given_year = (parts.get("which") or "").lower(), parts.get("year")
+    if given_year:
+        year = int(given_year)
     elif which == "去年":
         year = today.year - 1
     elif which == "last":  # the latest that has ended
@@ -116,14 +122,14 @@ def _season(parts: dict, today: date) -> tuple[date, date] | None:
     return _months(year, first, 3)
 
 
-def _ago(parts: dict, today: date) -> tuple[date, date] | None:
-    amount = _amount(parts["amount"].lower())
-    unit = _UNITS[parts["unit"].lower().rstrip("s")]
+def _ago(parts: Parts, today: date) -> tuple[date, date] | None:
+    amount = _amount(_group(parts, "amount").lower())
+    unit = _UNITS[_group(parts, "unit").lower().rstrip("s")]
     back = today - timedelta(days=amount * unit)
     return back - timedelta(days=unit // 2), back + timedelta(days=unit // 2 + 1)
 
 
-def _relative(parts: dict, today: date) -> tuple[date, date] | None:
+def _relative(parts: Parts, today: date) -> tuple[date, date] | None:
     word = " ".join((parts.get("word") or parts.get("zh") or "").lower().split())
     monday = today - timedelta(days=today.weekday())
     spans = {
@@ -148,9 +154,16 @@ def _relative(parts: dict, today: date) -> tuple[date, date] | None:
     return spans.get(word)
 
 
-def _year(parts: dict, today: date) -> tuple[date, date] | None:
-    year = int(parts.get("year") or parts.get("zh_year"))
+def _year(parts: Parts, today: date) -> tuple[date, date] | None:
+    year = int(_group(parts, "year", "zh_year"))
     return (date(year, 1, 1), date(year + 1, 1, 1)) if year <= today.year else None
+
+
+def _group(parts: Parts, *names: str) -> str:
+    """The first of ``names`` that took part in the match: the rule's pattern makes sure one did."""
+    value = next((parts[name] for name in names if parts.get(name)), None)
+    assert value is not None, f"the pattern has no group {names} that matched"
+    return value
 
 
 def _months(year: int, month: int, count: int) -> tuple[date, date]:
@@ -185,5 +198,6 @@ def _amount(word: str) -> int:
     return _ZH_NUMBERS.get(word, 1)
 
 
-_READERS = {"iso": _day, "zh_date": _day, "en_date": _day, "zh_month": _month, "en_month": _month,
-            "season": _season, "ago": _ago, "relative": _relative, "year": _year}
+_READERS: dict[str, Callable[[Parts, date], tuple[date, date] | None]] = {
+    "iso": _day, "zh_date": _day, "en_date": _day, "zh_month": _month, "en_month": _month, "season": _season,
+    "ago": _ago, "relative": _relative, "year": _year}
