@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from shared.followups.reading import events_in
 from shared.followups.texts import day_phrase, offline_followup
 from shared.llm.metering import CallUsage, metered
 from shared.llm.retries import LLMUnavailable
@@ -50,20 +51,58 @@ class FollowupFacts:
     personality: str = ""
 
 
+@dataclass(frozen=True)
+class _Example:
+    """One worked example shown before the thread: the facts as the prompt gives them, and the message. A small
+    local model (Gemma 3 270M) continues a pattern far better than it follows an instruction; a large one is not
+    hurt by it. Its own words (``marks``) in a follow-up mean the model copied it, not wrote about the thread."""
+
+    facts: str
+    message: str
+    marks: tuple[str, ...]
+
+
+_EXAMPLES = {
+    False: _Example("Coming up: your match\nWhen: {day} 10:00\nRemembered: your knee was hurting",
+                    "How did your match go {day}? I hope your knee held up!", ("knee", "match")),
+    True: _Example("事情：比赛\n时间：{day} 10:00\n记得：膝盖有点疼", "{day}的比赛怎么样？膝盖还好吗？",
+                   ("膝盖", "比赛")),
+}
+"""Their day is the thread's ("today", "on Tuesday", "昨天"): a model that copies the example's day is right."""
+_INSTRUCTIONS = {
+    False: ("You are {name}, a friend who remembers what people tell you. {personality}\nSomething the user told "
+            "you about has now happened. Write ONE short, warm message in English (one or two sentences) asking how "
+            "it went; if you remember something about it (a worry, a wish, a detail), mention it. No greeting "
+            "formula, no list, nothing but the message."),
+    True: ("你是 {name}，一个记得朋友说过的话的朋友。{personality}\n用户之前提到的事已经过去了。"
+           "用中文写一条简短、温暖的消息（一两句话）问问进展如何；如果你记得相关的细节（担心、期待），自然地提一下。"
+           "不要客套话，不要列表，只写这条消息。"),
+}
+_SENTENCE = re.compile(r".+?(?:[.!?。！？]+[\"'”’」)]*(?=\s|$)|[。！？]+)|.+$")
+"""A sentence with its end (Chinese punctuation needs no space after it), or the words after the last one."""
+
+
 def followup_messages(facts: FollowupFacts, now: datetime) -> list[dict[str, Any]]:
-    """The chat messages asking the model for the follow-up."""
+    """The chat messages asking the model for the follow-up: the instructions, one worked example in the thread's
+    language, then the thread's own facts (its words, its day as seen from ``now``, what Mnemo remembers)."""
+    example = _EXAMPLES[facts.chinese]
+    system = _INSTRUCTIONS[facts.chinese].format(name=facts.bot_name, personality=facts.personality)
+    day = day_phrase(facts.happens_at, now, zone_of(facts.timezone), chinese=facts.chinese)
+    return [{"role": "system", "content": system.strip()},
+            {"role": "user", "content": example.facts.format(day=day)},
+            {"role": "assistant", "content": example.message.format(day=day)},
+            {"role": "user", "content": thread_facts(facts, now)}]
+
+
+def thread_facts(facts: FollowupFacts, now: datetime) -> str:
+    """The thread as the prompt gives it, in the shape of the worked example."""
     zone = zone_of(facts.timezone)
     day = day_phrase(facts.happens_at, now, zone, chinese=facts.chinese)
-    language = "Chinese (简体中文)" if facts.chinese else "English"
-    system = (f"You are {facts.bot_name}, a companion who remembers what people tell you. {facts.personality}\n"
-              "The user mentioned something coming up, and it has now passed. Write ONE short, warm message "
-              f"(one or two sentences, in {language}) asking how it went. If one of the memories below is about "
-              "it (a worry, a wish, a detail), mention it naturally. No greeting formula, no lists, no JSON, "
-              "nothing else but the message.")
-    remembered = "\n".join(f"- {memory}" for memory in facts.memories[:MAX_MEMORIES]) or "- (nothing relevant)"
-    user = (f"What was coming up: {facts.what}\nWhen: {facts.happens_at.astimezone(zone):%Y-%m-%d %H:%M} "
-            f"({day})\nWhat you remember about the user:\n{remembered}")
-    return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user}]
+    when = f"{day} {facts.happens_at.astimezone(zone):%H:%M}"
+    memories = facts.memories[:MAX_MEMORIES]
+    if facts.chinese:
+        return f"事情：{facts.what}\n时间：{when}\n记得：{'；'.join(memories) or '（没有）'}"
+    return f"Coming up: {facts.what}\nWhen: {when}\nRemembered: {'; '.join(memories) or '(nothing)'}"
 
 
 def offline_text(facts: FollowupFacts, now: datetime) -> str:
@@ -75,33 +114,87 @@ def compose_followup(model: ChatModel | None, facts: FollowupFacts,
     """The follow-up's words, what the model call cost, and whether the model wrote them (else the template)."""
     if model is None:
         return offline_text(facts, now), (), False
+    messages = followup_messages(facts, now)
     with metered("followup") as meter:
         try:
-            answer = model.complete_text(followup_messages(facts, now), max_tokens=FOLLOWUP_MAX_TOKENS)
+            answer = model.complete_text(messages, max_tokens=FOLLOWUP_MAX_TOKENS)
         except LLMUnavailable as exc:
             log.warning("the model could not write a follow-up, the template is sent: %s", exc)
             answer = ""
-    messages = followup_messages(facts, now)
-    text = usable_followup(answer, facts, messages[0]["content"])
+    text = usable_followup(answer, facts, instructions_of(messages))
+    log.debug("the model wrote %r for a follow-up; usable: %s", answer, text is not None)
     if text is None:
         return offline_text(facts, now), tuple(meter.calls), False
     return text, tuple(meter.calls), True
 
 
+def instructions_of(messages: Sequence[dict[str, Any]]) -> str:
+    """Every word of the prompt but the thread's own facts: what a reply must not copy."""
+    return "\n".join(str(message["content"]) for message in messages[:-1])
+
+
 def usable_followup(answer: str, facts: FollowupFacts, instructions: str) -> str | None:
-    """The model's message, trimmed and cut; None when it is nothing a person should read: too short, JSON, a list, a
-    prompt template's markup, not in the thread's language, or not language at all (the hot path's
-    :func:`shared.speech.non_answers.non_answer`, a copy of its instructions included)."""
+    """The model's message, cut to what a person should read, or None when nothing is. It is cut to its first
+    paragraph and to whole sentences: the first, and a second only when it is about something remembered (a small
+    model goes on with whatever comes to it). None when what is left is too short, JSON, a list, a prompt
+    template's markup, not in the thread's language, no question, not naming the event, the prompt's field names,
+    the worked example's words ("knee", "膝盖") that the thread does not have, or not language at all (the hot
+    path's :func:`shared.speech.non_answers.non_answer`, a copy of its instructions included)."""
     text = clean_text(answer or "", MAX_FOLLOWUP_CHARS).strip().strip('"“”').strip()
-    if len(text) < MIN_FOLLOWUP_CHARS or is_invisible(text) or text.startswith(("{", "[")) or _MARKUP.search(text) \
-            or _LIST.search(text):
+    if text.startswith(("{", "[")) or _MARKUP.search(text) or _LIST.search(text):
         return None
-    if language_of(text).chinese != facts.chinese:
+    text = _first_sentences(text.split("\n", 1)[0].strip().strip('"“”').strip(), facts)
+    if len(text) < MIN_FOLLOWUP_CHARS or is_invisible(text):
+        return None
+    if language_of(text).chinese != facts.chinese or _copies_the_example(text, facts) or _LABEL.search(text):
+        return None
+    if not names_the_event(text, facts.what) or not _QUESTION.search(text):
         return None
     if (reason := non_answer(text, facts.what, instructions)) is not None:
         log.info("the model's follow-up was %s: the template is sent", reason)
         return None
     return text
+
+
+def _first_sentences(paragraph: str, facts: FollowupFacts) -> str:
+    sentences = [found.group(0).strip() for found in _SENTENCE.finditer(paragraph) if found.group(0).strip()]
+    if not sentences:
+        return ""
+    kept = sentences[:1]
+    remembered = " ".join(facts.memories).casefold()
+    if len(sentences) > 1 and remembered and _shares_a_word(sentences[1], remembered):
+        kept.append(sentences[1])
+    ended = [sentence for sentence in kept if sentence[-1] in ".!?。！？\"'”’"]
+    return ("" if facts.chinese else " ").join(ended or kept[:1])
+
+
+def _shares_a_word(sentence: str, remembered: str) -> bool:
+    """Whether ``sentence`` names something of ``remembered``: a word of four letters or more, or two Chinese
+    characters in a row."""
+    lowered = sentence.casefold()
+    words = re.findall(r"[a-z]{4,}", lowered)
+    pairs = [lowered[i:i + 2] for i in range(len(lowered) - 1) if _HAN_PAIR.fullmatch(lowered[i:i + 2])]
+    return any(word in remembered for word in words) or any(pair in remembered for pair in pairs)
+
+
+def names_the_event(text: str, what: str) -> bool:
+    """Whether a follow-up names what it follows up: the thread's own words (without "your", "the"), or a word of
+    the same kind of event ("your doctor" for "the doctor's visit")."""
+    own = re.sub(r"^(?:your|the|my)\s+", "", what.strip(), flags=re.IGNORECASE).casefold()
+    return own in text.casefold() or bool(events_in(text) & events_in(what))
+
+
+_QUESTION = re.compile(r"[?？]")
+"""A follow-up asks how it went: without a question it is a statement the model made up ("今天，我面试了。")."""
+_LABEL = re.compile(r"(?:coming up|when|remembered)\s*:|(?:事情|时间|记得)\s*[：:]", re.IGNORECASE)
+"""The prompt's own field names: a reply holding one is the prompt's pattern going on, not a message."""
+_HAN_PAIR = re.compile(r"[\u4e00-\u9fff]{2}")
+
+
+def _copies_the_example(text: str, facts: FollowupFacts) -> bool:
+    own = " ".join((facts.what, *facts.memories)).casefold()
+    lowered = text.casefold()
+    return any(mark in lowered and mark not in own for mark in _EXAMPLES[facts.chinese].marks)
 
 
 def memory_lines(contents: Sequence[str]) -> tuple[str, ...]:

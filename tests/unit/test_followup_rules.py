@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from shared.followups.compose import FollowupFacts, followup_messages, usable_followup
+from shared.followups.compose import FollowupFacts, followup_messages, instructions_of, usable_followup
 from shared.followups.reading import cancelled_threads, read_thread, same_event
 from shared.followups.texts import day_phrase, offline_followup
 from shared.followups.timing import (
@@ -161,22 +161,50 @@ FACTS = FollowupFacts("面试", FRIDAY_9, "Asia/Shanghai", True, ("最担心英�
 ASKED_AT = FRIDAY_9.replace(hour=13)
 
 
-@pytest.mark.parametrize("answer", ["<<SYS>>\n你很关心自己写字吗?", "- 你好吗？\n- 面试呢？", "1. 你好\n2. 面试怎么样",
-                                    '{"response": "你好"}', "面试", "How did your interview go today?", "",
-                                    "<|im_start|>assistant 你的面试怎么样了？"])
+EN_FACTS = FollowupFacts("your driving test", FRIDAY_9, "Europe/London", False, ("worried about parallel parking",))
+
+
+def instructions_for(facts: FollowupFacts = FACTS) -> str:
+    return instructions_of(followup_messages(facts, ASKED_AT))
+
+
+@pytest.mark.parametrize("answer", [
+    "<<SYS>>\n你很关心自己写字吗?", "- 你好吗？\n- 面试呢？", "1. 你好\n2. 面试怎么样", '{"response": "你好"}', "面试",
+    "How did your interview go today?", "", "<|im_start|>assistant 你的面试怎么样了？",
+    # what Gemma 3 270M wrote with this prompt: the example's words, a statement, a fragment, the prompt's fields
+    "今天的比赛怎么样？膝盖还好吗？", "今天，我面试了。\n他说：英文自我介绍你的面试吧。", "今天的面试",
+    "事情：面试\n时间：今天 09:30",
+    "星期五的体育课是什么？"])
 def test_a_model_follow_up_that_is_no_message_for_a_person_gives_way_to_the_template(answer):
-    instructions = followup_messages(FACTS, ASKED_AT)[0]["content"]
-    assert usable_followup(answer, FACTS, instructions) is None
+    assert usable_followup(answer, FACTS, instructions_for()) is None
+
+
+@pytest.mark.parametrize("answer", ["Coming up: your wedding", "How did your match go today? I hope your knee held up!",
+                                    "What do you think happened?", "How did your car go today?"])
+def test_an_english_follow_up_that_does_not_ask_about_the_thread_gives_way_to_the_template(answer):
+    assert usable_followup(answer, EN_FACTS, instructions_for(EN_FACTS)) is None
 
 
 def test_a_model_follow_up_in_the_threads_language_is_sent_trimmed():
-    instructions = followup_messages(FACTS, ASKED_AT)[0]["content"]
     written = "  “你周五的面试怎么样了？上次你说最担心英文自我介绍。”\n"
-    assert usable_followup(written, FACTS, instructions) == "你周五的面试怎么样了？上次你说最担心英文自我介绍。"
+    assert usable_followup(written, FACTS, instructions_for()) == "你周五的面试怎么样了？上次你说最担心英文自我介绍。"
 
 
-def test_the_prompt_carries_the_thread_its_day_and_the_memories():
-    system, user = followup_messages(FACTS, ASKED_AT)
-    assert "Chinese" in system["content"] and "ONE short" in system["content"]
-    assert "面试" in user["content"] and "2026-11-27 09:00 (今天)" in user["content"]
-    assert "- 最担心英文自我介绍" in user["content"]
+@pytest.mark.parametrize(("written", "sent"), [
+    ("How did your driving test go today? I had a good time! SUBSCRIBE\nProceeded: you",
+     "How did your driving test go today?"),
+    ("How did your driving test go? I hope the parallel parking went fine! maddenin\n",
+     "How did your driving test go? I hope the parallel parking went fine!"),
+])
+def test_a_model_follow_up_keeps_its_first_sentence_and_a_second_only_about_something_remembered(written, sent):
+    assert usable_followup(written, EN_FACTS, instructions_for(EN_FACTS)) == sent
+
+
+def test_the_prompt_carries_the_thread_its_day_and_the_memories_after_a_worked_example_of_that_day():
+    system, example, message, thread = followup_messages(FACTS, ASKED_AT)
+    assert "中文" in system["content"] and "一两句话" in system["content"]
+    assert (example["role"], message["role"], thread["role"]) == ("user", "assistant", "user")
+    assert message["content"] == "今天的比赛怎么样？膝盖还好吗？"
+    assert thread["content"] == "事情：面试\n时间：今天 09:00\n记得：最担心英文自我介绍"
+    _, _, english, _ = followup_messages(EN_FACTS, FRIDAY_9 + timedelta(days=2))
+    assert english["content"] == "How did your match go on Friday? I hope your knee held up!"
