@@ -96,17 +96,20 @@ async def announce_reminders(feed: ReminderFeed, announce: Callable[[str], None]
         since = max(since, until)
 
 
-async def show_missed(feed: ReminderFeed, missed: Missed, announce: Callable[[str], None]) -> datetime:
+async def show_missed(feed: ReminderFeed, missed: Callable[[], Missed | None],
+                      announce: Callable[[str], None]) -> datetime:
     """Print what was sent to the user since their last message (the console was closed when it went); the moment
     from which the announcer goes on: now, or later for one sent "as of" a later moment (``mnemo followups --now``),
-    so that it is not shown again when that moment comes."""
+    so that it is not shown again when that moment comes. The database is asked off the event loop, so that
+    Ctrl-C meanwhile ends the console at once."""
     now = datetime.now(UTC)
     try:
-        sent = await asyncio.to_thread(feed, missed.since, _LATEST)
+        last = await asyncio.to_thread(missed)
+        sent = await asyncio.to_thread(feed, last.since, _LATEST) if last is not None else []
     except DatabaseUnavailable:
         return now
-    if sent:
-        announce(missed.heading)
+    if sent and last is not None:
+        announce(last.heading)
         for _moment, text in sent:
             announce(text)
         return max(now, sent[-1][0])
@@ -125,7 +128,7 @@ async def chat_loop(service: ConversationService, *, user_id: str, bot_name: str
                     read_line: Callable[[str], str] = read_line, write: Callable[[str], None] = print,
                     reminders: ReminderFeed | None = None, commands: ConsoleCommands | None = None,
                     terminal: Terminal | None = None, stream: Callable[[str], None] | None = None,
-                    interactive: bool = False, missed: Missed | None = None) -> None:
+                    interactive: bool = False, missed: Callable[[], Missed | None] | None = None) -> None:
     """Read messages until end of input or /quit, answering each through the conversation service. With
     ``stream`` (writes without a line end), a model's reply is printed as it is written (erased and printed again
     on an ``interactive`` terminal when the offline answer replaces it)."""
@@ -311,5 +314,5 @@ def run_chat(settings: Settings, *, user: str | None = None, workers: bool | Non
             asyncio.run(chat_loop(service, user_id=user, bot_name=settings.bot_name,
                                   reminders=console_reminder_feed(rt, user), commands=commands,
                                   terminal=terminal, stream=write_now, interactive=terminal.interactive,
-                                  missed=console_missed(rt, user, locale)))
+                                  missed=lambda: console_missed(rt, user, locale)))
     return 0

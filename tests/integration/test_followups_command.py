@@ -66,7 +66,8 @@ def test_a_follow_up_sent_as_of_tomorrow_is_shown_first_by_the_next_console_and_
         an_hour_later = conversation(rt.uow, conversation_config(default_timezone="UTC"), None,
                                      clock=lambda: afternoon + timedelta(hours=1))
         asyncio.run(chat_loop(an_hour_later, user_id="ann", bot_name="Mnemo", read_line=read_line, write=out.append,
-                              reminders=console_reminder_feed(rt, "ann"), missed=console_missed(rt, "ann", "en")))
+                              reminders=console_reminder_feed(rt, "ann"),
+                              missed=lambda: console_missed(rt, "ann", "en")))
         with rt.uow() as uow:
             thread = uow.session.get(OpenThread, thread.id)
             followup = uow.session.get(ConversationTurn, thread.followup_turn_id)
