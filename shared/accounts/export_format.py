@@ -3,7 +3,8 @@
 A file is ``{"format": "mnemo-export", "version": 2, ...}`` with the sections of :data:`SECTIONS`. Version 2
 added to each turn whether it replies to another (``reply_to``, the bot's side of a round) and whether it
 was said while remembering was paused (``paused``); version 1 files are still read (a bot turn is then
-taken for the reply to the user's turn just before it).
+taken for the reply to the user's turn just before it). The ``threads`` section (what the user mentioned coming
+up, and what became of its follow-up) came later in version 2: a file without it has none.
 :func:`read_export` refuses a file that is not one as a whole (:class:`InvalidCommand`), and refuses
 a bad entry with its reason while keeping the good ones; references to entries that are not in the
 file are dropped and reported, and so is the link that closes a loop of ``superseded_by`` (a memory
@@ -20,7 +21,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from shared.db.kinds import MEMORY_SOURCES, MEMORY_TIERS, MEMORY_TYPES, ROLES, TODO_KINDS, TODO_STATUSES
+from shared.db.kinds import (
+    MEMORY_SOURCES,
+    MEMORY_TIERS,
+    MEMORY_TYPES,
+    ROLES,
+    THREAD_STATUSES,
+    TODO_KINDS,
+    TODO_STATUSES,
+)
 from shared.errors import InvalidCommand
 from shared.memory.policy import MAX_LABEL_CHARS, MAX_MEMORY_CHARS
 from shared.reminders.timeparse import EARLIEST_TIME, LATEST_TIME, known_zone, storable_time
@@ -37,7 +46,7 @@ MAX_FILE_ENTRIES = 20_000
 and this keeps it to seconds (a 5 MB file of tiny entries holds far more)."""
 MAX_REASONS = 50
 """The report names at most this many refused entries, then counts the rest."""
-SECTION_ORDER = ("episodes", "turns", "memories", "todos")
+SECTION_ORDER = ("episodes", "turns", "memories", "todos", "threads")
 MEMORY_TIMES = ("created_at", "updated_at", "last_accessed", "expires_at", "deleted_at", "decayed_at",
                 "promotion_reviewed_at", "decay_reviewed_at", "happened_at")
 MEMORY_VALUES = ("type", "subject", "predicate", "content", "value", "entities", "importance", "base_importance",
@@ -94,6 +103,15 @@ SECTIONS: dict[str, dict[str, Field]] = {
         "text": Field("text", required=True, limit=20_000), "created_at": Field("time", required=True),
         "episode": Field("ref", nullable=True, refers_to="episodes"),
         "reply_to": Field("ref", nullable=True, refers_to="turns"), "paused": Field("bool"),
+    },
+    "threads": {
+        "what": Field("text", required=True, limit=MAX_MEMORY_CHARS), "happens_at": Field("time", required=True),
+        "day_only": Field("bool"), "timezone": Field("zone", required=True),
+        "language": Field("choice", choices=("zh", "en")), "status": Field("choice", choices=THREAD_STATUSES),
+        "asked_at": _MAYBE_WHEN, "answered_at": _MAYBE_WHEN, "closed_reason": Field("text", nullable=True, limit=500),
+        "created_at": _WHEN, "memory": Field("ref", nullable=True, refers_to="memories"),
+        "source_turn": Field("ref", nullable=True, refers_to="turns"),
+        "followup_turn": Field("ref", nullable=True, refers_to="turns"),
     },
     "profile": {
         "core_summary": Field("text", limit=4000), "scratchpad": Field("object", limit=8000), "updated_at": _WHEN,

@@ -40,6 +40,7 @@ from shared.accounts.export_format import (
 from shared.db.kinds import TodoStatus
 from shared.db.memory_models import Episode, Memory, Todo
 from shared.db.models import ConversationTurn
+from shared.db.thread_models import OpenThread
 from shared.recall.round_keys import rekey_rounds
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS, missed_on_import, room_for_reminders
 from shared.repositories.accounts import Owned
@@ -79,6 +80,7 @@ def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile
     """Everything Mnemo holds about the user, as ``mnemo-export-<date>.json``."""
     memory_rows, episode_rows = uow.accounts.owned(user_id, Memory), uow.accounts.owned(user_id, Episode)
     todo_rows, turn_rows = uow.accounts.owned(user_id, Todo), uow.accounts.owned(user_id, ConversationTurn)
+    thread_rows = uow.accounts.owned(user_id, OpenThread)
     episodes, turns, memories = _local_ids(episode_rows), _local_ids(turn_rows), _local_ids(memory_rows)
     replies = _replies(turn_rows)
     profile = uow.profiles.get(user_id)
@@ -103,6 +105,12 @@ def export_user_data(uow: UnitOfWork, user_id: int, now: datetime) -> ExportFile
         "turns": [{"id": turns[t.id], "role": t.role, "text": t.text, "created_at": _time(t.created_at),
                    "episode": _mapped(episodes, t.episode_id), **_round_side(t, turns, replies)}
                   for t in turn_rows],
+        "threads": [{"what": h.what, "happens_at": _time(h.happens_at), "day_only": h.day_only,
+                     "timezone": h.timezone, "language": h.language, "status": h.status,
+                     "asked_at": _time(h.asked_at), "answered_at": _time(h.answered_at),
+                     "closed_reason": h.closed_reason, "created_at": _time(h.created_at),
+                     "memory": _mapped(memories, h.memory_id), "source_turn": _mapped(turns, h.source_turn_id),
+                     "followup_turn": _mapped(turns, h.followup_turn_id)} for h in thread_rows],
     }
     data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return ExportFile(filename=f"mnemo-export-{now:%Y-%m-%d}.json", data=data)
@@ -124,6 +132,7 @@ def import_user_data(uow: UnitOfWork, user_id: int, document: ImportDocument, *,
         memory_ids = importer.memories(document.sections["memories"], turns)
         importer.key_rounds()
     importer.todos(document.sections["todos"])
+    importer.threads(document.sections["threads"], turns)
     importer.profile(document.profile)
     if embeddings_wanted:
         uow.outbox.add_each("embed_memory", {f"embed:{memory_id}": {"memory_id": memory_id, "user_id": user_id}
@@ -147,6 +156,8 @@ class _Importer:
     missed: int = 0
     lines: list[int] = field(default_factory=list)
     """The user turns imported that are kept for recall, keyed once their memories are in."""
+    memory_map: dict[int, int] = field(default_factory=dict)
+    """Export-local memory id → its row (imported or already the user's): what threads link to."""
 
     def episodes(self, entries: list[dict[str, Any]]) -> dict[int, int]:
         known = {(e.summary, e.started_at, e.ended_at): e.id for e in self._mine(Episode)}
@@ -203,6 +214,7 @@ class _Importer:
             return built[e["id"]]
 
         mapping = self._insert("memories", entries, known, build)
+        self.memory_map = mapping
         replaced_by = {e["id"]: _mapped(mapping, e.get("superseded_by")) for e in entries if e["id"] in built}
         for local, memory in built.items():
             memory.superseded_by = replaced_by[local]
@@ -235,6 +247,20 @@ class _Importer:
         self._insert("todos", kept, lambda t: known.get((t["content"], t["due_at"])),
                      lambda t: Todo(user_id=self.user_id, chat_id=self.chat_id, updated_at=self.now,
                                     **{"created_at": self.now, **_without(t, "id")}))
+
+    def threads(self, entries: list[dict[str, Any]], turns: dict[int, int]) -> None:
+        """What the user mentioned coming up, linked to the imported memory and turns; one the user already has
+        (the same words at the same time) is a duplicate. Its follow-up goes as any other's: an open one a week
+        past expires at the next scan."""
+        known = {(h.what, h.happens_at): h.id for h in self._mine(OpenThread)}
+        self._insert("threads", [{**entry, "id": n} for n, entry in enumerate(entries)],
+                     lambda h: known.get((h["what"], h["happens_at"])),
+                     lambda h: OpenThread(user_id=self.user_id, chat_id=self.chat_id, updated_at=self.now,
+                                          memory_id=_mapped(self.memory_map, h.get("memory")),
+                                          source_turn_id=_mapped(turns, h.get("source_turn")),
+                                          followup_turn_id=_mapped(turns, h.get("followup_turn")),
+                                          **{"created_at": self.now,
+                                             **_without(h, "id", "memory", "source_turn", "followup_turn")}))
 
     def profile(self, entry: dict[str, Any] | None) -> None:
         if entry is None:

@@ -446,6 +446,8 @@ def import_report_text(report: Any, locale: str | None) -> str:
     counts = [f"{name_zh} {report.imported.get(key, 0)}" if zh else
               f"{report.imported.get(key, 0)} {_plural(report.imported.get(key, 0), name_en)}"
               for key, name_en, name_zh in _SECTIONS]
+    if threads := report.imported.get("threads", 0):  # only in files of users who mentioned something coming up
+        counts.append(f"待回访的事 {threads}" if zh else f"{threads} {_plural(threads, 'follow-up thread')}")
     lines = [("已导入：" + "、".join(counts)) if zh else ("Imported: " + ", ".join(counts))]
     duplicates = getattr(report, "duplicates", 0)
     if duplicates:

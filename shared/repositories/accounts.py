@@ -25,11 +25,11 @@ LEARNT_FROM_THE_USER = (ConversationTurn, Episode, ConversationSession, Profile,
 """Deleted by "forget everything" besides the memories (open threads too); reminders and identities stay."""
 MOVED_WITH_THE_USER = (Memory, MemoryEvent, Episode, Todo, ConversationTurn, ConversationSession, OpenThread)
 """Moved as they are when two users merge; owed jobs and the profile need more care."""
-OWNED_ROWS = (Memory, Episode, Todo, ConversationTurn)
+OWNED_ROWS = (Memory, Episode, Todo, ConversationTurn, OpenThread)
 """The tables an export reads whole and an import adds to."""
 _BULK = {"synchronize_session": False}
 
-Owned = TypeVar("Owned", Memory, Episode, Todo, ConversationTurn)
+Owned = TypeVar("Owned", Memory, Episode, Todo, ConversationTurn, OpenThread)
 
 
 class AccountDataRepository:

@@ -12,6 +12,7 @@ from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands.service import MemoryCommands
 from shared.db.memory_models import Episode, Memory
 from shared.db.models import ConversationTurn
+from shared.db.thread_models import OpenThread
 from shared.errors import InvalidCommand
 from shared.reminders.scheduling import MAX_PENDING_REMINDERS
 from shared.reminders.service import claim_due_reminders
@@ -69,6 +70,11 @@ def build_a_history(commands, conversation, uow_factory) -> None:
         uow.session.execute(update(ConversationTurn).where(ConversationTurn.id.in_(first_four.limit(4).scalar_subquery()))
                             .values(episode_id=episode.id))
         uow.profiles.save(alice, "住在上海、喜欢茶的人", {"current_focus": "搬家"}, START)
+        oolong = uow.session.scalars(select(Memory).where(Memory.user_id == alice,
+                                                          Memory.content == "我喜欢乌龙茶")).one()
+        uow.threads.add(OpenThread(user_id=alice, chat_id=None, what="面试", happens_at=START + timedelta(days=2),
+                                   timezone="Asia/Shanghai", language="zh", memory_id=oolong.id,
+                                   source_turn_id=oolong.source_turn_id, created_at=START))
         uow.commit()
     if has_vectors(uow_factory):
         give_vectors(uow_factory)
@@ -91,6 +97,9 @@ def test_an_export_holds_all_of_the_callers_data_and_nothing_of_anyone_else(comm
     assert document["profile"]["scratchpad"] == {"current_focus": "搬家"}
     assert (chain["去了杭州"]["entities"], chain["去了杭州"]["happened_at"][:10]) == (["杭州", "西湖"], "2026-10-23")
     assert [t["content"] for t in document["todos"]] == ["开会"]
+    [thread] = document["threads"]
+    assert (thread["what"], thread["status"], thread["timezone"]) == ("面试", "open", "Asia/Shanghai")
+    assert (thread["memory"], thread["source_turn"]) == (chain["我喜欢乌龙茶"]["id"], source["id"])
     raw = exported.data.decode()
     assert "green tea" not in raw
     assert "call mom" not in raw
@@ -109,7 +118,7 @@ def test_export_forget_all_import_export_again_gives_the_same_content(commands, 
     report = commands.import_data(ALICE, first)
     assert report.refused == ()
     assert report.imported == {"episodes": 1, "turns": len(before["turns"]), "memories": len(before["memories"]),
-                               "todos": 0, "profile": 1}
+                               "todos": 0, "threads": 1, "profile": 1}
     assert report.duplicates == 1  # the reminder was never forgotten
     before.pop("exported_at")
     for memory in before["memories"]:  # what a file cannot prove is not taken from it
@@ -159,7 +168,7 @@ def test_import_refuses_bad_entries_with_reasons_and_keeps_the_good_ones(command
     }
     data = json.dumps(document).encode().replace(b"4242.25", b"1e400")  # JSON's way of writing infinity
     report = commands.import_data(ALICE, data)
-    assert report.imported == {"episodes": 0, "turns": 1, "memories": 2, "todos": 1, "profile": 0}
+    assert report.imported == {"episodes": 0, "turns": 1, "memories": 2, "todos": 1, "threads": 0, "profile": 0}
     reasons = "\n".join(report.refused)
     for expected in ("'user_id': unknown field, ignored", "memories[1]: type 'xyz' is not one of preference",
                      "memories[2]: content 'xxx", "memories[3]: unknown field 'user_id'",

@@ -220,6 +220,13 @@ def test_an_import_report_counts_each_section_and_lists_some_refusals():
     assert texts.import_report_text(report, "zh").startswith("已导入：记忆 3、摘要 1、提醒 0、聊天记录 10、档案 1")
 
 
+def test_an_import_report_names_the_follow_up_threads_when_the_file_had_some():
+    report = ImportReport(imported={"memories": 0, "episodes": 0, "todos": 0, "turns": 2, "threads": 2, "profile": 0},
+                          refused=())
+    assert texts.import_report_text(report, "en").endswith(", 0 profiles, 2 follow-up threads")
+    assert texts.import_report_text(report, "zh").endswith("、档案 0、待回访的事 2")
+
+
 def test_a_link_code_says_how_to_use_it_and_for_how_long():
     shown = texts.link_code_text(LinkCode("K7M2QX9P", NOW + timedelta(minutes=4)), "en", now=NOW)
     assert "K7M2QX9P" in shown
