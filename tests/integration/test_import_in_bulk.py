@@ -58,7 +58,8 @@ def linked_file() -> dict:
 def test_a_bulk_import_resolves_every_reference_and_keeps_file_order_tokens_and_audit(commands, uow_factory):
     report = commands.import_data(CAROL, json.dumps(linked_file()).encode())
 
-    assert report.imported == {"episodes": 2, "turns": TURNS, "memories": MEMORIES, "todos": 0, "threads": 0, "profile": 0}
+    assert report.imported == {"episodes": 2, "turns": TURNS, "memories": MEMORIES, "todos": 0, "threads": 0,
+                               "profile": 0}
     carol = user_of(uow_factory, CAROL)
     with uow_factory() as uow:
         memories = uow.session.scalars(select(Memory).where(Memory.user_id == carol).order_by(Memory.id)).all()
