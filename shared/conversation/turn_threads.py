@@ -45,7 +45,7 @@ def store_turn_threads(uow: UnitOfWork, prepared: PreparedTurn, entries: tuple[T
     """The turn's threads, in the caller's transaction (see the module's docstring); ``entries`` are the model's
     (empty for an offline or untrusted answer)."""
     user_id = prepared.user_id
-    answered = uow.threads.answer_in_chat(user_id, prepared.chat_id, now)
+    answered = uow.threads.answer_in_chat(user_id, prepared.chat_id, prepared.user_turn_id, now)
     if prepared.paused:
         return TurnThreads(answered=answered)
     sent = min(prepared.sent_at or now, now).astimezone(zone_of(prepared.timezone))

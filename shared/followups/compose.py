@@ -78,8 +78,8 @@ _INSTRUCTIONS = {
            "用中文写一条简短、温暖的消息（一两句话）问问进展如何；如果你记得相关的细节（担心、期待），自然地提一下。"
            "不要客套话，不要列表，只写这条消息。"),
 }
-_SENTENCE = re.compile(r".+?(?:[.!?。！？]+[\"'”’」)]*(?=\s|$)|[。！？]+)|.+$")
-"""A sentence with its end (Chinese punctuation needs no space after it), or the words after the last one."""
+_ENDS = ".!?。！？"
+_CLOSERS = "\"'”’」)"
 
 
 def followup_messages(facts: FollowupFacts, now: datetime) -> list[dict[str, Any]]:
@@ -157,7 +157,7 @@ def usable_followup(answer: str, facts: FollowupFacts, instructions: str) -> str
 
 
 def _first_sentences(paragraph: str, facts: FollowupFacts) -> str:
-    sentences = [found.group(0).strip() for found in _SENTENCE.finditer(paragraph) if found.group(0).strip()]
+    sentences = _sentences(paragraph)
     if not sentences:
         return ""
     kept = sentences[:1]
@@ -168,11 +168,29 @@ def _first_sentences(paragraph: str, facts: FollowupFacts) -> str:
     return ("" if facts.chinese else " ").join(ended or kept[:1])
 
 
+def _sentences(paragraph: str) -> list[str]:
+    """The sentences of ``paragraph`` with their ends (a Chinese one needs no space after it), and the words after
+    the last one; in one pass."""
+    found, start, at = [], 0, 0
+    while at < len(paragraph):
+        if paragraph[at] in _ENDS:
+            end = at + 1
+            while end < len(paragraph) and (paragraph[end] in _ENDS or paragraph[end] in _CLOSERS):
+                end += 1
+            if paragraph[at] in "。！？" or end == len(paragraph) or paragraph[end].isspace():
+                found.append(paragraph[start:end].strip())
+                start = at = end
+                continue
+        at += 1
+    found.append(paragraph[start:].strip())
+    return [sentence for sentence in found if sentence]
+
+
 def _shares_a_word(sentence: str, remembered: str) -> bool:
     """Whether ``sentence`` names something of ``remembered``: a word of four letters or more, or two Chinese
     characters in a row."""
     lowered = sentence.casefold()
-    words = re.findall(r"[a-z]{4,}", lowered)
+    words = _LONG_WORD.findall(lowered)
     pairs = [lowered[i:i + 2] for i in range(len(lowered) - 1) if _HAN_PAIR.fullmatch(lowered[i:i + 2])]
     return any(word in remembered for word in words) or any(pair in remembered for pair in pairs)
 
@@ -180,10 +198,12 @@ def _shares_a_word(sentence: str, remembered: str) -> bool:
 def names_the_event(text: str, what: str) -> bool:
     """Whether a follow-up names what it follows up: the thread's own words (without "your", "the"), or a word of
     the same kind of event ("your doctor" for "the doctor's visit")."""
-    own = re.sub(r"^(?:your|the|my)\s+", "", what.strip(), flags=re.IGNORECASE).casefold()
+    own = _OWNER.sub("", what.strip()).casefold()
     return own in text.casefold() or bool(events_in(text) & events_in(what))
 
 
+_LONG_WORD = re.compile(r"[a-z]{4,}")
+_OWNER = re.compile(r"^(?:your|the|my)\s+", re.IGNORECASE)
 _QUESTION = re.compile(r"[?？]")
 """A follow-up asks how it went: without a question it is a statement the model made up ("今天，我面试了。")."""
 _LABEL = re.compile(r"(?:coming up|when|remembered)\s*:|(?:事情|时间|记得)\s*[：:]", re.IGNORECASE)

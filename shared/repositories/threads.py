@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import CursorResult, Update, func, or_, select, text, update
+from sqlalchemy import CursorResult, Update, and_, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from shared.db.kinds import ThreadStatus
@@ -49,11 +49,15 @@ class ThreadRepository:
                                      OpenThread.status == ThreadStatus.OPEN)
             .values(status=ThreadStatus.CLOSED, closed_reason=reason, claimed_until=None, updated_at=now)) == 1
 
-    def answer_in_chat(self, user_id: int, chat_id: int, now: datetime) -> int:
-        """The user wrote in a chat where a follow-up asked them: those threads are answered (how many)."""
+    def answer_in_chat(self, user_id: int, chat_id: int, turn_id: int, now: datetime) -> int:
+        """The user wrote (their turn ``turn_id``) in a chat where a follow-up asked them before: those threads
+        are answered (how many). "Before" is by the turns' order, not by clocks: a worker's clock ahead of the
+        bot's (or a follow-up sent as of a later moment) must not leave the answer unseen."""
+        asked_before = or_(OpenThread.followup_turn_id < turn_id,
+                           and_(OpenThread.followup_turn_id.is_(None), OpenThread.asked_at <= now))
         return self._changed(
             update(OpenThread).where(OpenThread.user_id == user_id, OpenThread.chat_id == chat_id,
-                                     OpenThread.status == ThreadStatus.ASKED, OpenThread.asked_at <= now)
+                                     OpenThread.status == ThreadStatus.ASKED, asked_before)
             .values(status=ThreadStatus.ANSWERED, answered_at=now, updated_at=now))
 
     def claim_due(self, now: datetime, after: timedelta, lease: timedelta, limit: int = 100) -> list[OpenThread]:

@@ -541,9 +541,10 @@ class FakeThreadRepository(_Repository):
         thread.status, thread.closed_reason, thread.claimed_until, thread.updated_at = "closed", reason, None, now
         return True
 
-    def answer_in_chat(self, user_id: int, chat_id: int, now: datetime) -> int:
+    def answer_in_chat(self, user_id: int, chat_id: int, turn_id: int, now: datetime) -> int:
         asked = [t for t in self._rows.select(OpenThread, user_id=user_id, chat_id=chat_id, status="asked")
-                 if t.asked_at is not None and t.asked_at <= now]
+                 if (t.followup_turn_id is not None and t.followup_turn_id < turn_id)
+                 or (t.followup_turn_id is None and t.asked_at is not None and t.asked_at <= now)]
         for thread in asked:
             thread.status, thread.answered_at, thread.updated_at = "answered", now, now
         return len(asked)
