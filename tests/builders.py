@@ -227,3 +227,16 @@ def database_with_redis(admin_url: str, template: str, redis_url: str) -> Iterat
     finally:
         drop_database(admin_url, url)
         redis.Redis.from_url(redis_url).flushdb()
+
+
+def typed(lines: Iterable[str]) -> Callable[[str], str]:
+    """A console's ``read_line`` that gives ``lines`` one by one, then the end of input."""
+    script = iter(lines)
+
+    def read_line(_prompt: str) -> str:
+        try:
+            return next(script)
+        except StopIteration:
+            raise EOFError from None
+
+    return read_line

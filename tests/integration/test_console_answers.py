@@ -20,6 +20,7 @@ from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
 from shared.errors import InvalidCommand
 from shared.llm.client import ChatModel
+from tests.builders import typed
 from tests.integration.test_console_commands import run_console
 
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
@@ -134,15 +135,9 @@ def test_a_models_answer_about_the_user_is_followed_by_how_many_memories_there_a
         caller = Caller(platform="console", platform_user_id="tester", locale="en", platform_chat_id="console")
         commands = ConsoleCommands(MemoryCommands(uow_factory, default_timezone="Europe/Lisbon"), caller,
                                    ask=lambda _question: "n", export_dir=tmp_path)
-        lines = iter([*(f"/remember {fact}" for fact in remembered), "What have you learned about me so far?",
-                      "what's the weather like?"])
+        read_line = typed([*(f"/remember {fact}" for fact in remembered), "What have you learned about me so far?",
+                           "what's the weather like?"])
         out: list[str] = []
-
-        def read_line(_prompt: str) -> str:
-            try:
-                return next(lines)
-            except StopIteration:
-                raise EOFError from None
 
         asyncio.run(chat_loop(service, user_id="tester", bot_name="Mnemo", read_line=read_line, write=out.append,
                               commands=commands))

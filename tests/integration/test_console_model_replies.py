@@ -12,6 +12,7 @@ from bot.console import chat_loop
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
 from shared.llm.client import ChatModel
+from tests.builders import typed
 from tests.integration.test_conversation import turn
 
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_enabled=True, retrieval_limit=5,
@@ -21,13 +22,7 @@ CONFIG = ConversationConfig(bot_name="Mnemo", personality="a friend", emotion_en
 
 def console_with_model(uow_factory, server: FakeOpenAI, lines: list[str], **model_options) -> list[str]:
     """What the console printed for each line, with the model on ``server`` answering."""
-    script, out = iter(lines), []
-
-    def read_line(_prompt: str) -> str:
-        try:
-            return next(script)
-        except StopIteration:
-            raise EOFError from None
+    read_line, out = typed(lines), []
 
     model = ChatModel(base_url=server.base_url, api_key="k", model="fake-chat", timeout_seconds=10, **model_options)
     service = ConversationService(uow_factory, CONFIG, chat_model=model)

@@ -18,7 +18,7 @@ from shared.db.engine import make_engine, session_factory
 from shared.db.models import ConversationTurn
 from shared.db.thread_models import OpenThread
 from shared.reminders.service import DeliveryOutcome
-from tests.builders import clean_settings, conversation, conversation_config, message
+from tests.builders import clean_settings, conversation, conversation_config, message, typed
 
 
 def test_the_report_line_counts_each_outcome_and_says_why_a_follow_up_was_not_sent():
@@ -55,17 +55,9 @@ def test_a_follow_up_sent_as_of_tomorrow_is_shown_first_by_the_next_console_and_
         assert main(["followups", "--now", afternoon.isoformat()]) == 0
         assert capsys.readouterr().out.strip() == f"follow-ups as of {afternoon:%Y-%m-%d %H:%M} UTC: none due"
 
-        lines = iter(["I passed!"])
         out: list[str] = []
-
-        def read_line(_prompt: str) -> str:
-            try:
-                return next(lines)
-            except StopIteration:
-                raise EOFError from None
-
-        asyncio.run(chat_loop(service, user_id="ann", bot_name="Mnemo", read_line=read_line, write=out.append,
-                              reminders=console_reminder_feed(rt, "ann"),
+        asyncio.run(chat_loop(service, user_id="ann", bot_name="Mnemo", read_line=typed(["I passed!"]),
+                              write=out.append, reminders=console_reminder_feed(rt, "ann"),
                               missed=lambda: console_missed(rt, "ann", "en")))
         with rt.uow() as uow:
             thread = uow.session.get(OpenThread, thread.id)

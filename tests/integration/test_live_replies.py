@@ -24,6 +24,7 @@ from shared.commands.service import MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
 from shared.llm.client import ChatModel
+from tests.builders import typed
 from tests.integration.test_conversation import turn
 from tests.integration.test_discord_bot import ALICE as DISCORD_ALICE
 from tests.integration.test_discord_bot import CHANNEL, GUILD, Bot
@@ -236,13 +237,7 @@ def test_on_discord_a_model_that_stops_mid_json_leaves_one_message_with_the_offl
 
 def console_transcript(uow_factory, llm: FakeOpenAI, lines: list[str]) -> tuple[str, list[str]]:
     """What a terminal would show, and each streamed write."""
-    script, shown, streamed = iter(lines), [], []
-
-    def read_line(_prompt: str) -> str:
-        try:
-            return next(script)
-        except StopIteration:
-            raise EOFError from None
+    read_line, shown, streamed = typed(lines), [], []
 
     def stream(text: str) -> None:
         streamed.append(text)

@@ -22,6 +22,7 @@ from shared.conversation.service import ConversationService
 from shared.llm.client import ChatModel
 from shared.settings import Settings
 from shared.usage.policy import Prices, QuotaPolicy, UsagePolicy
+from tests.builders import typed
 from tests.integration.test_discord_bot import ALICE as DISCORD_ALICE
 from tests.integration.test_discord_bot import Bot
 from tests.integration.test_telegram_bot import llm_turn, run_bot
@@ -101,13 +102,7 @@ def test_discord_usage_is_ephemeral_and_the_notice_rides_under_the_dm_reply(uow_
 
 
 def test_console_usage_shows_the_three_windows_and_no_limit_when_none_is_set(uow_factory, tmp_path):
-    lines, out = iter(["hello there", "/usage"]), []
-
-    def read_line(_prompt: str) -> str:
-        try:
-            return next(lines)
-        except StopIteration:
-            raise EOFError from None
+    read_line, out = typed(["hello there", "/usage"]), []
 
     caller = Caller(platform="console", platform_user_id="tester", locale="en", platform_chat_id="console")
     commands = ConsoleCommands(MemoryCommands(uow_factory), caller, ask=lambda _question: "n", export_dir=tmp_path)
