@@ -35,6 +35,7 @@ from tests.builders import (
     units_of_work,
     worker_units_of_work,
 )
+from tests.waiting import wait_for
 from worker import tasks
 
 GATE_REDIS = "redis://127.0.0.1:6379/7"  # shared with tests/e2e/test_model_pool.py: every other database is taken
@@ -164,10 +165,15 @@ def test_a_job_running_past_the_sweeps_age_is_not_sent_again_while_its_worker_li
     with worker_on() as uow:
         [(job_id, task, payload)] = [(job.id, job.task, dict(job.payload)) for job in uow.session.scalars(
             select(OutboxJob).where(OutboxJob.task == "extract_turn"))]
-    one_slot_server.queue_reply({"operations": [{"op": "SKIP"}]}, delay=3 * CALL_SECONDS)
+    one_slot_server.queue_reply({"operations": [{"op": "SKIP"}]}, delay=12 * CALL_SECONDS)
     running = threading.Thread(target=getattr(tasks, task).run, kwargs={"job_id": job_id, **payload})
     running.start()
-    time.sleep(CALL_SECONDS)
+
+    def claimed() -> bool:
+        with worker_on() as uow:
+            return uow.session.get(OutboxJob, job_id).running_until is not None
+
+    wait_for(claimed, 30, "the first delivery to claim the job")  # not a fixed sleep: a loaded machine is slow
     resent: list[tuple[str, dict]] = []
     swept = jobs.sweep_jobs(worker_on, lambda name, kwargs: resent.append((name, kwargs)), datetime.now(UTC),
                             redispatch_after=timedelta(0))
