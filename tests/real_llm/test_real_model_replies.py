@@ -104,5 +104,6 @@ def test_the_small_models_non_answers_are_never_shown_as_its_reply(real_llm_url,
 
 
 def _asked(request) -> str:
-    """The user's message a turn request answers (its last message, before the app note)."""
-    return request.body["messages"][-1]["content"].split(f"\n\n{NOTE_OPEN}")[0]
+    """The user's message a turn request answers (its last message, before the app note; after the instructions
+    when they open it, ``LLM_SYSTEM_ROLE=user``: the messages asked here hold no blank line)."""
+    return request.body["messages"][-1]["content"].split(f"\n\n{NOTE_OPEN}")[0].rsplit("\n\n", 1)[-1]
