@@ -164,7 +164,7 @@ def _first_sentences(paragraph: str, facts: FollowupFacts) -> str:
     remembered = " ".join(facts.memories).casefold()
     if len(sentences) > 1 and remembered and _shares_a_word(sentences[1], remembered):
         kept.append(sentences[1])
-    ended = [sentence for sentence in kept if sentence[-1] in ".!?。！？\"'”’"]
+    ended = [sentence for sentence in kept if sentence[-1] in _ENDS + _CLOSERS]
     return ("" if facts.chinese else " ").join(ended or kept[:1])
 
 
