@@ -92,10 +92,11 @@ def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...
     started: list[subprocess.Popen[bytes]] = []
     try:
         try:
-            for role in roles:
-                role_env = {**env, **ROLE_ENVIRONMENT.get(role, {}),
-                            "METRICS_PORT": companion_metrics_port(metrics_port, role)}
-                started.append(_start(role, role_env, log_dir / f"{role}.log", held))
+            with stop_signals_deferred():  # a Ctrl-C mid-start would lose a companion already running
+                for role in roles:
+                    role_env = {**env, **ROLE_ENVIRONMENT.get(role, {}),
+                                "METRICS_PORT": companion_metrics_port(metrics_port, role)}
+                    started.append(_start(role, role_env, log_dir / f"{role}.log", held))
         finally:
             for fd in held:  # from now on only the companions hold them
                 os.close(fd)
@@ -105,6 +106,39 @@ def background_processes(database_url: str, log_dir: Path, roles: tuple[str, ...
         os.close(kept_end)
         if front_end is not None:
             os.close(front_end)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP until the block ends, then act on the first one that came.
+
+    A signal's exception raised inside ``subprocess.Popen`` after the child has started but before
+    ``Popen`` returns leaves a running child nobody has a handle on (nothing would stop it). Outside the main
+    thread (where Python cannot set handlers) the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[signal.Signals] = []
+
+    def note(number: int, _frame: object) -> None:
+        came.append(signal.Signals(number))
+
+    previous = {number: signal.signal(number, note) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if not came:
+        return
+    first = came[0]
+    if callable(action := previous[first]):
+        action(first, None)
+    elif action == signal.SIG_DFL:
+        signal.raise_signal(first)
 
 
 def _start(role: str, env: dict[str, str], log_path: Path, fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
