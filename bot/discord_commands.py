@@ -27,6 +27,7 @@ from shared.access.service import AccessListing, AccessService
 from shared.access.texts import change_text, listing_text
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import table, texts
+from shared.commands.followups import about_the_group
 from shared.commands.service import Caller, MemoryCommands, MemoryPage, confirmation_code
 from shared.commands.table import Frontend
 from shared.db.kinds import MEMORY_TYPES
@@ -396,9 +397,24 @@ async def timezone(interaction: discord.Interaction, zone: str | None = None) ->
 @app_commands.command(name="followups", description=describe("followups"))
 @app_commands.describe(action=command_text("followups.action"))
 async def followups(interaction: discord.Interaction, action: str | None = None) -> None:
-    """Follow-ups on or off, your quiet hours (``quiet 22-9``), and what I'll ask about."""
+    """Follow-ups on or off, your quiet hours (``quiet 22-9``), and what I'll ask about. In a server's channel,
+    ``group on|off`` is the channel's own switch: members who may manage the channel or the server change it."""
+    if about_the_group(action) and interaction.guild_id is not None:
+        caller = Caller(platform="discord", platform_user_id=str(interaction.user.id),
+                        display_name=interaction.user.display_name, locale=interaction.locale.value,
+                        platform_chat_id=str(interaction.channel_id), chat_kind="group")
+        group = await deferred(interaction, memory_commands(interaction).group_followups, caller, action or "",
+                               admin=channel_admin(interaction.permissions))
+        await send_private(interaction, followup_texts.group_text(group, interaction.locale.value))
+        return
     state = await deferred(interaction, memory_commands(interaction).followups, caller_of(interaction), action)
     await send_private(interaction, followup_texts.settings_text(state, interaction.locale.value))
+
+
+def channel_admin(permissions: discord.Permissions) -> bool:
+    """Whether a member may change a channel's settings: Manage Channels, Manage Server, or Administrator
+    (the member's resolved permissions in the channel, as the interaction carries them)."""
+    return permissions.administrator or permissions.manage_guild or permissions.manage_channels
 
 
 @app_commands.command(name="help", description=describe("help"))

@@ -11,13 +11,14 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from telegram import CallbackQuery, InlineKeyboardMarkup, LinkPreviewOptions, Message, Update, User
-from telegram.constants import ChatType
+from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import BadRequest, Forbidden
 from telegram.ext import ContextTypes
 
 from bot import telegram_render as render
 from shared.accounts.user_data import MAX_IMPORT_BYTES
 from shared.commands import table, texts
+from shared.commands.followups import about_the_group
 from shared.commands.service import Caller, ExportFile, MemoryCommands, confirmation_code
 from shared.commands.table import Frontend, Reading
 from shared.errors import InvalidCommand
@@ -34,6 +35,8 @@ _COMMAND_HEAD = re.compile(r"/\w+(@\w+)?")
 """``/remember`` or ``/remember@MnemoBot`` at the start of a message."""
 MAX_LANGUAGE_CHARS = 16
 """An IETF language tag as Telegram sends it (``en``, ``zh-hans``), short enough to be kept."""
+ADMIN_STATUSES = frozenset({ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR})
+"""A group's owner (``creator``) and administrators: who may change the group's own settings."""
 T = TypeVar("T")
 Callback = Callable[[Update, Context], Coroutine[Any, Any, None]]
 """A command's handler, as python-telegram-bot calls it."""
@@ -103,6 +106,17 @@ async def answer_privately(update: Update, context: Context, message: str | None
             raise
         await update.effective_message.reply_text(render.text("start_private_first", locale_of(update)))
         return None
+
+
+async def group_admin(update: Update, context: Context) -> bool:
+    """Whether the sender administers the group the update came from: its creator or an administrator, as
+    ``getChatMember`` says, or an anonymous admin (who writes as the group itself)."""
+    user, chat, message = update.effective_user, update.effective_chat, update.effective_message
+    assert user is not None and chat is not None
+    if message is not None and message.sender_chat is not None and message.sender_chat.id == chat.id:
+        return True
+    member = await context.bot.get_chat_member(chat.id, user.id)
+    return member.status in ADMIN_STATUSES
 
 
 async def edit_answer(query: CallbackQuery, message: str, markup: InlineKeyboardMarkup | None = None) -> None:
@@ -321,9 +335,15 @@ class CommandHandlers:
         await answer_privately(update, context, usage_texts.user_usage_text(report, caller.locale))
 
     async def followups(self, update: Update, context: Context) -> None:
-        """``/followups on|off|list|quiet 22-9``: consent to follow-ups, quiet hours, the open threads."""
-        caller = caller_of(update)
-        state = await self._call(self.commands.followups, caller, command_argument(message_of(update)))
+        """``/followups on|off|list|quiet 22-9``: consent to follow-ups, quiet hours, the open threads. In a
+        group, ``/followups group on|off`` is the group's switch, answered in the group: its admins change it."""
+        caller, argument = caller_of(update), command_argument(message_of(update))
+        if about_the_group(argument) and caller.chat_kind != "private":
+            admin = await group_admin(update, context)
+            group = await self._call(self.commands.group_followups, caller, argument or "", admin=admin)
+            await message_of(update).reply_text(followup_texts.group_text(group, caller.locale))
+            return
+        state = await self._call(self.commands.followups, caller, argument)
         await answer_privately(update, context, followup_texts.settings_text(state, caller.locale))
 
     async def timezone(self, update: Update, context: Context) -> None:

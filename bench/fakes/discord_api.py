@@ -61,6 +61,10 @@ CUSTOM_ID_LIMIT = 100
 EPHEMERAL = 64
 LOADING = 128
 ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024
+MEMBER_PERMISSIONS = 2248473465835073
+"""A plain member's (and the bot's) permissions in a channel: reading, sending, reacting; managing nothing."""
+MANAGE_CHANNELS = 1 << 4
+MANAGE_GUILD = 1 << 5
 COMMAND_LIMIT = 100
 _COMMAND_NAME = re.compile(r"^[-_\w]{1,32}$")
 _CALLBACK_TYPES = {1, 4, 5, 6, 7, 8, 9, 10, 12}
@@ -348,8 +352,10 @@ class FakeDiscord(LoopbackFake):
 
     def slash_command(self, name: str, options: Mapping[str, object] | None = None, *, user_id: str,
                       guild_id: str | None = None, channel_id: str | None = None,
-                      locale: str = "en-US", roles: tuple[str, ...] = ()) -> dict[str, Any]:
-        """An INTERACTION_CREATE for ``/name``; attachments (from ``add_attachment``) become type 11."""
+                      locale: str = "en-US", roles: tuple[str, ...] = (),
+                      permissions: int = MEMBER_PERMISSIONS) -> dict[str, Any]:
+        """An INTERACTION_CREATE for ``/name``; attachments (from ``add_attachment``) become type 11. In a server,
+        ``permissions`` are the member's resolved permissions in the channel (a plain member's by default)."""
         raw_options: list[dict[str, Any]] = []
         resolved: dict[str, dict[str, Any]] = {}
         for option, value in (options or {}).items():
@@ -363,7 +369,7 @@ class FakeDiscord(LoopbackFake):
         if resolved:
             data["resolved"] = resolved
         return self._interaction(2, data, user_id=user_id, guild_id=guild_id, channel_id=channel_id, locale=locale,
-                                 roles=roles)
+                                 roles=roles, permissions=permissions)
 
     def button_press(self, message: dict[str, Any], custom_id: str, *, user_id: str, guild_id: str | None = None,
                      channel_id: str | None = None, locale: str = "en-US") -> dict[str, Any]:
@@ -522,13 +528,13 @@ class FakeDiscord(LoopbackFake):
 
     def _interaction(self, kind: int, data: dict[str, Any], *, user_id: str, guild_id: str | None,
                      channel_id: str | None, locale: str, message: dict[str, Any] | None = None,
-                     roles: tuple[str, ...] = ()) -> dict[str, Any]:
+                     roles: tuple[str, ...] = (), permissions: int = MEMBER_PERMISSIONS) -> dict[str, Any]:
         user, interaction_id = self.user(user_id), self.new_id()
         token = f"aW50ZXJhY3Rpb246{interaction_id}OjEyMzQ1Njc4OTA6{interaction_id[::-1]}"
-        permissions = "2248473465835073"
         payload: dict[str, Any] = {
             "id": interaction_id, "application_id": self.application["id"], "type": kind, "data": data,
-            "token": token, "version": 1, "locale": locale, "app_permissions": permissions, "entitlements": [],
+            "token": token, "version": 1, "locale": locale, "app_permissions": str(MEMBER_PERMISSIONS),
+            "entitlements": [],
             "attachment_size_limit": ATTACHMENT_SIZE_LIMIT}
         if guild_id is None:
             channel_id = channel_id or self.dm_channel(user_id)
@@ -542,10 +548,11 @@ class FakeDiscord(LoopbackFake):
                 context=0, authorizing_integration_owners={"0": guild_id},
                 member={"user": user, "roles": list(roles), "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False,
                         "mute": False, "flags": 0, "pending": False, "nick": None, "avatar": None,
-                        "permissions": permissions},
+                        "permissions": str(permissions)},
                 channel={"id": channel_id, "type": 0, "guild_id": guild_id, "name": "general", "position": 0,
                          "permission_overwrites": [], "nsfw": False, "parent_id": None, "topic": None,
-                         "rate_limit_per_user": 0, "last_message_id": None, "flags": 0, "permissions": permissions})
+                         "rate_limit_per_user": 0, "last_message_id": None, "flags": 0,
+                         "permissions": str(permissions)})
         payload["channel_id"] = channel_id
         if message is not None:
             payload["message"] = message

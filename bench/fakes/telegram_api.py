@@ -164,6 +164,7 @@ class FakeTelegram(LoopbackFake):
             "answerCallbackQuery": self._answer_callback_query, "sendChatAction": self._send_chat_action,
             "sendDocument": self._send_document, "getFile": self._get_file,
             "sendMessageDraft": self._send_message_draft, "deleteMessage": self._delete_message,
+            "getChatMember": self._get_chat_member,
         }
         self._lock = threading.Lock()
         self._updates_ready = threading.Condition(self._lock)
@@ -187,6 +188,8 @@ class FakeTelegram(LoopbackFake):
         self._forbidden: dict[int | str, str] = {}
         self._migrated: dict[int | str, int] = {}
         self._chats: dict[int | str, dict[str, Any]] = {}
+        self._users: dict[int, dict[str, Any]] = {}
+        self._statuses: dict[tuple[int | str, int], str] = {}
         self._webhook: dict[str, Any] | None = None
 
     @property
@@ -226,6 +229,13 @@ class FakeTelegram(LoopbackFake):
         with self._lock:
             self._migrated[chat_id] = to_chat_id
 
+    def set_member_status(self, chat_id: int | str, user: dict[str, Any], status: str) -> None:
+        """``getChatMember`` answers ``status`` (``creator``, ``administrator``, ``member``, ``left``…) for
+        ``user`` in ``chat_id``; a user never set there is a plain ``member`` of a chat they wrote in."""
+        with self._lock:
+            self._users[user["id"]] = dict(user)
+            self._statuses[(chat_id, user["id"])] = status
+
     def push_message(self, chat: dict[str, Any] | int, from_user: dict[str, Any], text: str | None = None, *,
                      reply_to: dict[str, Any] | None = None, entities: list[dict[str, Any]] | None = None,
                      document: dict[str, Any] | None = None, service: dict[str, Any] | None = None,
@@ -242,6 +252,7 @@ class FakeTelegram(LoopbackFake):
         chat = chat if isinstance(chat, dict) else chat_object(chat)
         with self._lock:
             self._chats[chat["id"]] = dict(chat)
+            self._users[from_user["id"]] = dict(from_user)
             message: dict[str, Any] = {"message_id": self._next_message_id(chat["id"]),
                                        "date": int(time.time()) if date is None else date,
                                        "chat": dict(chat), "from": dict(from_user)}
@@ -524,6 +535,23 @@ class FakeTelegram(LoopbackFake):
                                  "message_thread_id": params.get("message_thread_id"),
                                  "entities": _json_value(params.get("entities")), "at": time.monotonic()})
         return True
+
+    def _get_chat_member(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id, user_id = chat_id_param(params), int(params.get("user_id") or 0)
+        with self._lock:
+            user = self._users.get(user_id)
+            status = self._statuses.get((chat_id, user_id), "member" if user is not None else None)
+        if user is None or status is None:
+            raise TelegramApiError(400, "Bad Request: user not found")
+        member: dict[str, Any] = {"status": status, "user": user}
+        if status == "administrator":
+            member |= {"can_be_edited": False, "is_anonymous": False, "can_manage_chat": True,
+                       "can_delete_messages": True, "can_manage_video_chats": True, "can_restrict_members": True,
+                       "can_promote_members": False, "can_change_info": True, "can_invite_users": True,
+                       "can_post_stories": False, "can_edit_stories": False, "can_delete_stories": False}
+        elif status == "creator":
+            member |= {"is_anonymous": False}
+        return member
 
     def _delete_message(self, params: dict[str, Any]) -> bool:
         chat_id, message_id = chat_id_param(params), int(params.get("message_id") or 0)

@@ -21,7 +21,7 @@ from shared.accounts.links import Account, LinkCode, LinkRequest, confirmation_c
 from shared.accounts.panel_access import PanelLink
 from shared.accounts.user_data import ExportFile, ImportReport
 from shared.commands import memories as memory_commands
-from shared.commands.followups import followup_settings
+from shared.commands.followups import followup_settings, group_followups
 from shared.commands.memories import (
     FORGET_ALL,
     FORGET_ALL_AND_REMINDERS,
@@ -36,7 +36,7 @@ from shared.db.kinds import CHAT_KINDS, MEMORY_TYPES, PLATFORMS, TodoKind, TodoS
 from shared.db.memory_models import Todo
 from shared.db.models import Chat, Identity
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
-from shared.followups.texts import FollowupSettings
+from shared.followups.texts import FollowupSettings, GroupFollowups
 from shared.followups.timing import DEFAULT_QUIET_HOURS
 from shared.limits import SharedLimit
 from shared.reminders.deadlines import DEFAULT_HEADS_UP, reads_as_deadline, timing, todo_content
@@ -251,6 +251,14 @@ class MemoryCommands:
         words = "" if blank else command_text(text, MAX_SEARCH_CHARS, "followups_usage")
         return self._run(caller, lambda uow, me: followup_settings(uow, me.user_id, words, self.clock(),
                                                                    self.followup_quiet_hours))
+
+    def group_followups(self, caller: Caller, text: str, *, admin: bool) -> GroupFollowups:
+        """``/followups group [on|off]`` in the group it was typed in; ``admin``: the platform says the caller is
+        one of the group's admins (only they change it)."""
+        if caller.chat_kind == "private" or caller.platform_chat_id is None:
+            raise InvalidCommand("followups_group_where")
+        words = command_text(text, MAX_SEARCH_CHARS, "followups_usage")
+        return self._run(caller, lambda uow, _me: group_followups(self._chat(uow, caller), words, admin=admin))
 
     # Export and import
 

@@ -31,8 +31,8 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "cancel": ("Cancel a reminder: /cancel 4", "取消提醒：/cancel 4"),
     "timezone": ("Your time zone: /timezone Asia/Shanghai, a city, or UTC+8",
                  "你的时区：/timezone 上海、城市名或 UTC+8"),
-    "followups": ("Let me ask how things went: /followups on, off, list, quiet 22-9",
-                  "事后问问你进展如何：/followups on、off、list、quiet 22-9"),
+    "followups": ("Let me ask how things went: /followups on, off, list, quiet 22-9 (a group's admins: group on)",
+                  "事后问问你进展如何：/followups on、off、list、quiet 22-9（群管理员：group on）"),
     "export": ("Download all your data as a JSON file", "把你的全部数据导出为 JSON 文件"),
     "import": ("Restore your data from an export file", "从导出文件恢复你的数据"),
     "pause": ("Stop remembering new things", "暂停记住新内容"),
@@ -72,8 +72,15 @@ _WEEKDAYS_ZH = "一二三四五六日"
 _PLATFORMS = {"discord": "Discord", "telegram": "Telegram", "console": "console"}
 
 ERRORS: dict[str, tuple[str, str]] = {
-    "followups_usage": ("Use /followups on, /followups off, /followups list or /followups quiet 22-9.",
-                        "用法：/followups on、/followups off、/followups list 或 /followups quiet 22-9。"),
+    "followups_usage": ("Use /followups on, /followups off, /followups list or /followups quiet 22-9 (in a group, "
+                        "its admins: /followups group on or off).",
+                        "用法：/followups on、/followups off、/followups list 或 /followups quiet 22-9"
+                        "（群管理员在群里：/followups group on 或 off）。"),
+    "followups_group_where": ("/followups group is the switch of a group: send it in the group (its admins turn "
+                              "follow-ups on or off there).",
+                              "/followups group 是群的开关：请在群里发送（由群管理员开启或关闭）。"),
+    "followups_group_admin": ("Only this group's admins can turn its follow-ups on or off.",
+                              "只有本群管理员可以开启或关闭本群的回访。"),
     "followups_quiet_hours": ("Quiet hours are two hours of the day, from-until, e.g. /followups quiet 22-9.",
                               "安静时段请写成两个整点，从-到，例如 /followups quiet 22-9。"),
     "bad_caller": ("I couldn't tell who you are. Please try again.", "无法识别你的身份，请重试。"),

@@ -36,6 +36,7 @@ from shared.followups.timing import (
     Moment,
     Verdict,
     follow_up_verdict,
+    group_takes_followups,
     quiet_hours,
 )
 from shared.llm.client import ChatModel
@@ -66,8 +67,6 @@ Blocked = Callable[[Iterable[tuple[str, str]]], bool]
 """Whether an access block refuses any of a user's (platform, platform user id) accounts."""
 COMPOSE_WINDOW = timedelta(seconds=90)
 """A delivery holds its claim this long beyond the send window: the model writes the follow-up meanwhile."""
-GROUP_SETTING = "followups"
-"""``chats.settings['followups'] = true``: the group takes follow-ups."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +210,7 @@ def _verdict(uow: UnitOfWork, thread: OpenThread, now: datetime, rules: Followup
         now=now, happens_at=thread.happens_at, zone=zone_of(thread.timezone),
         quiet=quiet_hours(user_quiet, rules.quiet_hours), after=rules.after, day_only=thread.day_only,
         last_asked_at=last_asked, last_written_at=uow.threads.last_written_at(thread.user_id), group=group,
-        group_enabled=bool(chat is not None and (chat.settings or {}).get(GROUP_SETTING) is True)))
+        group_enabled=chat is not None and group_takes_followups(chat.settings)))
 
 
 def _not_now(uow: UnitOfWork, thread: OpenThread, now: datetime, rules: FollowupRules, reason: str,

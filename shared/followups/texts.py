@@ -36,6 +36,14 @@ class FollowupSettings:
     changed: bool = False
 
 
+@dataclass(frozen=True)
+class GroupFollowups:
+    """What ``/followups group`` says: whether the group takes follow-ups, and whether this command changed it."""
+
+    on: bool
+    changed: bool = False
+
+
 def day_phrase(happens_at: datetime, now: datetime, zone: tzinfo, *, chinese: bool) -> str:
     """The thread's day as seen from ``now``: today, yesterday, a weekday within the week, else the date."""
     day, today = happens_at.astimezone(zone).date(), now.astimezone(zone).date()
@@ -84,3 +92,15 @@ def _thread_lines(threads: Sequence[ThreadItem], *, chinese: bool) -> list[str]:
         asked = ("（已问，等你回复）" if chinese else " (asked, waiting for your answer)") if item.asked else ""
         lines.append(f"#{item.id} {item.what} — {stamp}{asked}")
     return lines
+
+
+def group_text(state: GroupFollowups, locale: str | None) -> str:
+    """What ``/followups group [on|off]`` answers in the group, in the locale's language."""
+    if is_chinese(locale):
+        return ("本群已开启回访：开启了自己回访的成员，可能会在群里被问到在群里提过的事进展如何。"
+                "发送 /followups group off 关闭。" if state.on
+                else "本群没有开启回访：在群里提过的事不会在群里回访。群管理员可以发送 /followups group on 开启。")
+    return ("Follow-ups are on in this group: members who turned their own follow-ups on may be asked here how "
+            "something they mentioned here went. /followups group off turns them off." if state.on
+            else "Follow-ups are off in this group: nothing mentioned here is followed up here. A group admin can "
+                 "send /followups group on.")

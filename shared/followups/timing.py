@@ -10,6 +10,7 @@ that became unwelcome between the two is not sent.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
@@ -25,6 +26,15 @@ STALE_AFTER = timedelta(days=7)
 STALE = "stale"
 GROUP_RECHECK = timedelta(days=1)
 """A thread noted in a group without follow-ups is looked at again this much later (the group may turn them on)."""
+GROUP_SETTING = "followups"
+"""``chats.settings['followups'] = true``: the group took follow-ups on (``/followups group on`` by an admin)."""
+
+
+def group_takes_followups(chat_settings: Mapping[str, object] | None) -> bool:
+    """Whether a group's ``chats.settings`` turned follow-ups on."""
+    return (chat_settings or {}).get(GROUP_SETTING) is True
+
+
 _HOURS = re.compile(r"^\s*(\d{1,2})(?::00)?\s*[-–~到至]\s*(\d{1,2})(?::00)?\s*$")
 
 

@@ -17,13 +17,13 @@ from pydantic import SecretStr
 from sqlalchemy import select
 from telegram.ext import Application
 
-from bench.fakes.discord_api import FakeDiscord
-from bench.fakes.telegram_api import FakeTelegram, user_object
+from bench.fakes.discord_api import MANAGE_CHANNELS, MEMBER_PERMISSIONS, FakeDiscord
+from bench.fakes.telegram_api import FakeTelegram, chat_object, user_object
 from bot.discord_bot import MnemoBot, use_api
 from shared.commands.service import MemoryCommands
 from shared.conversation.config import ConversationConfig
 from shared.conversation.service import ConversationService
-from shared.db.models import ConversationTurn
+from shared.db.models import Chat, ConversationTurn
 from shared.db.thread_models import OpenThread
 from shared.delivery.platform_api import DiscordSender, TelegramSender
 from shared.followups.delivery import FollowupRules, claim_due_followups, deliver_followup
@@ -193,3 +193,91 @@ def test_an_english_thread_on_discord_waits_out_quiet_hours_is_sent_once_by_dm_a
     assert thread.status == "answered"
     assert claim_due_followups(uow_factory, morning + timedelta(days=2), RULES) == []
     assert len(fake_discord.messages_in(dm)) == 3  # the reply, the follow-up, the reply to the answer
+
+
+GROUP = chat_object(-1001234567890, "学习小组")
+CAROL = user_object(1003, "Carol", language_code="zh-hans")
+
+
+def telegram_group_says(settings: Settings, service: ConversationService, commands: MemoryCommands,
+                        telegram: FakeTelegram, *said: tuple[dict, str]) -> list[tuple[str, str]]:
+    """Each (user, line) is written in the group in turn, each answered before the next; what the bot sent, as
+    ("group", text) or ("private", text) (a refusal goes to the sender's private chat)."""
+    async def scenario(_application: Application) -> None:
+        for count, (user, line) in enumerate(said, 1):
+            mention = [{"type": "mention", "offset": 0, "length": 15}] if line.startswith("@") else None
+            telegram.push_message(GROUP, user, line, entities=mention)
+            await until(lambda n=count: len(telegram.sent) >= sent_before + n)
+
+    sent_before = len(telegram.sent)
+    run_bot(settings, service, commands, scenario)
+    return [("group" if message["chat_id"] == GROUP["id"] else "private", message["text"])
+            for message in telegram.sent[sent_before:]]
+
+
+def group_chat_settings(uow_factory) -> dict:
+    with uow_factory() as uow:
+        return uow.session.scalars(select(Chat.settings).where(Chat.platform_chat_id == str(GROUP["id"]))).one()
+
+
+def test_a_telegram_group_takes_follow_ups_only_once_an_admin_turns_them_on(
+        telegram, settings, conversation, commands, uow_factory):
+    telegram_says(settings, conversation, commands, telegram, "/followups on")  # Bob's own consent
+    telegram.set_member_status(GROUP["id"], CAROL, "administrator")
+    [_noted, refused, status] = telegram_group_says(
+        settings, conversation, commands, telegram, (BOB, "@mnemo_test_bot 周五上午面试，有点紧张"),
+        (BOB, "/followups@mnemo_test_bot group on"), (BOB, "/followups@mnemo_test_bot group"))
+    assert refused == ("private", "只有本群管理员可以开启或关闭本群的回访。")  # the group is not told
+    assert status[0] == "group" and status[1].startswith("本群没有开启回访")
+    assert group_chat_settings(uow_factory) == {}
+    [thread] = threads(uow_factory)
+    after = thread.happens_at + timedelta(hours=4)
+    assert claim_due_followups(uow_factory, after, RULES) == []  # noted in a group that did not take them
+
+    [(where, turned_on)] = telegram_group_says(settings, conversation, commands, telegram,
+                                               (CAROL, "/followups@mnemo_test_bot group on"))
+    assert where == "group" and turned_on.startswith("本群已开启回访")
+    assert group_chat_settings(uow_factory) == {"followups": True}
+    assert [call.params["user_id"] for call in telegram.calls_to("getChatMember")][-1] in (1003, "1003")
+    [claim] = claim_due_followups(uow_factory, after + timedelta(days=1), RULES)  # looked at again a day later
+    sender = {"telegram": TelegramSender(telegram.base_url, telegram.token)}
+    delivered = deliver_followup(uow_factory, sender, claim.thread_id, claim.attempt, after + timedelta(days=1),
+                                 rules=RULES)
+    assert delivered.kind == "sent"
+    assert "面试" in telegram.messages_to(GROUP["id"])[-1]["text"]  # asked in the group it was said in
+
+    [(_, off)] = telegram_group_says(settings, conversation, commands, telegram,
+                                     (CAROL, "/followups@mnemo_test_bot group off"))
+    assert off.startswith("本群没有开启回访")
+    assert group_chat_settings(uow_factory) == {"followups": False}
+
+
+def test_the_group_switch_in_a_private_chat_says_where_it_belongs(telegram, settings, conversation, commands):
+    [answer] = telegram_says(settings, conversation, commands, telegram, "/followups group on")
+    assert answer == "/followups group 是群的开关：请在群里发送（由群管理员开启或关闭）。"
+
+
+def test_a_discord_channel_takes_follow_ups_from_a_member_who_may_manage_it(
+        fake_discord, conversation, commands, uow_factory):
+    guild, channel = "900000000000000001", "900000000000000002"
+
+    async def main() -> None:
+        use_api(fake_discord.base_url)
+        client = MnemoBot(conversation, commands)
+        await client.login(fake_discord.token)
+        try:
+            for permissions in (MEMBER_PERMISSIONS, MEMBER_PERMISSIONS | MANAGE_CHANNELS):
+                client._connection.parse_interaction_create(fake_discord.slash_command(
+                    "followups", {"action": "group on"}, user_id=ALICE, guild_id=guild, channel_id=channel,
+                    locale="en-US", permissions=permissions))
+                await settle()
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+    refused, turned_on = (answer["content"] for answer in fake_discord.followups[-2:])
+    assert refused == "Only this group's admins can turn its follow-ups on or off."
+    assert turned_on.startswith("Follow-ups are on in this group")
+    with uow_factory() as uow:
+        chat = uow.session.scalars(select(Chat).where(Chat.platform_chat_id == channel)).one()
+    assert (chat.platform, chat.kind, chat.settings) == ("discord", "group", {"followups": True})
