@@ -19,6 +19,7 @@ from shared.app.bootstrap import Runtime
 from shared.commands import texts
 from shared.commands.service import Caller
 from shared.conversation.messages import IncomingMessage, Reply
+from shared.conversation.notice_texts import notices_text
 from shared.conversation.service import ConversationService
 from shared.conversation.warning_texts import OFFLINE_WARNING, warning_text
 from shared.errors import DatabaseUnavailable
@@ -74,7 +75,8 @@ def render_reply(reply: Reply, bot_name: str) -> str:
 def reply_notes(reply: Reply) -> list[str]:
     """The lines under a reply: its notice and warnings (offline mode is in the label)."""
     chinese = reply.language.chinese
-    lines = [f"  · {reply.notice}"] if reply.notice else []
+    notice = notices_text(reply.notices, chinese)
+    lines = [f"  · {notice}"] if notice else []
     return lines + [f"  · {warning_text(warning, chinese)}" for warning in dict.fromkeys(reply.warnings)
                     if warning != OFFLINE_WARNING]
 

@@ -17,6 +17,7 @@ from discord.utils import escape_markdown
 from shared.commands.table import Frontend, commands_on
 from shared.commands.texts import DESCRIPTIONS as COMMAND_DESCRIPTIONS
 from shared.conversation.messages import Reply
+from shared.conversation.notice_texts import notices_text
 from shared.conversation.warning_texts import TurnWarning, warning_text
 from shared.delivery.limits import DISCORD_CONTENT_LIMIT
 
@@ -109,8 +110,8 @@ def reply_messages(reply: Reply, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str
     if reply.duplicate or not reply.text.strip():
         return []
     lines = [reply.text.strip()]
-    if reply.notice:
-        lines.append(f"*{escape_markdown(reply.notice)}*")
+    if (notice := notices_text(reply.notices, reply.language.chinese)) is not None:
+        lines.append(f"*{escape_markdown(notice)}*")
     if (warnings := warning_line(reply.warnings, reply.language.chinese)) is not None:
         lines.append(warnings)
     return split_message("\n".join(lines), limit)

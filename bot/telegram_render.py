@@ -13,6 +13,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity
 
 from shared.commands.service import MemoryPage, ReminderItem
 from shared.conversation.messages import Reply
+from shared.conversation.notice_texts import notices_text
 from shared.conversation.warning_texts import CONTEXT_CUT, OFFLINE_REASONS, WarningCode, warning_text
 from shared.delivery.limits import TELEGRAM_TEXT_LIMIT
 from shared.text import is_chinese
@@ -99,7 +100,8 @@ def reply_note(reply: Reply) -> str | None:
     """The one short line under a reply: its notice, offline mode (not why), context that was cut, and the other
     warnings (a reminder that could not be set, remembering paused), in the language of the message."""
     locale = reply.language.value
-    notes = [reply.notice] if reply.notice else []
+    notice = notices_text(reply.notices, reply.language.chinese)
+    notes = [notice] if notice else []
     codes = {warning.code for warning in reply.warnings}
     if reply.offline:
         notes.append(text("note_offline", locale))

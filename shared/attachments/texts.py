@@ -1,8 +1,9 @@
-"""How a message's attachments are written into the round, into the prompt, and told to the user (zh/en). Pure.
+"""How a message's attachments are written into the round and into the prompt. Pure.
 
 The round keeps what was sent, never a file's content: a photo as ``[photo]`` (``[photo: <what it shows>]`` once
 the model described it), a read text file as ``[file notes.txt]``, anything not read with why. The prompt gets
-the same line and, for a text file, its text inside ``<file>`` markup with a note when it was cut.
+the same line and, for a text file, its text inside ``<file>`` markup with a note when it was cut. What the user is
+told of them is a reply's notice (:func:`shared.conversation.attached.attachment_notices`).
 """
 
 from __future__ import annotations
@@ -24,26 +25,6 @@ PHOTO_SEARCH_WORDS = "photo picture image 照片 图片 相片"
 _REASONS_EN = {"too_large": "too large to read", "unread_type": "not read: not a kind of file I read",
                "failed": "could not be fetched", "unheard": "not heard: no transcriber",
                "not_transcribed": "could not be transcribed", "over_limit": "not fetched: too many files just now"}
-_NOTICE_EN = {
-    "unseen": "I can't see images with this setup, so I only read your words.",
-    "too_large": "{name} is too large for me to open (limit {limit}).",
-    "unread_type": "I can't read {name}: I only read text files (txt, md, csv, json).",
-    "failed": "I couldn't fetch {name}; please try sending it again.",
-    "unheard": "I can't hear voice messages with this setup; please type it instead.",
-    "cut": "{name} was long: I read only its beginning.",
-    "not_transcribed": "I couldn't make out your voice message; please try again or type it.",
-    "over_limit": "You've sent a lot of files just now, so I didn't open {name}; please send it again in a minute.",
-}
-_NOTICE_ZH = {
-    "unseen": "现在的配置下我看不到图片，只读了你写的文字。",
-    "too_large": "{name} 太大了，我打不开（上限 {limit}）。",
-    "unread_type": "我读不了 {name}：我只读文本文件（txt、md、csv、json）。",
-    "failed": "{name} 没能取到，请再发一次。",
-    "unheard": "现在的配置下我听不了语音，请打字告诉我。",
-    "cut": "{name} 太长了，我只读了开头部分。",
-    "not_transcribed": "我没能听清你的语音，请再试一次或打字。",
-    "over_limit": "你刚才发的文件有点多，{name} 我先没打开，请过一分钟再发一次。",
-}
 
 
 def turn_line(caption: str, attachments: Sequence[Attachment]) -> str:
@@ -94,28 +75,15 @@ def prompt_text(line: str, attachments: Sequence[Attachment]) -> str:
             continue
         if item.kind == "voice":
             continue  # the transcript is in the line already
-        name = _safe_name(item.name)
+        name = safe_name(item.name)
         cut = "\n(the file was cut: only its beginning is shown)" if item.cut else ""
         blocks.append(f'<file name="{name}">\n{item.text}\n</file>{cut}')
     return "\n\n".join(block for block in blocks if block)
 
 
-def notice(attachments: Sequence[Attachment], *, image_seen: bool, chinese: bool) -> str | None:
-    """What the user is told of their attachments in the reply (None: nothing to tell)."""
-    table = _NOTICE_ZH if chinese else _NOTICE_EN
-    lines: list[str] = []
-    for item in attachments:
-        key: str | None = item.outcome if item.outcome != "fetched" else None
-        if key is None and item.kind == "photo" and item.image is not None and not image_seen:
-            key = "unseen"
-        elif key is None and item.cut:
-            key = "cut"
-        if key is not None:
-            line = table[key].format(name=_safe_name(item.name) or ("文件" if chinese else "the file"),
-                                     limit=_limit_text(item))
-            if line not in lines:
-                lines.append(line)
-    return " ".join(lines) or None
+def own_words(line: str) -> str:
+    """A message's line without the marks of what came with it: the words the user wrote (a caption), if any."""
+    return "\n".join(part for part in line.splitlines() if not (part.startswith("[") and part.endswith("]")))
 
 
 def has_photo(attachments: Sequence[Attachment]) -> bool:
@@ -129,19 +97,19 @@ def _mark(item: Attachment) -> str:
         return PHOTO_MARK
     if item.kind == "voice" and item.outcome == "fetched":
         return f"{VOICE_MARK} {item.text}" if item.text else VOICE_MARK  # the transcript is the message
-    name = _safe_name(item.name) or item.kind
+    name = safe_name(item.name) or item.kind
     noun = {"photo": "photo", "voice": "voice message", "file": "file"}[item.kind]
     if item.outcome == "fetched":
         return f"[file {name}]"
     return f"[{noun} {name}, {_REASONS_EN[item.outcome]}]" if item.name else f"[{noun}, {_REASONS_EN[item.outcome]}]"
 
 
-def _safe_name(name: str) -> str:
+def safe_name(name: str) -> str:
     """A file name as shown in a line or markup: one line, no quotes or brackets, at most 80 characters."""
     cleaned = clean_text(name or "", 80)
     return "".join(ch for ch in cleaned if ch not in '"<>[]\n\r').strip()
 
 
-def _limit_text(item: Attachment) -> str:
+def limit_text(item: Attachment) -> str:
     limit = {"photo": MAX_IMAGE_BYTES, "voice": MAX_AUDIO_BYTES}.get(item.kind, MAX_TEXT_FILE_BYTES)
     return f"{limit // 1024} KB" if limit < 1024 * 1024 else f"{limit // (1024 * 1024)} MB"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared.conversation.attached import round_line
 from shared.conversation.extraction_timing import ExtractionTiming, WaitingTurn
+from shared.conversation.notice_texts import Notice
 from shared.conversation.turn_reminders import store_turn_reminders
 from shared.conversation.turn_threads import store_turn_threads
 from shared.conversation.warning_texts import TurnWarning, WarningCode
@@ -43,8 +44,8 @@ class TurnResult:
     warnings: tuple[TurnWarning, ...] = ()
     trusted: bool = True
     """False when the answer was not valid JSON: its text is the reply, nothing is stored from it."""
-    notice: str | None = None
-    """Something the user must be told in their language (today's allowance is spent, the bot is swamped)."""
+    notices: tuple[Notice, ...] = ()
+    """What the user must be told (today's allowance is spent, the bot is swamped), worded by each front-end."""
     busy: bool = False
     """Answered offline because no model slot came free in time (back-pressure)."""
     limited: bool = False
@@ -63,7 +64,7 @@ class AppliedTurn:
     job_ids: tuple[int, ...] = ()
     answered_elsewhere: bool = False
     """Another process recorded a reply to this message first: this one is not sent."""
-    notice: str | None = None
+    notices: tuple[Notice, ...] = ()
     """What the user is told of the turn's reminders and time zone (:mod:`shared.conversation.turn_reminders`)
     and, once, that follow-ups can be turned on (:mod:`shared.conversation.turn_threads`)."""
     followups_answered: int = 0
@@ -100,9 +101,9 @@ def apply_turn_result(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResul
     job_ids = _owe_background_work(uow, prepared, memory_ids, turn_count, embeddings_wanted, config.extraction, now)
     if prepared.quota.over:  # owed from the next day, when the user's allowance is back; not sent now
         job_ids = ()
-    notice = " ".join(part for part in (reminders.notice, threads.notice) if part) or None
     return AppliedTurn(memory_ids=memory_ids, todo_ids=reminders.todo_ids, warnings=warnings + reminders.warnings,
-                       job_ids=job_ids, notice=notice, followups_answered=threads.answered)
+                       job_ids=job_ids, notices=reminders.notices + threads.notices,
+                       followups_answered=threads.answered)
 
 
 def _update_working_memory(uow: UnitOfWork, prepared: PreparedTurn, result: TurnResult,

@@ -1,7 +1,7 @@
-"""A turn's attachments on the hot path: the image for the one call, the user's notice, the round's line.
+"""A turn's attachments on the hot path: the image for the one call, the user's notices, the round's line.
 
 The rules themselves are :mod:`shared.attachments`; this module only joins them to a turn: which photo goes to the
-model (the first; one image a message), what the user is told in their language, and the round's line once the
+model (the first; one image a message), what the user is told (:class:`Notice` values), and the round's line once the
 model said what the photo shows (kept with the round, recallable, and the source of what is remembered from it).
 """
 
@@ -15,7 +15,14 @@ from shared.attachments import texts
 from shared.attachments.images import data_url
 from shared.attachments.kinds import Attachment, Outcome
 from shared.conversation.messages import IncomingMessage
-from shared.text import Language, language_of
+from shared.conversation.notice_texts import Notice, NoticeCode
+
+OUTCOME_NOTICES = {"too_large": NoticeCode.FILE_TOO_LARGE, "unread_type": NoticeCode.FILE_UNREAD_TYPE,
+                   "failed": NoticeCode.FILE_NOT_FETCHED, "unheard": NoticeCode.VOICE_UNHEARD,
+                   "not_transcribed": NoticeCode.VOICE_NOT_TRANSCRIBED, "over_limit": NoticeCode.FILES_OVER_LIMIT}
+"""What the user is told of an attachment that was not read, by its outcome."""
+NAMELESS = frozenset({NoticeCode.PHOTO_UNSEEN, NoticeCode.VOICE_UNHEARD, NoticeCode.VOICE_NOT_TRANSCRIBED})
+"""The notices that name no file (there is one photo a message, and a voice note has no name)."""
 
 
 class Transcriber(Protocol):
@@ -31,18 +38,27 @@ def image_for_model(attachments: Sequence[Attachment]) -> str | None:
     return data_url(image) if image is not None else None
 
 
-def answers_in_chinese(line: str, locale: str | None) -> bool:
-    """The user's language: their words when they wrote some (a caption), else their platform's locale."""
-    words = "\n".join(part for part in line.splitlines() if not (part.startswith("[") and part.endswith("]")))
-    return language_of(words, locale) is Language.ZH
+def attachment_notices(attachments: Sequence[Attachment], *, image_seen: bool) -> tuple[Notice, ...]:
+    """What the user is told of their attachments (a photo the model could not see, a file not read), each once."""
+    notices: list[Notice] = []
+    for item in attachments:
+        code = OUTCOME_NOTICES.get(item.outcome)
+        if code is None and item.kind == "photo" and item.image is not None and not image_seen:
+            code = NoticeCode.PHOTO_UNSEEN
+        elif code is None and item.cut:
+            code = NoticeCode.FILE_CUT
+        if code is not None:
+            notices.append(_notice(code, item))
+    return tuple(dict.fromkeys(notices))
 
 
-def attachment_notice(attachments: Sequence[Attachment], line: str, locale: str | None, *,
-                      image_seen: bool) -> str | None:
-    """What the user is told of their attachments (a photo the model could not see, a file not read)."""
-    if not attachments:
-        return None
-    return texts.notice(attachments, image_seen=image_seen, chinese=answers_in_chinese(line, locale))
+def _notice(code: NoticeCode, item: Attachment) -> Notice:
+    """The notice ``code`` of ``item``: its name (empty: the reader's word for a file) and, too large, the limit."""
+    if code in NAMELESS:
+        return Notice(code)
+    if code is NoticeCode.FILE_TOO_LARGE:
+        return Notice.of(code, name=texts.safe_name(item.name), limit=texts.limit_text(item))
+    return Notice.of(code, name=texts.safe_name(item.name))
 
 
 def round_line(line: str, description: str | None, *, image_seen: bool) -> str:

@@ -89,10 +89,3 @@ def cut_to_tokens(text: str, tokens: int) -> str:
         if boundary >= len(kept) * 4 // 5:
             return kept[:boundary].rstrip()
     return kept.rstrip()
-
-
-def message_cut_notice(read_chars: int, chinese: bool) -> str:
-    """What the user is told when the model read only the first ``read_chars`` characters of their message."""
-    if chinese:
-        return f"你的消息太长，模型只读了前 {read_chars} 个字。"
-    return f"Your message was too long for the model: it read the first {read_chars:,} characters."

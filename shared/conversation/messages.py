@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.attachments.kinds import Attachment
+from shared.conversation.notice_texts import Notice
 from shared.conversation.warning_texts import TurnWarning
 from shared.emotion import Emotion, ResponseStrategy
 from shared.text import Language
@@ -74,8 +75,9 @@ class Reply:
     """Where the time went: prepare, llm, apply (the hot path's own work is prepare + apply), and recall (part of
     prepare)."""
     language: Language = Language.EN
-    """The language of the message (:func:`shared.text.language_of`): of the notice, and of the warnings as each
+    """The language of the message (:func:`shared.text.language_of`): of the notices and the warnings as each
     front-end words them."""
-    notice: str | None = None
-    """To show with the reply, in the user's language: today's allowance is spent (the reply is offline), the
-    reminder the rules set, how many memories there are when asked what is remembered."""
+    notices: tuple[Notice, ...] = ()
+    """To show with the reply (:func:`shared.conversation.notice_texts.notices_text`, in ``language``): today's
+    allowance is spent (the reply is offline), the reminder the rules set, how many memories there are when asked
+    what is remembered."""

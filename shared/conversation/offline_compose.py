@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from shared.conversation import offline_replies as say
 from shared.conversation.echo import lower_first, second_person
+from shared.conversation.notice_texts import Notice, NoticeCode, notice_text
 from shared.conversation.offline_view import MemoryNote, OfflineView, RoundNote
 from shared.conversation.packing import excerpt
 from shared.emotion import Emotion, strategy_for
@@ -223,22 +224,27 @@ class Composer:
         return self.view.strategy.proactive_question and strategy_for(self.emotion).proactive_question
 
 
-def known_count_notice(view: OfflineView, shown: int) -> str | None:
+def known_count_notice(view: OfflineView, shown: int) -> Notice | None:
     """Under a model's answer to "what do you remember about me": how many memories there are and how to see
     them all, when its prompt showed fewer (the offline answer says it itself, ``more_known``)."""
     if view.memory_count <= shown:
         return None
-    return say.text("known_count", view.language.chinese, count=str(view.memory_count))
+    return Notice.of(NoticeCode.KNOWN_COUNT, count=view.memory_count)
+
+
+def confirmation_notice(todo: TodoEntry, view: OfflineView) -> Notice:
+    """"Okay — I'll remind you tomorrow at 09:00: …" (a deadline: "… is due …; I'll remind you ahead of it"): the
+    reminder's words and its time on the user's clock."""
+    if todo.due is None:  # the rules' reminders always have a time; a model's without one is not stored
+        return Notice(NoticeCode.REMINDER_NEEDS_TIME)
+    return Notice.of(NoticeCode.DEADLINE_SET if todo.deadline else NoticeCode.REMINDER_SET,
+                     what=second_person(todo.content), due=todo.due, now=view.local_now.isoformat(), zone=view.timezone)
 
 
 def reminder_confirmation(todo: TodoEntry, view: OfflineView) -> str:
-    """"Okay — I'll remind you tomorrow at 09:00: …" (a deadline: "… is due …; I'll remind you ahead of it") in the
-    language of the message."""
-    chinese = view.language.chinese
-    if todo.due is None:  # the rules' reminders always have a time; a model's without one is not stored
-        return say.text("reminder_needs_time", chinese)
-    when = say.when_text(datetime.fromisoformat(todo.due), view.local_now, view.timezone, chinese)
-    return say.text("deadline" if todo.deadline else "reminder", chinese, when=when, what=second_person(todo.content))
+    """The offline responder's answer to a reminder it set: :func:`confirmation_notice` in the language of the
+    message."""
+    return notice_text(confirmation_notice(todo, view), view.language.chinese)
 
 
 def _answers(ask: RecallAsk, view: OfflineView) -> list[MemoryNote]:

@@ -54,14 +54,12 @@ _ZH: dict[str, tuple[str, ...]] = {
                    f"（测试过的设置见 {README_LLM_ANCHOR}）。",),
     "reminder": ("好的，{when}提醒你：{what}。",),
     "deadline": ("好的，{what}{when}截止，我会提前提醒你。",),
-    "reminder_due_now": ("（“{what}”的时间在我回复时已经到了，马上提醒你。）",),
     "reminder_needs_time": ("好的——告诉我什么时候提醒你，比如“明天早上9点提醒我开会”。",),
     "said_user": ("{day}你跟我说过：“{line}”。",),
     "said_bot": ("{day}我说过：“{reply}”。",),
     "said_both": ("{day}你说：“{line}”，我回答：“{reply}”。",),
     "not_said": ("这个我不记得了——在我们聊过的内容里没找到。",),
     "more_known": ("（还有{count}条，/memories 可以看全部。）",),
-    "known_count": ("我一共记得关于你的 {count} 件事，/memories 可以看全部。",),
     "reminders_list": ("你的提醒：{items}。",),
     "no_reminders": ("你现在没有待办的提醒。要设一个的话，比如说“明天早上9点提醒我开会”。",),
 }
@@ -105,14 +103,12 @@ _EN: dict[str, tuple[str, ...]] = {
                    f"(tested settings: {README_LLM_ANCHOR}).",),
     "reminder": ("Okay — I'll remind you {when}: {what}.",),
     "deadline": ("Okay — {what}: due {when}. I'll remind you ahead of it.",),
-    "reminder_due_now": ("(The time for “{what}” came while I was answering: I'll remind you right away.)",),
     "reminder_needs_time": ("Sure — tell me when, for example \"remind me tomorrow at 9 to call Mum\".",),
     "said_user": ("{day}, you told me: \"{line}\"",),
     "said_bot": ("{day}, I said: \"{reply}\"",),
     "said_both": ("{day}, you said: \"{line}\" — and I said: \"{reply}\"",),
     "not_said": ("I don't remember that — I can't find it in what we've talked about.",),
     "more_known": ("(And {count} more: /memories shows them all.)",),
-    "known_count": ("I remember {count} things about you in all: /memories shows them all.",),
     "reminders_list": ("Your reminders: {items}.",),
     "no_reminders": ("You have no pending reminders. To set one, say something like \"remind me tomorrow at 9 to "
                      "call Mum\".",),
@@ -129,6 +125,12 @@ def text(key: str, chinese: bool, variant: int = 0, **values: str) -> str:
     """The line ``key`` in the user's language, its ``variant`` (wrapping), filled with ``values``."""
     options = (_ZH if chinese else _EN)[key]
     return options[variant % len(options)].format(**values)
+
+
+def lines(key: str) -> tuple[str, str]:
+    """The first variant of ``key`` in English and Chinese: a line a reply's notice shares
+    (:data:`shared.conversation.notice_texts.NOTICE_TEXTS`)."""
+    return _EN[key][0], _ZH[key][0]
 
 
 def pick(key: str, chinese: bool, seed: str, turn: int, last_reply: str = "", **values: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from shared.attachments.texts import own_words
 from shared.emotion import ResponseStrategy
 from shared.reminders.in_note import PendingReminder
 from shared.text import Language, language_of
@@ -76,6 +77,7 @@ class OfflineView:
 
     @property
     def language(self) -> Language:
-        """The language of the turn (:func:`shared.text.language_of`), the replies' and every notice's."""
-        return language_of(self.text, self.locale)
+        """The language of the turn (:func:`shared.text.language_of`), the replies' and every notice's: of the
+        user's own words (a photo's caption, not its ``[photo]`` mark), else of their locale."""
+        return language_of(own_words(self.text), self.locale)
 

@@ -116,21 +116,6 @@ class TurnGate:
         self._running -= 1
 
 
-def busy_notice(chinese: bool) -> str:
-    """Said with the offline reply of a turn that got no model slot: nothing is lost."""
-    return ("我这会儿太忙了，先简单回你一句。你说的话我都记着，稍后会整理。" if chinese else
-            "I'm swamped right now, so this is a quick reply in simple mode. What you said is kept, "
-            "and I'll catch up on it.")
-
-
-def flood_notice(chinese: bool, wait_seconds: float) -> str:
-    """Said with the offline reply of a user over their message rate: kept, and answered properly soon."""
-    seconds = int(wait_seconds)
-    return (f"你发消息有点快，我先简单回一句；大约 {seconds} 秒后我会认真回复。你说的话都记着。" if chinese else
-            f"You're sending messages faster than I can think, so this is a quick reply; in about {seconds} s "
-            "I'll answer properly again. Everything you said is kept.")
-
-
 async def _tell(on_busy: OnBusy | None) -> None:
     if on_busy is None:
         return

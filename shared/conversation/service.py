@@ -12,7 +12,7 @@
    all or nothing; the quota hold is given back in it.
 
 A user (or group chat) past today's token allowance is answered by the offline responder with a
-notice in their language; the turn is kept, and its background jobs are owed from the next UTC day.
+notice (words each front-end chooses); the turn is kept, and its background jobs are owed from the next UTC day.
 
 At most ``TURN_LLM_CONCURRENCY`` turns of a process are in the LLM call at once; the next ones queue,
 a bounded number for a bounded time, and their users hear "busy, one moment" (``on_busy``) or, past
@@ -37,15 +37,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from shared import log_context
 from shared.attachments.vision import IMAGE_TOKENS
 from shared.conversation.apply import AppliedTurn, TurnResult, apply_turn_result
-from shared.conversation.attached import attachment_notice, hear, image_for_model
+from shared.conversation.attached import attachment_notices, hear, image_for_model
 from shared.conversation.config import ConversationConfig
-from shared.conversation.fitting import message_cut_notice
 from shared.conversation.messages import IncomingMessage, Reply, UsedMemory, UsedRound
+from shared.conversation.notice_texts import Notice, NoticeCode
 from shared.conversation.offline import OfflineResponder
 from shared.conversation.offline_compose import known_count_notice
 from shared.conversation.patience import OnDelay, patiently
 from shared.conversation.prepare import PreparedTurn, prepare_turn
-from shared.conversation.pressure import OnBusy, TurnGate, busy_notice, flood_notice
+from shared.conversation.pressure import OnBusy, TurnGate
 from shared.conversation.prompt import BuiltPrompt, build_turn_prompt
 from shared.conversation.warning_texts import OFFLINE_WARNING, TurnWarning, WarningCode
 from shared.emotion import UNKNOWN, Emotion
@@ -62,7 +62,6 @@ from shared.recall.retrieval import Recall
 from shared.repositories.uow import UnitOfWork
 from shared.speech.non_answers import non_answer
 from shared.usage.quota import QuotaHold, QuotaState, call_ceiling, reserve, settle
-from shared.usage.texts import quota_notice
 
 if TYPE_CHECKING:
     from shared.repositories.vectors import VectorIndex
@@ -176,8 +175,8 @@ class ConversationService:
         timings = {"prepare": (prepared_at - started) * 1000, "llm": (answered_at - prepared_at) * 1000,
                    "apply": (time.perf_counter() - answered_at) * 1000, "recall": prepared.recall_seconds * 1000}
         reply = self._reply(prepared, result, applied, warnings)
-        told = attachment_notice(prepared.attachments, prepared.text, prepared.locale, image_seen=result.image_seen)
-        return replace(reply, timings_ms=timings, notice=" ".join(p for p in (reply.notice, told) if p) or None)
+        told = attachment_notices(prepared.attachments, image_seen=result.image_seen)
+        return replace(reply, timings_ms=timings, notices=reply.notices + told)
 
     async def unanswered_replies(self, platform: str, *, platform_user_id: str | None = None,
                                  skip: Callable[[IncomingMessage], Awaitable[bool]] | None = None,
@@ -268,20 +267,19 @@ class ConversationService:
         if prepared.quota.over:  # the operator reads it here and in ``mnemo usage``; the user, a notice
             log.info("over today's token allowance (LLM_DAILY_TOKENS_PER_%s): answered offline",
                      "CHAT" if prepared.quota.group else "USER")
-            return replace(self._offline(prepared, warning=None),
-                           notice=quota_notice(prepared.quota, prepared.language.chinese))
+            return replace(self._offline(prepared, warning=None), notices=(quota_notice(prepared.quota),))
         if self.message_limit is not None:
             wait = await asyncio.to_thread(self.message_limit.hit, str(prepared.user_id))
             if wait is not None:  # one user's flood takes no model slot from anyone else
                 log.info("over MESSAGE_RATE_PER_USER: answered offline")
                 return replace(self._offline(prepared, warning=WarningCode.FLOODED, limited=True),
-                               notice=flood_notice(prepared.language.chinese, wait))
+                               notices=(Notice.of(NoticeCode.FLOODED, seconds=int(wait)),))
         async with self.gate.slot(on_busy) as admitted:
             if admitted:
                 return await self._ask_model(model, prepared, on_text)
         log.warning("every model slot stayed taken (TURN_LLM_CONCURRENCY, TURN_QUEUE_SECONDS): answered offline")
         return replace(self._offline(prepared, warning=WarningCode.BUSY, busy=True),
-                       notice=busy_notice(prepared.language.chinese))
+                       notices=(Notice(NoticeCode.BUSY),))
 
     async def _ask_model(self, model: TurnModel, prepared: PreparedTurn, on_text: OnText | None, *,
                          refit: bool = True) -> TurnResult:
@@ -356,6 +354,7 @@ class ConversationService:
                warnings: tuple[TurnWarning, ...]) -> Reply:
         shown = len(prepared.prompt.memory_ids)
         known = None if result.offline else known_count_notice(prepared.offline_view, shown)
+        notices = result.notices + applied.notices + tuple(n for n in (_cut_notice(prepared, result), known) if n)
         return Reply(
             text=result.output.response,
             emotion=result.emotion,
@@ -369,17 +368,23 @@ class ConversationService:
             stored_memory_ids=applied.memory_ids,
             todo_ids=applied.todo_ids,
             language=prepared.language,
-            notice=" ".join(part for part in (result.notice, applied.notice, _cut_notice(prepared, result), known)
-                            if part) or None,
+            notices=notices,
         )
 
 
-def _cut_notice(prepared: PreparedTurn, result: TurnResult) -> str | None:
+def _cut_notice(prepared: PreparedTurn, result: TurnResult) -> Notice | None:
     """The user is told when the model read only the start of their message (it alone did not fit)."""
     read = prepared.prompt.message_read_chars if prepared.prompt is not None else None
     if read is None or result.offline:
         return None
-    return message_cut_notice(read, prepared.language.chinese)
+    return Notice.of(NoticeCode.MESSAGE_CUT, count=read)
+
+
+def quota_notice(state: QuotaState) -> Notice:
+    """Said with the offline reply of a message over quota: nothing is lost, the model is back when the allowance
+    resets (a UTC time)."""
+    resets = f"{state.resets_at.astimezone(UTC):%H:%M}" if state.resets_at else "00:00"
+    return Notice.of(NoticeCode.GROUP_QUOTA_SPENT if state.group else NoticeCode.QUOTA_SPENT, resets=resets)
 
 
 def _charge(uow: UnitOfWork, prepared: PreparedTurn, spent: tuple[CallUsage, ...], hold: QuotaHold | None,

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from shared.conversation import offline_replies as say
+from shared.conversation.notice_texts import Notice, NoticeCode
 from shared.conversation.offline import extract_reminders
-from shared.conversation.offline_compose import reminder_confirmation
+from shared.conversation.offline_compose import confirmation_notice
 from shared.conversation.warning_texts import TurnWarning, WarningCode
 from shared.db.kinds import TodoKind
 from shared.db.memory_models import Todo
@@ -38,9 +38,9 @@ from shared.reminders.timeparse import (
     resolve_when,
     zone_of,
 )
-from shared.reminders.user_zone import set_user_zone, user_zone, zone_notice_owed
-from shared.reminders.zone_texts import default_zone_text, zone_notice
-from shared.reminders.zones import SeveralZones, ZoneChoice, read_zone, supports_zone, zone_in_message
+from shared.reminders.user_zone import ZoneChange, set_user_zone, user_zone, zone_notice_owed
+from shared.reminders.zone_texts import moved_lines
+from shared.reminders.zones import SeveralZones, ZoneChoice, read_zone, supports_zone, zone_in_message, zone_label
 from shared.repositories.uow import UnitOfWork
 from shared.text import is_invisible
 
@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MOVED_NOTICES = {"clock_one": NoticeCode.CLOCK_KEPT_ONE, "clock": NoticeCode.CLOCK_KEPT,
+                 "moment_one": NoticeCode.MOMENT_KEPT_ONE, "moment": NoticeCode.MOMENT_KEPT}
+"""The notice of each line of :data:`shared.reminders.zone_lines.MOVED_LINES`."""
 PAST_SLACK = timedelta(minutes=1)
 """A due time this little before the message was sent is "now": the prompt shows the time to the minute."""
 SAME_TIME = timedelta(minutes=1)
@@ -58,37 +61,35 @@ SAME_TIME = timedelta(minutes=1)
 class TurnReminders:
     todo_ids: tuple[int, ...] = ()
     warnings: tuple[TurnWarning, ...] = ()
-    notice: str | None = None
-    """What the user is told, in the language of their message (None: nothing)."""
+    notices: tuple[Notice, ...] = ()
+    """What the user is told: the reminder the rules set, one already due, the zone the message set or used."""
 
 
 def store_turn_reminders(uow: UnitOfWork, prepared: PreparedTurn, todos: tuple[TodoEntry, ...], model_zone: str | None,
                          *, now: datetime, default_timezone: str, heads_up: timedelta) -> TurnReminders:
     """The reminders and the time zone of the turn, in the caller's transaction (see the module's docstring):
     ``todos`` and ``model_zone`` are what a readable answer of the model (or the offline responder) gave."""
-    chinese = prepared.language.chinese
     sent = min(prepared.sent_at or now, now)
     entries, confirmation = _entries(prepared, todos, sent)
     ids, warnings, due_now = _store(uow, prepared, entries, sent, now, heads_up)
     notices = [confirmation] if confirmation and ids else []
-    notices += [say.text("reminder_due_now", chinese, what=content) for content in due_now]
-    zone = _zone_from_message(uow, prepared, model_zone, now, default_timezone, chinese)
+    notices += [Notice.of(NoticeCode.REMINDER_DUE_NOW, what=content) for content in due_now]
+    zone = _zone_from_message(uow, prepared, model_zone, now, default_timezone)
     if zone:
-        notices.append(zone)
+        notices += zone
     elif ids and zone_notice_owed(uow, prepared.user_id, now):
-        notices.append(default_zone_text(user_zone(uow, prepared.user_id, default_timezone).name,
-                                         "zh" if chinese else "en"))
-    return TurnReminders(tuple(ids), tuple(warnings), ("" if chinese else " ").join(notices) or None)
+        notices.append(Notice.of(NoticeCode.DEFAULT_ZONE, zone=user_zone(uow, prepared.user_id, default_timezone).name))
+    return TurnReminders(tuple(ids), tuple(warnings), tuple(notices))
 
 
 def _entries(prepared: PreparedTurn, todos: tuple[TodoEntry, ...],
-             sent: datetime) -> tuple[tuple[TodoEntry, ...], str | None]:
+             sent: datetime) -> tuple[tuple[TodoEntry, ...], Notice | None]:
     """The model's reminders; else the rules' for a message that asks for one or states a deadline, confirmed."""
     view = prepared.offline_view
     if todos or view is None:
         return todos, None
     rules = tuple(extract_reminders(prepared.text, sent.astimezone(zone_of(prepared.timezone)), prepared.timezone))
-    return rules, (reminder_confirmation(rules[0], view) if rules else None)
+    return rules, (confirmation_notice(rules[0], view) if rules else None)
 
 
 def _store(uow: UnitOfWork, prepared: PreparedTurn, entries: tuple[TodoEntry, ...], sent: datetime, now: datetime,
@@ -158,19 +159,29 @@ def _due(entry: TodoEntry, reading: tuple[str, ResolvedTime] | None, sent: datet
 
 
 def _zone_from_message(uow: UnitOfWork, prepared: PreparedTurn, model_zone: str | None, now: datetime,
-                       default_timezone: str, chinese: bool) -> str | None:
-    """Set the zone the message says the user is in; the note saying so (None when nothing changed)."""
+                       default_timezone: str) -> list[Notice]:
+    """Set the zone the message says the user is in; the notes saying so (none when nothing changed)."""
     if prepared.paused:
-        return None
+        return []
     reading = zone_in_message(prepared.text)
     if reading is None and model_zone:
         named = read_zone(model_zone)
         if isinstance(named, ZoneChoice) and supports_zone(prepared.text, named.name):
             reading = named
     if reading is None:
-        return None
-    locale = "zh" if chinese else "en"
+        return []
     if isinstance(reading, SeveralZones):
-        return zone_notice(reading, reading.said, locale, now)
+        return zone_notices(reading, reading.said, now)
     change = set_user_zone(uow, prepared.user_id, reading.name, default_timezone, now)
-    return zone_notice(change, reading.said, locale, now)
+    return zone_notices(change, reading.said, now)
+
+
+def zone_notices(change: ZoneChange | SeveralZones, said: str, now: datetime) -> list[Notice]:
+    """The notes under a reply whose message said where the user is (``said``): the zone set and how the pending
+    reminders followed, or the cities of a place with several zones; none when it changed nothing."""
+    if isinstance(change, SeveralZones):
+        return [Notice.of(NoticeCode.SEVERAL_ZONES, said=change.said, city=change.cities[0], cities=change.cities)]
+    if change.before == change.after:
+        return []
+    return [Notice.of(NoticeCode.ZONE_SET, zone=zone_label(change.after.name, now), said=said),
+            *(Notice.of(MOVED_NOTICES[key], count=count) for key, count in moved_lines(change))]

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from shared.conversation.notice_texts import Notice, NoticeCode
 from shared.db.thread_models import OpenThread
 from shared.followups.reading import ThreadReading, cancelled_threads, read_thread, same_event
-from shared.followups.texts import offer_line
 from shared.llm.turn_schema import ThreadEntry
 from shared.reminders.timeparse import parse_due, zone_of
 from shared.repositories.uow import UnitOfWork
@@ -36,8 +36,8 @@ class TurnThreads:
     closed: int = 0
     answered: int = 0
     """Follow-ups this message answered."""
-    notice: str | None = None
-    """The once-only offer of follow-ups (None: nothing to say)."""
+    notices: tuple[Notice, ...] = ()
+    """The once-only offer of follow-ups (empty: nothing to say)."""
 
 
 def store_turn_threads(uow: UnitOfWork, prepared: PreparedTurn, entries: tuple[ThreadEntry, ...],
@@ -61,8 +61,8 @@ def store_turn_threads(uow: UnitOfWork, prepared: PreparedTurn, entries: tuple[T
                         if thread_id not in closing and same_event(what, reading.what)})
     closed = sum(uow.threads.close(user_id, thread_id, reason, now) for thread_id, reason in closing.items())
     noted = tuple(_note(uow, prepared, reading, memory_ids, now).id for reading in readings)
-    notice = offer_line(prepared.language.chinese) if noted and _offer_owed(uow, user_id, now) else None
-    return TurnThreads(noted, closed, answered, notice)
+    offer = (Notice(NoticeCode.FOLLOWUPS_OFFER),) if noted and _offer_owed(uow, user_id, now) else ()
+    return TurnThreads(noted, closed, answered, offer)
 
 
 def _readings(prepared: PreparedTurn, entries: tuple[ThreadEntry, ...], sent: datetime) -> list[ThreadReading]:

@@ -2,8 +2,9 @@
 
 The hot path never writes a warning's words: it makes a :class:`TurnWarning`, a :class:`WarningCode` and the
 values that vary (a count, a reminder's words). Each front-end (the console, Discord, Telegram) shows it in
-the reader's language with :func:`warning_text`, from :data:`WARNING_TEXTS`: one line a code, English and
-Chinese with the same ``{placeholders}``. A code without its line, or a line naming a setting, fails the tests.
+the reader's language with :func:`warning_text`, from :data:`WARNING_TEXTS` (worded as a notice is,
+:mod:`shared.conversation.coded_texts`): one line a code, English and Chinese with the same ``{placeholders}``. A
+code without its line, or a line naming a setting, fails the tests.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from shared.conversation.coded_texts import Coded, worded
 from shared.llm.turn_answer import PROBLEM_TEXTS
 
 
@@ -35,15 +37,8 @@ class WarningCode(StrEnum):
 
 
 @dataclass(frozen=True)
-class TurnWarning:
-    """One warning of a reply: its code and its parameters (``name``, value) in the order given."""
-
-    code: WarningCode
-    params: tuple[tuple[str, str | int], ...] = ()
-
-    @classmethod
-    def of(cls, code: WarningCode, **params: str | int) -> TurnWarning:
-        return cls(code, tuple(params.items()))
+class TurnWarning(Coded[WarningCode]):
+    """One warning of a reply: its code and its parameters."""
 
     def __str__(self) -> str:
         """In English, for logs and an operator's tools."""
@@ -105,4 +100,4 @@ def warning_text(warning: TurnWarning, chinese: bool) -> str:
     values = dict(warning.params)
     if "problem" in values:
         values["problem"] = PROBLEMS.get(str(values["problem"]), _UNUSABLE)[chinese]
-    return WARNING_TEXTS[warning.code][chinese].format(**values)
+    return worded(WARNING_TEXTS, warning, chinese, values)

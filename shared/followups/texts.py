@@ -13,6 +13,7 @@ from shared.text import is_chinese
 _WEEKDAYS_ZH = "一二三四五六日"
 OFFER = ("(I can ask you afterwards how it went, if you like: /followups on)",
          "（需要的话，我可以事后问问你进展如何：/followups on）")
+"""(English, Chinese) of the once-only offer under a reply (a notice: :mod:`shared.conversation.notice_texts`)."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,6 @@ def offline_followup(what: str, happens_at: datetime, now: datetime, zone: tzinf
     if chinese:
         return f"你{day}的{what}怎么样了？"
     return f"How did {what} go {day}?"
-
-
-def offer_line(chinese: bool) -> str:
-    return OFFER[1] if chinese else OFFER[0]
 
 
 def settings_text(state: FollowupSettings, locale: str | None) -> str:

@@ -1,13 +1,13 @@
-"""What Mnemo says about a user's time zone, in Chinese and English: the answer to ``/timezone``, the note under
-a reply when a message said where the user is ("我在杭州", "I'm in Seattle"), and the one-time note on which zone a
-reminder used while the user had none."""
+"""What Mnemo says about a user's time zone, in Chinese and English: the answer to ``/timezone``, and the lines it
+shares with a reply's notices (:mod:`shared.reminders.zone_lines`)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from shared.reminders.user_zone import ZoneChange
-from shared.reminders.zones import SeveralZones, zone_label
+from shared.reminders.zone_lines import DEFAULT_ZONE_LINES, MOVED_LINES
+from shared.reminders.zones import zone_label
 from shared.text import is_chinese
 
 
@@ -32,42 +32,21 @@ def zone_text(change: ZoneChange, locale: str | None, now: datetime | None = Non
     return ("" if zh else " ").join([head, *_reminders_moved(change, zh)])
 
 
-def zone_notice(change: ZoneChange | SeveralZones, said: str, locale: str | None,
-                now: datetime | None = None) -> str | None:
-    """The note under a reply whose message said where the user is; None when it changed nothing."""
-    zh = is_chinese(locale)
-    if isinstance(change, SeveralZones):
-        cities = ("、" if zh else ", ").join(change.cities)
-        return (f"{change.said}有好几个时区，我没有改你的时区。告诉我城市，或发送 /timezone {change.cities[0]}"
-                f"（可选：{cities}）。" if zh else
-                f"{change.said} has several time zones, so I left yours as it was. Tell me your city, or use "
-                f"/timezone {change.cities[0]} (or {cities}).")
-    if change.before == change.after:
-        return None
-    label = zone_label(change.after.name, now or datetime.now(UTC))
-    head = (f"已按“{said}”把你的时区设为 {label}（/timezone 可以修改）。" if zh else
-            f"Time zone set to {label}, from “{said}” (/timezone changes it).")
-    return ("" if zh else " ").join([head, *_reminders_moved(change, zh)])
-
-
 def default_zone_text(zone: str, locale: str | None) -> str:
     """Said once, with the first reminder of a user who has not set a zone: which one it used, and how to change it."""
-    if is_chinese(locale):
-        return (f"（时间按本机器人默认的 {zone} 计算，因为你还没设置时区。告诉我你在哪里，比如“我在上海”，"
-                "或者发送 /timezone 城市名。）")
-    return (f"(Times are in {zone}, this bot's default, as you haven't set your time zone. Tell me where you are, "
-            "like “I'm in Seattle”, or use /timezone <city>.)")
+    return DEFAULT_ZONE_LINES[is_chinese(locale)].format(zone=zone)
+
+
+def moved_lines(change: ZoneChange) -> list[tuple[str, int]]:
+    """The lines of :data:`MOVED_LINES` that say how the pending reminders followed a new zone, with their counts."""
+    lines = []
+    if change.moved:
+        lines.append(("clock_one" if change.moved == 1 else "clock", change.moved))
+    if change.kept:
+        lines.append(("moment_one" if change.kept == 1 else "moment", change.kept))
+    return lines
 
 
 def _reminders_moved(change: ZoneChange, zh: bool) -> list[str]:
     """How the pending reminders follow: clock times stay on the clock, amounts of time keep their moment."""
-    lines = []
-    if change.moved:
-        lines.append(f"{change.moved} 个待提醒事项保持原来的钟点（比如 8:30 还是新时区的 8:30）。" if zh else
-                     f"{change.moved} pending {'reminder keeps its' if change.moved == 1 else 'reminders keep their'}"
-                     " clock time (08:30 is still 08:30, now in this zone).")
-    if change.kept:
-        lines.append(f"{change.kept} 个按“几分钟后”设置的提醒时间不变。" if zh else
-                     f"{change.kept} set as “in N minutes” {'keeps its' if change.kept == 1 else 'keep their'} "
-                     "moment.")
-    return lines
+    return [MOVED_LINES[key][zh].format(count=count) for key, count in moved_lines(change)]

@@ -1,4 +1,5 @@
-"""The words of usage: ``/usage`` in Chinese and English, the over-quota notice, and the operators' report.
+"""The words of usage: ``/usage`` in Chinese and English, and the operators' report (the over-quota notice is a
+reply's notice: :mod:`shared.conversation.notice_texts`).
 
 Plain text only; every front-end shows the same. Days are UTC days, and the texts say so.
 """
@@ -37,19 +38,6 @@ def user_usage_text(usage: Any, locale: str | None) -> str:
         lines.append(f"近 30 天回访：发出 {sent} 次，你回复了 {answered} 次。" if zh else
                      f"Follow-ups in 30 days: {sent} sent, {answered} answered.")
     return "\n".join(lines)
-
-
-def quota_notice(state: Any, chinese: bool) -> str:
-    """Said with the offline reply of a message over quota: nothing is lost, the model is back tomorrow."""
-    resets = f"{state.resets_at.astimezone(UTC):%H:%M}" if state.resets_at else "00:00"
-    if state.group:
-        return (f"这个群今天的额度已经用完，UTC {resets} 之前我先用简单模式回复。大家说的话都会保留。" if chinese else
-                f"This group has used today's allowance, so I'm answering in simple mode until {resets} UTC. "
-                "Everything said here is kept.")
-    return (f"你今天的额度已经用完，UTC {resets} 之前我先用简单模式回复。你说的话都会保留，明天我会接着整理。"
-            if chinese else
-            f"You've used today's allowance, so I'm answering in simple mode until {resets} UTC. Everything you "
-            "say is kept, and I'll catch up on it tomorrow.")
 
 
 def operator_usage_text(report: Any) -> str:

@@ -13,7 +13,8 @@ from sqlalchemy import select
 
 from bench.fakes.openai_server import FakeOpenAI
 from shared.conversation.messages import IncomingMessage
-from shared.conversation.pressure import PressureConfig, busy_notice
+from shared.conversation.notice_texts import Notice, NoticeCode, notice_text
+from shared.conversation.pressure import PressureConfig
 from shared.conversation.service import ConversationService
 from shared.db.memory_models import Memory, OutboxJob
 from shared.db.models import ConversationTurn
@@ -68,7 +69,8 @@ def test_a_slow_model_queues_turns_with_a_bound_and_nobody_is_left_in_silence(uo
     assert (first.text, first.offline) == ("Hello from the model.", False)
     assert (second.text, second.offline) == ("Hello from the model.", False)
     assert told == ["u2"]
-    assert (third.offline, third.busy, third.notice) == (True, True, busy_notice(chinese=True))
+    assert (third.offline, third.busy, third.notices) == (True, True, (Notice(NoticeCode.BUSY),))
+    assert third.language.chinese  # the busy notice is shown in Chinese
     assert third.text.strip()
     assert len(llm.chat_requests()) == 2
     assert busy_count() - before == 1
@@ -93,7 +95,7 @@ def test_a_turn_that_waits_too_long_for_the_model_is_answered_offline(uow_factor
 
     late, first = asyncio.run(two())
 
-    assert (late.offline, late.busy, late.notice) == (True, True, busy_notice(chinese=False))
+    assert (late.offline, late.busy, late.notices) == (True, True, (Notice(NoticeCode.BUSY),))
     assert not first.offline
     assert len(llm.chat_requests()) == 1
 
@@ -102,7 +104,6 @@ def test_a_user_flooding_past_the_message_rate_gets_quick_answers_and_takes_noth
         uow_factory, llm, migrated_system_db):
     from limits.storage import MemoryStorage
 
-    from shared.conversation.pressure import flood_notice
     from shared.limits import SharedLimit
 
     service = conversation(uow_factory, CONFIG, chat_model(llm, timeout_seconds=30),
@@ -118,7 +119,9 @@ def test_a_user_flooding_past_the_message_rate_gets_quick_answers_and_takes_noth
 
     assert [reply.offline for reply in flood] == [False, False, False, True, True]
     assert flood[3].limited
-    assert flood[3].notice.startswith(flood_notice(False, 60)[:40])
+    [told] = flood[3].notices
+    assert told.code is NoticeCode.FLOODED and 0 < dict(told.params)["seconds"] <= 60
+    assert notice_text(told, chinese=False).startswith("You're sending messages faster than I can think")
     assert (other.text, other.offline) == ("Hello from the model.", False)
     assert len(llm.chat_requests()) == 4
     with uow_factory() as uow:  # every message of the flood is kept, and answered

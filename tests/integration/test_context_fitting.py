@@ -14,6 +14,7 @@ from shared.conversation.fitting import MESSAGE_CUT_MARK, PAST_CUT_MARK
 from shared.conversation.service import ConversationService
 from tests.builders import chat_model, conversation, conversation_config, message
 from tests.integration.test_conversation import START, turn
+from tests.told import told
 
 WINDOW = 4096
 """The fake server's window, in its own tokens (about four characters each)."""
@@ -91,8 +92,8 @@ def test_a_newest_message_too_long_alone_is_cut_and_the_user_told_in_their_langu
         sent = server.chat_requests()[-1]["messages"][-1]["content"]
     assert not reply.offline
     assert reply.text.startswith("That is a lot")
-    assert reply.notice is not None
-    assert reply.notice.startswith(notice)
-    read = int("".join(filter(str.isdigit, reply.notice)))
+    assert reply.notices
+    assert told(reply).startswith(notice)
+    read = int("".join(filter(str.isdigit, told(reply))))
     assert sent.startswith(pasted[:read] + MESSAGE_CUT_MARK)
     assert 400 not in server.chat_statuses

@@ -25,6 +25,7 @@ from shared.reminders.zone_texts import default_zone_text
 from tests import builders
 from tests.builders import PER_TURN, conversation, conversation_config, message, model_turn
 from tests.integration import conftest as integration
+from tests.told import told
 from tests.waiting import wait_for
 
 START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai
@@ -325,14 +326,14 @@ def test_a_reminder_asked_for_that_the_model_did_not_set_is_set_by_the_rules_and
     # its answer here, is no longer shown: tests/unit/test_non_answers.py)
     reply = say(service, "remind me in 10 minutes to water the bees")
     assert len(reply.todo_ids) == 1
-    assert reply.notice == ("Okay — I'll remind you today at 10:10 (Asia/Shanghai): water the bees. "
+    assert told(reply) == ("Okay — I'll remind you today at 10:10 (Asia/Shanghai): water the bees. "
                             + default_zone_text("Asia/Shanghai", "en"))  # the user has no zone: told once
     with uow_factory() as uow:
         todo = uow.session.get(Todo, reply.todo_ids[0])
         assert todo.due_at == START + timedelta(minutes=10) and todo.content == "water the bees"
     llm.queue_reply(turn("好的", todos=[("浇花", "2026-11-22T18:00:00+08:00")]))
     reply = say(service, "提醒我今天晚上6点浇花")
-    assert len(reply.todo_ids) == 1 and reply.notice is None  # the model set it: nothing added, nothing doubled
+    assert len(reply.todo_ids) == 1 and reply.notices == ()  # the model set it: nothing added, nothing doubled
 
 
 def test_offline_reminders_resolve_relative_times_against_the_message_time(uow_factory, clock):

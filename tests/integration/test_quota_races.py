@@ -17,6 +17,7 @@ from shared.llm.client import ChatModel
 from shared.usage.policy import QuotaPolicy
 from shared.usage.quota import call_ceiling
 from tests.integration.test_usage_recording import CONFIG, TURN
+from tests.told import told
 
 pytestmark = pytest.mark.committed
 
@@ -65,7 +66,7 @@ def test_concurrent_messages_on_two_replicas_spend_at_most_one_call_beyond_the_a
     asked = len(llm.chat_requests())
     assert 1 <= asked <= 3, f"{asked} model calls for a {allowance}-token allowance"
     assert sum(not reply.offline for reply in replies) == asked
-    assert all("allowance" in reply.notice for reply in replies if reply.offline)
+    assert all("allowance" in told(reply) for reply in replies if reply.offline)
     assert spent_today(uow_factory, "carol") <= allowance + most_one_call_costs(llm)
 
 

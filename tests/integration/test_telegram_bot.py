@@ -24,7 +24,7 @@ from shared.app.logs import redact_every_record
 from shared.commands import texts
 from shared.commands.service import Caller, ImportReport, MemoryCommands
 from shared.conversation.messages import IncomingMessage, Reply
-from shared.conversation.pressure import busy_notice
+from shared.conversation.notice_texts import Notice, NoticeCode, notice_text
 from shared.conversation.service import ConversationService
 from shared.db.engine import make_engine, session_factory
 from shared.db.memory_models import Memory, Todo
@@ -534,7 +534,7 @@ def test_when_the_model_is_swamped_one_waits_hearing_busy_and_one_past_the_queue
     assert telegram.messages_to(1001)[0]["text"].startswith("Sorry for the wait.")
     assert telegram.messages_to(1002)[1]["text"].startswith("Sorry for the wait.")
     carols = "\n".join(message["text"] for message in telegram.messages_to(1003))
-    assert busy_notice(chinese=False) in carols and len(llm.chat_requests()) == 2
+    assert notice_text(Notice(NoticeCode.BUSY), chinese=False) in carols and len(llm.chat_requests()) == 2
 
 
 def test_a_message_recorded_but_unanswered_when_the_bot_stopped_is_answered_as_a_reply_on_start(

@@ -16,6 +16,7 @@ from shared.db.memory_models import Todo
 from shared.reminders.service import claim_due_reminders
 from shared.reminders.zone_texts import default_zone_text
 from tests.builders import Clock, conversation, conversation_config, message, model_turn
+from tests.told import told
 
 SENT = datetime(2027, 3, 10, 1, 15, tzinfo=UTC)  # 09:15 in Hangzhou
 CONFIG = conversation_config(deadline_heads_up=timedelta(minutes=30))
@@ -71,7 +72,7 @@ def test_a_relative_reminder_counts_from_when_it_was_sent_and_is_sent_at_once_wh
     [todo] = todos(uow_factory, reply)
     assert todo.due_at == SENT + timedelta(minutes=3) and todo.remind_at == clock.now  # pings now, not dropped
     assert not todo.wall_clock and reply.warnings == ()
-    assert "while I was answering" in reply.notice
+    assert "while I was answering" in told(reply)
     assert [claim.todo_id for claim in claim_due_reminders(uow_factory, clock.now)] == [todo.id]
 
 
@@ -107,7 +108,7 @@ def test_the_rules_tell_a_deadline_the_model_called_a_reminder_and_set_one_it_mi
     [invoice] = todos(uow_factory, reply)
     assert (invoice.kind, invoice.content, invoice.due_at) == ("deadline", "把发票寄出去",
                                                                datetime(2027, 3, 15, 12, 0, tzinfo=UTC))
-    assert reply.notice.startswith("好的，把发票寄出去")
+    assert told(reply).startswith("好的，把发票寄出去")
 
 
 def test_saying_where_one_is_sets_the_zone_and_moves_a_reminder_set_in_the_default(offline, uow_factory):
@@ -115,23 +116,23 @@ def test_saying_where_one_is_sets_the_zone_and_moves_a_reminder_set_in_the_defau
     assert school.due_at == datetime(2027, 3, 11, 8, 30, tzinfo=UTC)
     reply = say(offline, "对了，我现在在杭州")
     assert user_zone(uow_factory) == "Asia/Shanghai"
-    assert "已按“杭州”把你的时区设为 Asia/Shanghai (UTC+08:00)" in reply.notice and "保持原来的钟点" in reply.notice
+    assert "已按“杭州”把你的时区设为 Asia/Shanghai (UTC+08:00)" in told(reply) and "保持原来的钟点" in told(reply)
     with uow_factory() as uow:
         assert uow.session.get(Todo, school.id).due_at == datetime(2027, 3, 11, 0, 30, tzinfo=UTC)
     later = say(offline, "明天晚上7点提醒我买牛奶")  # in the new zone, and no note on the default any more
-    assert todos(uow_factory, later)[0].due_at == datetime(2027, 3, 11, 11, 0, tzinfo=UTC) and later.notice is None
+    assert todos(uow_factory, later)[0].due_at == datetime(2027, 3, 11, 11, 0, tzinfo=UTC) and later.notices == ()
 
 
 def test_a_user_without_a_zone_is_told_once_which_one_their_reminders_use(offline):
     first = say(offline, "remind me tomorrow at 7am to water the ferns")
     second = say(offline, "remind me tomorrow at 8am to call Grandpa")
-    assert first.notice == default_zone_text("UTC", "en") and second.notice is None
+    assert told(first) == default_zone_text("UTC", "en") and second.notices == ()
 
 
 def test_the_models_zone_is_kept_only_when_the_message_names_that_place(model, llm, uow_factory):
     llm.queue_reply(turn("Welcome to Iceland!", timezone="Atlantic/Reykjavik"))
     reply = say(model, "just landed, staying near Reykjavik for a month", user="u8")
-    assert user_zone(uow_factory, "u8") == "Atlantic/Reykjavik" and "Atlantic/Reykjavik" in reply.notice
+    assert user_zone(uow_factory, "u8") == "Atlantic/Reykjavik" and "Atlantic/Reykjavik" in told(reply)
     llm.queue_reply(turn("在家挺好", timezone="Asia/Shanghai"))  # a guess: the message names no place
     say(model, "我在家", user="u8")
     assert user_zone(uow_factory, "u8") == "Atlantic/Reykjavik"
@@ -150,7 +151,7 @@ def test_the_rules_read_a_zone_the_model_did_not_and_a_paused_user_keeps_theirs(
 
 def test_a_country_with_several_zones_is_asked_about_and_changes_nothing(offline, uow_factory):
     reply = say(offline, "I live in Australia", user="u10")
-    assert user_zone(uow_factory, "u10") is None and "/timezone Sydney" in reply.notice
+    assert user_zone(uow_factory, "u10") is None and "/timezone Sydney" in told(reply)
 
 
 def test_the_prompt_and_the_note_use_the_users_zone(model, llm, uow_factory, offline):

@@ -18,6 +18,7 @@ from shared.db.thread_models import OpenThread
 from shared.followups.texts import OFFER
 from shared.llm.client import ChatModel
 from shared.llm.turn_schema import TURN_JSON_SCHEMA
+from tests.told import told
 
 START = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)  # Thursday 20:00 in Shanghai
 CONFIG = ConversationConfig(bot_name="Mnemo", personality="a warm friend", emotion_enabled=True, retrieval_limit=5,
@@ -73,7 +74,7 @@ def test_the_models_thread_is_noted_with_its_words_time_and_the_memory_stored_wi
     assert (thread.what, thread.happens_at, thread.day_only, thread.language) == (
         "周五的英文面试", datetime(2026, 11, 27, 2, 0, tzinfo=UTC), False, "zh")
     assert thread.memory_id == reply.stored_memory_ids[0] and thread.source_turn_id is not None
-    assert reply.notice is not None and OFFER[1] in reply.notice
+    assert reply.notices and OFFER[1] in told(reply)
 
 
 def test_when_the_model_notes_none_the_rules_do_and_a_thread_in_the_past_is_dropped(service, llm, uow_factory):
@@ -103,7 +104,7 @@ def test_a_cancellation_from_the_model_or_the_rules_closes_the_thread_and_the_of
     interview, dentist = threads(uow_factory)
     assert (interview.status, interview.closed_reason) == ("closed", "cancelled")
     assert (dentist.status, dentist.closed_reason) == ("closed", "cancelled")  # the rules read it
-    assert OFFER[0] in (first.notice or "") and OFFER[0] not in (third.notice or "")
+    assert OFFER[0] in (told(first) or "") and OFFER[0] not in (told(third) or "")
 
 
 def test_nothing_is_noted_while_remembering_is_paused(service, llm, uow_factory):

@@ -22,6 +22,7 @@ from shared.usage.policy import QuotaPolicy
 from shared.usage.quota import put_off_if_over
 from tests.builders import Clock, conversation, message
 from tests.integration.test_usage_recording import CONFIG, TURN
+from tests.told import told
 
 TODAY = datetime(2026, 11, 22, 20, 0, tzinfo=UTC)
 TOMORROW = datetime(2026, 11, 23, 0, 0, tzinfo=UTC)
@@ -69,14 +70,14 @@ def test_past_the_allowance_the_user_is_told_in_english_answered_offline_and_not
     service = service_with(uow_factory, llm, clock, dispatched=dispatched)
     first = say(service, clock, "I like oolong tea", "1")
     assert not first.offline
-    assert first.notice is None
+    assert first.notices == ()
     assert len(llm.chat_requests()) == 1
     sent_before = list(dispatched)
     second = say(service, clock, "My sister Anna lives in Berlin", "2")
     assert second.offline
     assert second.text
-    assert "today's allowance" in second.notice
-    assert "00:00 UTC" in second.notice
+    assert "today's allowance" in told(second)
+    assert "00:00 UTC" in told(second)
     assert len(llm.chat_requests()) == 1  # the model was not asked
     assert [role for role, _ in user_turns(uow_factory)] == ["user", "assistant", "user", "assistant"]
     assert dispatched == sent_before  # the second turn's work is owed, not sent
@@ -89,8 +90,8 @@ def test_a_chinese_speaker_is_told_in_chinese(uow_factory, llm, clock):
     say(service, clock, "我喜欢乌龙茶", "1")
     reply = say(service, clock, "我妹妹住在柏林", "2")
     assert reply.offline
-    assert "额度" in reply.notice
-    assert "UTC 00:00" in reply.notice
+    assert "额度" in told(reply)
+    assert "UTC 00:00" in told(reply)
 
 
 def test_their_extraction_waits_for_the_next_day_and_then_runs(uow_factory, llm, clock):
@@ -136,7 +137,7 @@ def test_an_operator_can_lift_the_quota_of_one_user(uow_factory, llm, clock):
         uow.commit()
     reply = say(service, clock, "My sister Anna lives in Berlin", "2")
     assert not reply.offline
-    assert reply.notice is None
+    assert reply.notices == ()
     assert len(llm.chat_requests()) == 2
 
 
@@ -145,7 +146,7 @@ def test_a_group_past_its_allowance_is_told_so_even_for_a_member_who_has_not_spo
     say(service, clock, "I like oolong tea", "1", user="u1", chat="group", private=False)
     reply = say(service, clock, "and I like coffee", "2", user="u2", chat="group", private=False)
     assert reply.offline
-    assert "This group" in reply.notice
+    assert "This group" in told(reply)
     private = say(service, clock, "hello there", "3", user="u2", chat="u2")
     assert not private.offline  # the group's allowance is the group's
 

@@ -29,6 +29,7 @@ from shared.conversation.warning_texts import WarningCode
 from shared.db.models import ConversationTurn
 from tests.fakes.recording_proxy import RecordingProxy
 from tests.real_llm.test_real_model_replies import CONFIG, model_on
+from tests.told import told
 
 pytestmark = [pytest.mark.real_llm, pytest.mark.timeout(900)]
 
@@ -58,7 +59,7 @@ def test_photos_sent_to_the_real_text_only_server_lose_no_turn(real_llm_url, uow
     print(json.dumps({"statuses": [request.status for request in requests],
                       "images": [image_count(request.body["messages"]) for request in requests],
                       "images_refused": model.endpoint.images_refused,
-                      "replies": [[reply.text, reply.offline, reply.notice, [str(w) for w in reply.warnings]]
+                      "replies": [[reply.text, reply.offline, told(reply), [str(w) for w in reply.warnings]]
                                   for reply in replies], "lines": lines},
                      ensure_ascii=False))
     assert any(image_count(request.body["messages"]) for request in requests)  # auto tried the image

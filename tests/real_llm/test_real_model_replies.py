@@ -24,6 +24,7 @@ from shared.speech.non_answers import non_answer
 from tests.builders import conversation_config, message
 from tests.fakes.recording_proxy import RecordingProxy
 from tests.real_llm.conftest import MODEL_ALIAS, N_CTX, SYSTEM_ROLE
+from tests.told import told
 
 pytestmark = [pytest.mark.real_llm, pytest.mark.timeout(900)]
 
@@ -61,7 +62,7 @@ def test_a_conversation_longer_than_the_servers_window_is_fitted_to_it_and_answe
     refused = [request for request in requests if request.status == 400]
     print(json.dumps({"statuses": [request.status for request in requests], "learnt": model.window.tokens,
                       "ratio": model.window.ratio,
-                      "replies": [[reply.text, reply.notice, [str(warning) for warning in reply.warnings]]
+                      "replies": [[reply.text, told(reply), [str(warning) for warning in reply.warnings]]
                                   for reply in (pasted, after)]}, ensure_ascii=False))
     assert len(refused) == 1
     assert f"maximum context length is {N_CTX} tokens" in bytes(refused[0].answer).decode()
@@ -75,8 +76,8 @@ def test_a_conversation_longer_than_the_servers_window_is_fitted_to_it_and_answe
     first_sent = requests[requests.index(refused[0]) + 1].body["messages"]
     assert MESSAGE_CUT_MARK in first_sent[-1]["content"]  # the diary alone did not fit: its start was read
     if not pasted.offline:  # the user is told how much of it the model read
-        assert pasted.notice is not None
-        assert pasted.notice.startswith("你的消息太长，模型只读了前 ")
+        assert pasted.notices
+        assert told(pasted).startswith("你的消息太长，模型只读了前 ")
     last_sent = requests[-1].body["messages"]
     assert any(PAST_CUT_MARK in message["content"] for message in last_sent if message["role"] == "user")
 

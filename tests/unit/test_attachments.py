@@ -11,11 +11,12 @@ from PIL import Image
 from shared.attachments.files import TEXT_FILE_TOKEN_CAP, UnreadableText, read_text
 from shared.attachments.images import IMAGE_MAX_SIDE, UnreadableImage, data_url, for_model
 from shared.attachments.kinds import MAX_IMAGE_BYTES, MAX_TEXT_FILE_BYTES, Attachment, admit, file_kind
-from shared.attachments.texts import described, notice, prompt_text, turn_line
+from shared.attachments.texts import described, own_words, prompt_text, turn_line
 from shared.attachments.vision import IMAGE_TOKENS, content_text, image_count, refuses_image, with_image
-from shared.conversation.attached import answers_in_chinese, round_line
+from shared.conversation.attached import attachment_notices, round_line
+from shared.conversation.notice_texts import Notice, NoticeCode, notices_text
 from shared.llm.context_window import estimate_chat
-from shared.text import estimate_tokens
+from shared.text import Language, estimate_tokens, language_of
 
 PHOTO = Attachment(kind="photo", name="photo.jpg", image=b"jpeg")
 
@@ -113,20 +114,28 @@ def test_a_photos_description_replaces_its_mark_on_one_line():
     assert round_line("[photo]", "a cat", image_seen=True) == "[photo: a cat]"
 
 
+def notice(attachments: list[Attachment], *, image_seen: bool, chinese: bool) -> str | None:
+    """What the user reads of their attachments in one language."""
+    return notices_text(attachment_notices(attachments, image_seen=image_seen), chinese)
+
+
 def test_the_user_is_told_in_their_language_once_per_kind():
     big = Attachment(kind="file", name="big.txt", outcome="too_large")
-    assert notice([PHOTO], image_seen=True, chinese=False) is None
+    assert attachment_notices([PHOTO], image_seen=True) == ()
+    assert attachment_notices([PHOTO, PHOTO], image_seen=False) == (Notice(NoticeCode.PHOTO_UNSEEN),)
     assert notice([PHOTO, PHOTO], image_seen=False, chinese=False) == \
         "I can't see images with this setup, so I only read your words."
     assert notice([big], image_seen=False, chinese=True) == "big.txt 太大了，我打不开（上限 512 KB）。"
     assert "voice" in notice([Attachment(kind="voice", outcome="unheard")], image_seen=False, chinese=False)
+    unnamed = [Attachment(kind="file", outcome="failed")]
+    assert notice(unnamed, image_seen=False, chinese=True) == "文件 没能取到，请再发一次。"
 
 
 @pytest.mark.parametrize(("line", "locale", "chinese"), [
     ("看我的猫\n[photo]", "en", True), ("[photo]", "zh-hans", True), ("[photo]", None, False),
     ("my cat\n[photo]", "zh-hans", False)])
 def test_the_notice_language_is_the_users_words_else_their_locale(line, locale, chinese):
-    assert answers_in_chinese(line, locale) is chinese
+    assert (language_of(own_words(line), locale) is Language.ZH) is chinese
 
 
 def test_the_image_goes_with_the_last_user_message_and_counts_as_image_tokens():

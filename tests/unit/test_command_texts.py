@@ -23,10 +23,12 @@ from shared.commands.service import (
     ReminderChange,
     ReminderItem,
 )
+from shared.conversation.notice_texts import notices_text
+from shared.conversation.turn_reminders import zone_notices
 from shared.errors import ConfirmationInvalid, InvalidCommand, NotFound
 from shared.reminders.service import reminder_text
 from shared.reminders.user_zone import UserZone, ZoneChange
-from shared.reminders.zone_texts import zone_notice, zone_text
+from shared.reminders.zone_texts import zone_text
 from shared.reminders.zones import SeveralZones
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
@@ -203,9 +205,12 @@ def test_the_timezone_answer_names_the_zone_its_offset_and_what_the_reminders_di
         "Time zone set to Asia/Shanghai (UTC+08:00). 2 pending reminders keep their clock time (08:30 is still "
         "08:30, now in this zone). 1 set as “in N minutes” keeps its moment.")
     assert zone_text(ZoneChange(shanghai, default), "zh", NOW) == "已恢复为本机器人默认的时区 UTC。"
-    assert zone_notice(ZoneChange(shanghai, shanghai), "上海", "zh", NOW) is None  # nothing changed: nothing said
-    assert zone_notice(SeveralZones("美国", ("New York", "Chicago")), "美国", "zh", NOW) == (
+    assert zone_notices(ZoneChange(shanghai, shanghai), "上海", NOW) == []  # nothing changed: nothing said
+    assert notices_text(zone_notices(SeveralZones("美国", ("New York", "Chicago")), "美国", NOW), True) == (
         "美国有好几个时区，我没有改你的时区。告诉我城市，或发送 /timezone New York（可选：New York、Chicago）。")
+    assert notices_text(zone_notices(ZoneChange(default, shanghai, moved=2, kept=1), "Hangzhou", NOW), False) == (
+        "Time zone set to Asia/Shanghai (UTC+08:00), from “Hangzhou” (/timezone changes it). 2 pending reminders "
+        "keep their clock time (08:30 is still 08:30, now in this zone). 1 set as “in N minutes” keeps its moment.")
     assert texts.error_text(InvalidCommand("zone_unknown", what="Atlantis"), "en").startswith(
         "I don't know the time zone “Atlantis”.")
 

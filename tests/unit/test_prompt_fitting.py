@@ -13,8 +13,8 @@ from shared.conversation.fitting import (
     PastCost,
     cut_to_tokens,
     fit_conversation,
-    message_cut_notice,
 )
+from shared.conversation.notice_texts import Notice, NoticeCode, notice_text
 from shared.conversation.prompt import (
     MIN_CONVERSATION_TOKENS,
     MemoryLine,
@@ -125,9 +125,10 @@ def test_in_a_window_with_room_for_little_more_than_the_system_message_the_messa
 
 
 def test_the_notice_of_a_cut_message_is_in_the_users_language():
-    assert message_cut_notice(2140, chinese=False) == ("Your message was too long for the model: it read the first "
-                                                       "2,140 characters.")
-    assert message_cut_notice(2140, chinese=True) == "你的消息太长，模型只读了前 2140 个字。"
+    cut = Notice.of(NoticeCode.MESSAGE_CUT, count=2140)
+    assert notice_text(cut, chinese=False) == ("Your message was too long for the model: it read the first "
+                                               "2,140 characters.")
+    assert notice_text(cut, chinese=True) == "你的消息太长，模型只读了前 2140 个字。"
 
 
 def test_a_cut_ends_where_a_sentence_or_word_ends_and_never_passes_its_budget():

@@ -8,12 +8,14 @@ from datetime import UTC, date, datetime, timedelta, timezone
 import pytest
 
 from shared.commands.service import Caller, MemoryCommands
+from shared.conversation.notice_texts import Notice, NoticeCode, notice_text
+from shared.conversation.service import quota_notice
 from shared.db.usage_models import UsageTotals, next_usage_day, usage_day
 from shared.llm.metering import CallUsage, metered, note_chat, note_embedding
 from shared.usage.policy import Prices, QuotaPolicy, UsagePolicy
 from shared.usage.quota import QuotaState
 from shared.usage.report import Allowance, UsageWindow, UserUsage
-from shared.usage.texts import money, quota_notice, user_usage_text
+from shared.usage.texts import money, user_usage_text
 from tests.fakes.uow import Clock, FakeDatabase
 
 NOW = datetime(2026, 11, 22, 23, 30, tzinfo=UTC)
@@ -89,9 +91,10 @@ def test_usage_reads_in_english_and_chinese_with_money_and_what_is_left():
 
 def test_the_over_quota_notice_says_when_it_resets_for_a_user_or_a_group():
     resets = datetime(2026, 11, 23, tzinfo=UTC)
-    assert "00:00 UTC" in quota_notice(QuotaState(True, False, 100, resets), chinese=False)
-    assert quota_notice(QuotaState(True, True, 100, resets), chinese=False).startswith("This group")
-    assert "额度" in quota_notice(QuotaState(True, False, 100, resets), chinese=True)
+    assert quota_notice(QuotaState(True, False, 100, resets)) == Notice.of(NoticeCode.QUOTA_SPENT, resets="00:00")
+    assert "00:00 UTC" in notice_text(quota_notice(QuotaState(True, False, 100, resets)), chinese=False)
+    assert notice_text(quota_notice(QuotaState(True, True, 100, resets)), chinese=False).startswith("This group")
+    assert "UTC 00:00" in notice_text(quota_notice(QuotaState(True, False, 100, resets)), chinese=True)
 
 
 def test_usage_on_the_fake_unit_of_work_counts_only_the_callers_days_and_kinds():

@@ -21,7 +21,7 @@ USER_TEXTS = sorted({*ROOT.glob("shared/**/*texts*.py"), *ROOT.glob("bot/*_rende
                      ROOT / "bot/discord_access.py", ROOT / "bot/telegram_access.py",
                      ROOT / "shared/conversation/pressure.py", ROOT / "shared/conversation/fitting.py",
                      ROOT / "shared/conversation/offline_compose.py", ROOT / "shared/conversation/offline_replies.py",
-                     ROOT / "shared/errors.py"})
+                     ROOT / "shared/errors.py", ROOT / "shared/reminders/zone_lines.py"})
 SETTING_NAMES = sorted(name.upper() for name in Settings.model_fields)
 LOG_CALLS = {"debug", "info", "warning", "error", "exception", "critical"}
 
