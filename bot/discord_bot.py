@@ -19,6 +19,7 @@ import logging
 import re
 import signal
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -154,13 +155,16 @@ class MnemoBot(discord.AutoShardedClient):
     async def on_ready(self) -> None:
         log.info("connected to Discord as %s (%s guilds)", self.user, len(self.guilds))
         if self.answering is None:  # on_ready comes again after each reconnect; the owed answers once
-            self.answering = asyncio.create_task(self.answer_unanswered())
+            # what was recorded before now; a message the gateway sends after READY is this process's own
+            self.answering = asyncio.create_task(self.answer_unanswered(self.conversation.clock()))
 
-    async def answer_unanswered(self) -> None:
-        """Answer what was recorded but never answered before the bot stopped, each as a reply to its message."""
+    async def answer_unanswered(self, recorded_by: datetime | None = None) -> None:
+        """Answer what was recorded (by ``recorded_by``) but never answered before the bot stopped, each as a reply
+        to its message."""
         try:
             skip = partial(blocked_since, self.access, self)
-            async for incoming, reply in self.conversation.unanswered_replies("discord", skip=skip):
+            async for incoming, reply in self.conversation.unanswered_replies("discord", skip=skip,
+                                                                             recorded_by=recorded_by):
                 await self._send_late_reply(incoming, reply)
         except Exception:  # the bot runs on; these messages are tried again on the next start
             log.exception("answering the messages left unanswered failed")

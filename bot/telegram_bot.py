@@ -190,9 +190,10 @@ class OnStart:
         self.answering: asyncio.Task[None] | None = None
 
     async def __call__(self, application: Application) -> None:
+        started = self.service.clock()  # what is recorded from now on is in a live process's hands
         await set_command_menus(application)
         self.answering = asyncio.get_running_loop().create_task(
-            answer_unanswered(application.bot, self.service, skip=BlockedSince(self.access)))
+            answer_unanswered(application.bot, self.service, skip=BlockedSince(self.access), recorded_by=started))
 
 
 def _refusal(error: MnemoError) -> str:

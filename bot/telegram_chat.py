@@ -15,6 +15,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
+from datetime import datetime
 
 from telegram import Bot, Message, MessageEntity, ReplyParameters, Update, User
 from telegram.constants import ChatAction, ChatType
@@ -181,11 +182,12 @@ class _ShownReply:
 
 
 async def answer_unanswered(bot: Bot, service: ConversationService,
-                            skip: Callable[[IncomingMessage], Awaitable[bool]] | None = None) -> None:
-    """Each owed answer as a reply to the message it answers (a message the user deleted: as a plain message),
-    but those ``skip`` says no to."""
+                            skip: Callable[[IncomingMessage], Awaitable[bool]] | None = None,
+                            recorded_by: datetime | None = None) -> None:
+    """Each owed answer (of a message recorded by ``recorded_by``, when the bot started) as a reply to the message
+    it answers (a message the user deleted: as a plain message), but those ``skip`` says no to."""
     try:
-        async for incoming, reply in service.unanswered_replies("telegram", skip=skip):
+        async for incoming, reply in service.unanswered_replies("telegram", skip=skip, recorded_by=recorded_by):
             if reply.text.strip():
                 await _send_late_reply(bot, incoming, reply)
     except Exception:  # the bot runs on; these messages are tried again on the next start

@@ -180,11 +180,14 @@ class ConversationService:
 
     async def unanswered_replies(self, platform: str, *, platform_user_id: str | None = None,
                                  skip: Callable[[IncomingMessage], Awaitable[bool]] | None = None,
-                                 ) -> AsyncIterator[tuple[IncomingMessage, Reply]]:
+                                 recorded_by: datetime | None = None) -> AsyncIterator[tuple[IncomingMessage, Reply]]:
         """Answer, oldest first, the messages on ``platform`` (of one user, when given) that were recorded
-        but never answered while their conversation is still open: a bot calls this when it starts.
-        A message ``skip`` says no to (its sender was blocked since) is left unanswered."""
-        found = await patiently(lambda _retrying: self._unanswered(platform, platform_user_id),
+        but never answered while their conversation is still open: a bot calls this when it starts, giving the
+        moment it started as ``recorded_by``: a message recorded later is in the hands of a live process (this
+        one, or another replica or shard), and answering it too would ask the model twice and count it twice
+        against the user's message rate. A message ``skip`` says no to (its sender was blocked since) is left
+        unanswered."""
+        found = await patiently(lambda _retrying: self._unanswered(platform, platform_user_id, recorded_by),
                                 self.config.database_patience, what="unanswered messages")
         if found:
             log.info("answering %d message(s) on %s that were recorded but not answered", len(found), platform)
@@ -195,10 +198,13 @@ class ConversationService:
             if not reply.duplicate:
                 yield message, reply
 
-    def _unanswered(self, platform: str, platform_user_id: str | None) -> list[IncomingMessage]:
+    def _unanswered(self, platform: str, platform_user_id: str | None,
+                    recorded_by: datetime | None = None) -> list[IncomingMessage]:
         with self.uow_factory() as uow:
             rows = uow.turns.unanswered(platform, self.clock() - self.config.idle, MAX_UNANSWERED,
                                         platform_user_id=platform_user_id)
+        if recorded_by is not None:
+            rows = [row for row in rows if row.turn.created_at <= recorded_by]
         return [IncomingMessage(platform=platform, chat_id=row.chat.platform_chat_id,
                                 user_id=row.identity.platform_user_id, text=row.turn.text, sent_at=row.turn.created_at,
                                 is_private=row.chat.kind == "private", display_name=row.identity.display_name,

@@ -573,8 +573,8 @@ def test_a_message_sent_while_the_database_is_away_is_kept_and_answered_when_it_
             outage.down()
             telegram.push_message(1001, ALICE, "I think I'll settle in Lisbon")
             await until(lambda: telegram.messages_to(1001), what="the user to be told the message is kept")
-            outage.up()
-            await until(lambda: len(telegram.messages_to(1001)) == 2, what="the answer")
+            outage.up()  # the waiting message tries again within MAX_WAIT_SECONDS (10 s) of its last try
+            await until(lambda: len(telegram.messages_to(1001)) == 2, 30, what="the answer")
 
         try:
             run_bot(settings, conversation(lambda: UnitOfWork(relayed), settings, llm), commands, scenario)

@@ -156,3 +156,32 @@ def test_a_replica_starting_while_another_answers_a_message_does_not_answer_it_t
     with uow_factory() as uow:
         assert uow.session.scalar(select(func.count()).select_from(ConversationTurn)
                                   .where(ConversationTurn.role == "assistant")) == 1
+
+
+def test_a_message_recorded_after_a_replica_started_is_left_to_the_process_answering_it(uow_factory):
+    """A bot's scan at its start can run late (a slow database, a busy machine): a message recorded since it started
+    is in a live process's hands, and answering it too would ask the model twice and count it twice against the
+    user's message rate."""
+    settings = Settings(_env_file=None, default_timezone="UTC")
+    started = datetime.now(UTC)
+    replies_of_the_late_scan = []
+
+    with FakeOpenAI(models=("fake-chat",)) as llm:
+        def answer(_request: dict) -> dict:
+            if len(llm.chat_requests()) == 1:  # the scan of a replica that started before the message runs now
+                async def late_scan() -> None:
+                    async for _message, reply in conversation(uow_factory, settings, llm).unanswered_replies(
+                            "telegram", recorded_by=started):
+                        replies_of_the_late_scan.append(reply)
+                asyncio.run(late_scan())
+            return {"response": "Nice to hear from you.", "emotion": None, "memory_update": None, "todos": [],
+                    "topic": None, "context_variables": []}
+
+        llm.set_responder(answer)
+        message = IncomingMessage(platform="telegram", chat_id=str(EVE["id"]), user_id=str(EVE["id"]),
+                                  text="hello there", sent_at=datetime.now(UTC), is_private=True, message_id="78")
+        first = asyncio.run(conversation(uow_factory, settings, llm).handle_message(message))
+        asked = len(llm.chat_requests())
+
+    assert replies_of_the_late_scan == [] and asked == 1
+    assert first.text == "Nice to hear from you." and not first.duplicate
