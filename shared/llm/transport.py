@@ -14,7 +14,8 @@ read. A caller's ``on_piece`` hears each piece of content as it arrives (a live 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import json
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,19 +67,28 @@ async def _whole(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: f
 
 async def _collect(client: openai.AsyncOpenAI, request: dict[str, Any], seconds: float,
                    cut_at: tuple[str, ...], on_piece: Callable[[str], None] | None) -> RawAnswer:
-    stream = await client.chat.completions.create(**sdk_arguments(request), stream=True, timeout=seconds)
+    """The streamed answer, read as JSON from the server-sent events. The SDK's own stream builds a typed model of
+    every chunk and walks the request's messages against its types: 13 ms of CPU a call (a reply of 60 chunks),
+    against 6 ms read as plain JSON, on the bots' one call a message. The SDK still sends the request: its
+    headers, retries and status errors are the same as for ``chat.completions.create``."""
+    import httpx  # with the SDK, on first use
+
+    response = await client.post("/chat/completions", cast_to=httpx.Response, body={**request, "stream": True},
+                                 options={"timeout": seconds}, stream=True)
     parts: list[str] = []
     size, finish, usage = 0, None, {}
     recent, keep = "", max(map(len, cut_at), default=0)
     try:
-        async for chunk in stream:
-            if chunk.usage is not None:
-                usage = reported_usage(chunk.usage)
-            if not chunk.choices:
+        async for chunk in _sse_chunks(response):
+            if chunk.get("usage") is not None:
+                usage = reported_usage(chunk["usage"])
+            choices = chunk.get("choices")
+            if not choices or not isinstance(choices[0], dict):
                 continue
-            choice = chunk.choices[0]
-            piece = choice.delta.content if choice.delta is not None else None
-            if piece:
+            choice = choices[0]
+            delta = choice.get("delta")
+            piece = delta.get("content") if isinstance(delta, dict) else None
+            if piece and isinstance(piece, str):
                 if on_piece is not None:
                     on_piece(piece)
                 parts.append(piece)
@@ -87,13 +97,55 @@ async def _collect(client: openai.AsyncOpenAI, request: dict[str, Any], seconds:
                 if any(mark in recent for mark in cut_at):
                     finish = CUT_AT_MARK
                     break
-            finish = choice.finish_reason or finish
+            finish = choice.get("finish_reason") or finish
             if size > MAX_ANSWER_CHARS:
                 finish = "length"
                 break
     finally:
-        await stream.close()  # also on timeout and cancellation: the server can stop generating
+        await response.aclose()  # also on timeout and cancellation: the server can stop generating
     return RawAnswer("".join(parts), finish, usage)
+
+
+async def _sse_chunks(response: Any) -> AsyncIterator[dict[str, Any]]:
+    """The JSON objects of a chat stream's server-sent events, until ``[DONE]``. An event naming an error (an
+    ``error`` event, or data holding ``error``) raises :class:`openai.APIError`, as the SDK's stream does."""
+    event: str | None = None
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if line:
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "data":
+                data.append(value)
+            elif field == "event":
+                event = value
+            continue
+        if data and (chunk := _event_chunk(response, event, "\n".join(data))) is not None:
+            if chunk is _DONE:
+                return
+            yield chunk
+        event, data = None, []
+    if data and (chunk := _event_chunk(response, event, "\n".join(data))) not in (None, _DONE):
+        yield chunk  # the last event, with no blank line after it
+
+
+_DONE: dict[str, Any] = {}
+"""What :func:`_event_chunk` returns for ``[DONE]``: the end of the stream."""
+
+
+def _event_chunk(response: Any, event: str | None, text: str) -> dict[str, Any] | None:
+    """One event's chunk (None: an event of another kind), :data:`_DONE` at the end; an error raises."""
+    if text.startswith("[DONE]"):
+        return _DONE
+    chunk = json.loads(text)
+    if not isinstance(chunk, dict):
+        return None
+    if chunk.get("error") and event in (None, "error"):
+        error = chunk["error"]
+        message = error.get("message") if isinstance(error, dict) else None
+        raise openai.APIError(message if isinstance(message, str) and message else "An error occurred during streaming",
+                              response.request, body=error)
+    return chunk if event is None else None
 
 
 def sdk_arguments(request: dict[str, Any]) -> dict[str, Any]:
