@@ -122,8 +122,8 @@ def test_a_chinese_user_on_discord_reads_every_note_under_a_reply_in_chinese(uow
     assert "买花" in answers[1] and "离线模式" in answers[2] and "离线模式" in answers[3]
 
 
-def test_a_chinese_user_on_telegram_reads_every_note_under_a_reply_in_chinese(uow_factory, llm, monkeypatch):
-    script(llm)
+def telegram_answers(uow_factory, llm, monkeypatch, turns) -> list[dict]:
+    """Bob writes ``turns`` in turn through python-telegram-bot (each answered before the next); what he got."""
     with FakeTelegram() as telegram:
         for name in Settings.model_fields:
             monkeypatch.delenv(name.upper(), raising=False)
@@ -131,13 +131,18 @@ def test_a_chinese_user_on_telegram_reads_every_note_under_a_reply_in_chinese(uo
                             telegram_api_base_url=telegram.base_url, default_timezone="Asia/Shanghai")
 
         async def scenario(_app) -> None:
-            for sent, text in enumerate(CHINESE_TURNS, start=1):
+            for sent, text in enumerate(turns, start=1):
                 telegram.push_message(1002, BOB, text)
                 await all_fetched(telegram)
                 await until(lambda sent=sent: len(telegram.messages_to(1002)) >= sent, what="the reply")
 
         run_bot(settings, service(uow_factory, llm), MemoryCommands(uow_factory), scenario)
-        answers = telegram.messages_to(1002)
+        return telegram.messages_to(1002)
+
+
+def test_a_chinese_user_on_telegram_reads_every_note_under_a_reply_in_chinese(uow_factory, llm, monkeypatch):
+    script(llm)
+    answers = telegram_answers(uow_factory, llm, monkeypatch, CHINESE_TURNS)
     assert len(answers) == len(CHINESE_TURNS)
     for answer in answers:
         [italic] = [entity for entity in answer.get("entities", []) if entity["type"] == "italic"]
@@ -180,20 +185,7 @@ def test_a_chinese_user_on_discord_reads_a_reminders_confirmation_and_the_flood_
 def test_a_chinese_user_on_telegram_reads_a_reminders_confirmation_and_the_flood_notice_in_chinese(
         uow_factory, llm, monkeypatch):
     answer_plainly(llm)
-    with FakeTelegram() as telegram:
-        for name in Settings.model_fields:
-            monkeypatch.delenv(name.upper(), raising=False)
-        settings = Settings(_env_file=None, telegram_token=SecretStr(telegram.token),
-                            telegram_api_base_url=telegram.base_url, default_timezone="Asia/Shanghai")
-
-        async def scenario(_app) -> None:
-            for sent, text in enumerate(NOTICE_TURNS, start=1):
-                telegram.push_message(1002, BOB, text)
-                await all_fetched(telegram)
-                await until(lambda sent=sent: len(telegram.messages_to(1002)) >= sent, what="the reply")
-
-        run_bot(settings, service(uow_factory, llm), MemoryCommands(uow_factory), scenario)
-        answers = telegram.messages_to(1002)
+    answers = telegram_answers(uow_factory, llm, monkeypatch, NOTICE_TURNS)
     assert len(answers) == len(NOTICE_TURNS)
     assert_told_in_chinese([answer["text"] for answer in answers])
     [italic] = [entity for entity in answers[3]["entities"] if entity["type"] == "italic"]
