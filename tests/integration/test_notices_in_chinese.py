@@ -101,16 +101,21 @@ def llm() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def test_a_chinese_user_on_discord_reads_every_note_under_a_reply_in_chinese(uow_factory, llm):
-    script(llm)
+def discord_answers(uow_factory, llm, turns, user_id: str) -> list[str]:
+    """The user writes ``turns`` in their DM, in turn, through discord.py; what they got."""
     with FakeDiscord() as fake:
         async def scenario() -> None:
             async with Bot(fake, service(uow_factory, llm), MemoryCommands(uow_factory)) as bot:
-                for text in CHINESE_TURNS:
-                    await bot.receive(fake.incoming_message(text, user_id="300000000000000009"))
+                for text in turns:
+                    await bot.receive(fake.incoming_message(text, user_id=user_id))
 
         asyncio.run(scenario())
-        answers = [message["content"] for message in fake.messages_in(fake.dm_channel("300000000000000009"))]
+        return [message["content"] for message in fake.messages_in(fake.dm_channel(user_id))]
+
+
+def test_a_chinese_user_on_discord_reads_every_note_under_a_reply_in_chinese(uow_factory, llm):
+    script(llm)
+    answers = discord_answers(uow_factory, llm, CHINESE_TURNS, "300000000000000009")
     assert len(answers) == len(CHINESE_TURNS)
     notes = [line for answer in answers for line in answer.splitlines()[1:]]
     assert len(notes) >= len(CHINESE_TURNS)  # every reply here has something to tell
@@ -168,14 +173,7 @@ def test_every_warning_reaches_a_chinese_reader_in_chinese_on_both_platforms(cod
 
 def test_a_chinese_user_on_discord_reads_a_reminders_confirmation_and_the_flood_notice_in_chinese(uow_factory, llm):
     answer_plainly(llm)
-    with FakeDiscord() as fake:
-        async def scenario() -> None:
-            async with Bot(fake, service(uow_factory, llm), MemoryCommands(uow_factory)) as bot:
-                for text in NOTICE_TURNS:
-                    await bot.receive(fake.incoming_message(text, user_id="300000000000000010"))
-
-        asyncio.run(scenario())
-        answers = [message["content"] for message in fake.messages_in(fake.dm_channel("300000000000000010"))]
+    answers = discord_answers(uow_factory, llm, NOTICE_TURNS, "300000000000000010")
     assert len(answers) == len(NOTICE_TURNS)
     assert_told_in_chinese(answers)
     assert f"*{FLOOD_NOTICE}" in answers[3]  # the notice's own line, in italics
