@@ -14,6 +14,7 @@ import asyncio
 import io
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 import discord
@@ -400,9 +401,7 @@ async def followups(interaction: discord.Interaction, action: str | None = None)
     """Follow-ups on or off, your quiet hours (``quiet 22-9``), and what I'll ask about. In a server's channel,
     ``group on|off`` is the channel's own switch: members who may manage the channel or the server change it."""
     if about_the_group(action) and interaction.guild_id is not None:
-        caller = Caller(platform="discord", platform_user_id=str(interaction.user.id),
-                        display_name=interaction.user.display_name, locale=interaction.locale.value,
-                        platform_chat_id=str(interaction.channel_id), chat_kind="group")
+        caller = replace(caller_of(interaction), platform_chat_id=str(interaction.channel_id), chat_kind="group")
         group = await deferred(interaction, memory_commands(interaction).group_followups, caller, action or "",
                                admin=channel_admin(interaction.permissions))
         await send_private(interaction, followup_texts.group_text(group, interaction.locale.value))

@@ -125,7 +125,7 @@ async def _sse_chunks(response: Any) -> AsyncIterator[dict[str, Any]]:
                 return
             yield chunk
         event, data = None, []
-    if data and (chunk := _event_chunk(response, event, "\n".join(data))) not in (None, _DONE):
+    if data and (chunk := _event_chunk(response, event, "\n".join(data))) is not None and chunk is not _DONE:
         yield chunk  # the last event, with no blank line after it
 
 
