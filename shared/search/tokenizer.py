@@ -25,6 +25,7 @@ import contextvars
 import logging
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache, lru_cache
@@ -78,6 +79,14 @@ for a character jieba has no statistics for), some tens of milliseconds. Ordinar
 whose guesses would go over what is left is segmented by the dictionary alone."""
 HMM_ALL_STATES = 256
 """Tag-states of a character the tagger has no statistics for (it then weighs every state)."""
+
+RUN_CACHE_ENTRIES = 8_192
+"""Chinese runs whose words are kept, most recently used first: a turn tokenises the same lines several times
+(the message for its query, its round's keys, the history, what recall shows), and jieba's tagger is most of
+the CPU a Chinese turn spends tokenising."""
+
+RUN_CACHE_MAX_CHARS = 256
+"""Longer runs are tagged each time (they are rare in chat, and the cache stays a few megabytes)."""
 
 _HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RUN = re.compile(f"[{_HAN}]+")
@@ -240,10 +249,22 @@ def _kept_repeats(match: re.Match[str]) -> str:
     return repeated * REPEATS_KEPT
 
 
-def _chinese(run: str, expand: bool, budgets: tuple[HmmBudget, HmmBudget | None]) -> Iterable[str]:
-    stops = stop_words()
+def _chinese(run: str, expand: bool, budgets: tuple[HmmBudget, HmmBudget | None]) -> tuple[str, ...]:
+    key = (run, expand)
+    cached = _RUNS.get(key)
+    if cached is not None:
+        return cached
     posseg = _posseg()
-    for pair in _tagged(posseg, run, budgets):
+    tagged, complete = _tagged(posseg, run, budgets)
+    words = tuple(_kept_words(tagged, expand, posseg.dt.word_tag_tab))
+    if complete and len(run) <= RUN_CACHE_MAX_CHARS:
+        _RUNS.put(key, words)
+    return words
+
+
+def _kept_words(tagged: list[Any], expand: bool, dictionary: dict[str, str]) -> Iterator[str]:
+    stops = stop_words()
+    for pair in tagged:
         word, flag = pair.word, pair.flag
         if word in stops or flag in DROPPED_POS or not _HAN_CHAR.search(word):
             continue
@@ -252,23 +273,50 @@ def _chinese(run: str, expand: bool, budgets: tuple[HmmBudget, HmmBudget | None]
         yield word
         if not expand:
             continue
-        yield from _subwords(word, posseg.dt.word_tag_tab, stops)
-        if _has_head_noun(word, flag, posseg.dt.word_tag_tab):
+        yield from _subwords(word, dictionary, stops)
+        if _has_head_noun(word, flag, dictionary):
             yield word[-1]
 
 
-def _tagged(posseg: Any, run: str, budgets: tuple[HmmBudget, HmmBudget | None]) -> list[Any]:
+def _tagged(posseg: Any, run: str, budgets: tuple[HmmBudget, HmmBudget | None]) -> tuple[list[Any], bool]:
     """jieba's tagged words of ``run``: with its guesses at unknown words if they fit the budgets, else as
-    the dictionary alone cuts them (the same words when there is nothing to guess)."""
+    the dictionary alone cuts them (the same words when there is nothing to guess); and whether they are
+    the guessed ones (what any budget large enough gives, so they may be kept for the next time)."""
     plain = list(posseg.cut(run, HMM=False))
     cost = _guess_cost(plain, posseg.dt.tokenizer.FREQ)
     if cost == 0:
-        return plain
+        return plain, True
     own, shared = budgets
     if cost > own.left or (shared is not None and not shared.spend(cost)):
-        return plain
+        return plain, False
     own.spend(cost)
-    return list(posseg.cut(run, HMM=True))
+    return list(posseg.cut(run, HMM=True)), True
+
+
+class _RunCache:
+    """The words of recently tokenised Chinese runs, at most :data:`RUN_CACHE_ENTRIES`, least recently used
+    dropped first; shared by the threads of a process."""
+
+    def __init__(self, entries: int) -> None:
+        self._entries: OrderedDict[tuple[str, bool], tuple[str, ...]] = OrderedDict()
+        self._size = entries
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, bool]) -> tuple[str, ...] | None:
+        with self._lock:
+            words = self._entries.get(key)
+            if words is not None:
+                self._entries.move_to_end(key)
+            return words
+
+    def put(self, key: tuple[str, bool], words: tuple[str, ...]) -> None:
+        with self._lock:
+            self._entries[key] = words
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
+_RUNS = _RunCache(RUN_CACHE_ENTRIES)
 
 
 def _guess_cost(plain: list[Any], frequencies: dict[str, int]) -> int:

@@ -195,6 +195,13 @@ def test_warm_up_loads_the_chinese_dictionary_and_the_stemmer_before_any_message
     assert loaded.stdout.split() == ["False", "True", "1", "1"], loaded.stderr
 
 
+@pytest.fixture
+def uncached(monkeypatch):
+    """Every Chinese run tagged anew: what a text costs the first time, and budgets that decide each time."""
+    monkeypatch.setattr(tokenizer, "RUN_CACHE_MAX_CHARS", -1)
+    monkeypatch.setattr(tokenizer, "_RUNS", tokenizer._RunCache(tokenizer.RUN_CACHE_ENTRIES))
+
+
 def _cpu_ms(call, text: str, tries: int = 3) -> float:
     best = float("inf")
     for _ in range(tries):
@@ -220,12 +227,44 @@ def adversarial_texts(size: int) -> dict[str, str]:
             "mixed": "".join(rng.choice(RARE_CHARS) + rng.choice(" a1，哈") for _ in range(size // 2))}
 
 
-def test_adversarial_chinese_costs_a_few_times_the_cap_of_ordinary_text():
+def test_adversarial_chinese_costs_a_few_times_the_cap_of_ordinary_text(uncached):
     tokenize(ORDINARY)
     baseline = _cpu_ms(search_tokens, (ORDINARY * 400)[:tokenizer.MAX_TOKENISED_CHARS])
     slow = {name: round(took) for name, text in adversarial_texts(100_000).items()
             if (took := _cpu_ms(search_tokens, text)) > ADVERSARIAL_FACTOR * baseline}
     assert not slow, f"ms against {baseline:.0f} ms for ordinary text: {slow}"
+
+
+def test_a_run_tagged_before_is_not_tagged_again(monkeypatch):
+    monkeypatch.setattr(tokenizer, "_RUNS", tokenizer._RunCache(2))
+    posseg = tokenizer._posseg()
+    cuts = []
+    real_cut = posseg.cut
+    monkeypatch.setattr(posseg, "cut", lambda run, HMM=True: cuts.append(run) or real_cut(run, HMM=HMM))
+    first = tokenize("我昨天去了博物馆看展览")
+    tagged = len(cuts)
+    assert tagged >= 1
+    assert tokenize("我昨天去了博物馆看展览") == first
+    assert len(cuts) == tagged
+    tokenize("今天下雨")
+    tokenize("明天出太阳")  # the cache holds two runs: the first one is dropped
+    tokenize("我昨天去了博物馆看展览")
+    assert cuts.count("我昨天去了博物馆看展览") == 2 * cuts[:tagged].count("我昨天去了博物馆看展览")
+
+
+def test_a_run_cut_short_by_the_budget_is_tagged_again_when_it_fits(monkeypatch):
+    monkeypatch.setattr(tokenizer, "_RUNS", tokenizer._RunCache(tokenizer.RUN_CACHE_ENTRIES))
+    posseg = tokenizer._posseg()
+    text = "张伟和王芳在苏州"
+    plain = [p.word for p in posseg.cut(text, HMM=False)]
+    guessed = [p.word for p in posseg.cut(text, HMM=True)]
+    assert plain != guessed
+    with tokenizer.shared_budget(0):
+        assert set(tokenize(text, expand=False)) <= set(plain)
+    with tokenizer.shared_budget(10**9):
+        kept = tokenize(text, expand=False)
+    assert kept == tokenize(text, expand=False)
+    assert set(kept) - set(plain)
 
 
 def test_runs_of_a_repeated_unit_are_cut_to_a_few_repetitions():
@@ -238,7 +277,7 @@ def test_only_the_first_max_tokenised_chars_give_keys():
     assert keywords("猫" + "。" * tokenizer.MAX_TOKENISED_CHARS + "狗") == ["猫"]
 
 
-def test_guesses_at_unknown_words_stop_when_the_shared_budget_is_spent():
+def test_guesses_at_unknown_words_stop_when_the_shared_budget_is_spent(uncached):
     posseg = tokenizer._posseg()
     text = "张伟和王芳在苏州"
     with tokenizer.shared_budget(0):
