@@ -203,9 +203,16 @@ def fake_embedding(text: str, dim: int) -> list[float]:
 
 
 def _common_prefix(text: str, other: str) -> int:
-    """How many characters the two begin with alike."""
-    shortest = min(len(text), len(other))
-    return next((index for index in range(shortest) if text[index] != other[index]), shortest)
+    """How many characters the two begin with alike (by halving: slices compare at C speed, where a loop over
+    characters made the fake's prompt cache a core's worth of the load bench's CPU)."""
+    low, high = 0, min(len(text), len(other))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text[low:middle] == other[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _encode_vector(vector: list[float], encoding_format: str) -> list[float] | str:

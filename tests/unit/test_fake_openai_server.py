@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from bench.fakes.openai_server import FakeOpenAI
+from bench.fakes.openai_server import FakeOpenAI, _common_prefix
 
 MESSAGES = [{"role": "user", "content": "Remember that my cat is called Miso."}]
 
@@ -197,3 +197,11 @@ def test_stop_joins_threads_and_closes_socket_even_mid_delay() -> None:
     assert set(threading.enumerate()) <= before
     with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=1):
         pass
+
+
+@pytest.mark.parametrize(("text", "other", "shared"), [
+    ("", "", 0), ("abc", "", 0), ("abc", "abc", 3), ("abc", "abd", 2), ("abcdef", "abc", 3), ("xbc", "abc", 0),
+    ("系统：你好，世界", "系统：你好，朋友", 6), ("a" * 5000 + "b", "a" * 5000 + "c", 5000)])
+def test_the_prompt_caches_shared_prefix_is_counted_exactly(text: str, other: str, shared: int) -> None:
+    assert _common_prefix(text, other) == shared
+    assert _common_prefix(other, text) == shared
