@@ -5,8 +5,9 @@ hearing never waits. A task of its own shows the newest of them through the fron
 draft, a first message and then its edits, the console), at once the first time and then no sooner than
 :data:`LIVE_EDIT_SECONDS` after the last (llmcord's pace, within Discord's 5 edits per 5 seconds and Telegram's
 message a second in a chat). :meth:`LiveReply.close` stops it, waiting for a show under way (a message half
-created would be lost) and for the pace, so the final message or edit that follows keeps it too. A show that
-fails stops the live reply; the final message still goes.
+created would be lost) and for the pace, so the final message or edit that follows keeps it too (not after a
+Telegram draft, which is no message: the final message replaces it at once). A show that fails stops the live
+reply; the final message still goes.
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ LIVE_EDIT_SECONDS = 1.0
 class LiveReply:
     """One reply in the making. ``hear`` is the service's ``on_text``; ``close`` before the final message."""
 
-    def __init__(self, show: Callable[[str], Awaitable[None]], *, interval: float = LIVE_EDIT_SECONDS) -> None:
+    def __init__(self, show: Callable[[str], Awaitable[None]], *, interval: float = LIVE_EDIT_SECONDS,
+                 final_paced: bool = True) -> None:
         self._show = show
         self.interval = interval
+        self.final_paced = final_paced
+        """Whether the final message keeps the pace after the last show (an edit of the shown message, or a message
+        in the same budget); a Telegram draft is not a message, and the final message replaces it at once."""
         self.shown = ""
         """What the user sees now ("" while nothing was shown)."""
         self.shows = 0
@@ -52,7 +57,7 @@ class LiveReply:
         self._closing.set()
         if self._task is not None:
             await self._task
-        if self._last_at is not None:
+        if self._last_at is not None and self.final_paced:
             await asyncio.sleep(max(0.0, self._last_at + self.interval - time.monotonic()))
         return bool(self.shown)
 

@@ -69,10 +69,13 @@ ONE_POLLER = ("run one `mnemo telegram` per bot token, or webhook mode (--webhoo
               "several replicas (docs/deployment.md)")
 FLOOD_RETRY_ATTEMPTS = 4
 FLOOD_MAX_WAIT_SECONDS = 60.0
-NOT_RETRIED = frozenset({"sendChatAction"})  # a late "typing…" is worthless
+NOT_RETRIED = frozenset({"sendChatAction", "sendMessageDraft"})  # a late "typing…" or draft is worthless
 PACED_METHODS = frozenset({"sendMessage", "sendDocument", "sendPhoto", "copyMessage", "forwardMessage",
-                           "editMessageText", "sendMessageDraft"})
-"""What takes a slot in the chat's (and the bot's) budget: messages, and the drafts and edits of a live reply."""
+                           "editMessageText"})
+"""What takes a slot in the chat's (and the bot's) budget: messages, and the edits of a live reply. A draft
+(``sendMessageDraft``) is no message: it streams into the chat's input area at most once a second
+(:mod:`bot.live_reply`), and taking a message's slot made the reply that replaces it wait a second. A draft
+that meets flood control is not sent again: the reply goes whole."""
 """What Telegram counts as a message against a bot's limits (~30 a second overall, one a second in a chat)."""
 SENDER_CHECK_GROUP, ACCESS_GROUP = -2, -1
 """The handler groups run before the commands' and the chat's: every update needs a sender, then access."""

@@ -19,7 +19,7 @@ from datetime import datetime
 
 from telegram import Bot, Message, MessageEntity, ReplyParameters, Update, User
 from telegram.constants import ChatAction, ChatType
-from telegram.error import BadRequest, TelegramError
+from telegram.error import BadRequest, RetryAfter, TelegramError, TimedOut
 
 from bot import telegram_render as render
 from bot.live_reply import LiveReply
@@ -116,7 +116,7 @@ class ChatHandler:
             await message.reply_text(texts.busy_text(incoming.locale), do_quote=not private)
 
         shown = _ShownReply(context.bot, message, drafts=private and self.drafts)
-        live = LiveReply(shown.show)
+        live = LiveReply(shown.show, final_paced=not shown.drafts)
         try:
             async with typing(context.bot, message):
                 reply = await self.service.handle_message(incoming, on_delay=tell_waiting, on_busy=tell_busy,
@@ -140,6 +140,7 @@ class _ShownReply:
     def __init__(self, bot: Bot, message: Message, *, drafts: bool) -> None:
         self.bot, self.message, self.drafts = bot, message, drafts
         self.sent: Message | None = None  # the message edited as the reply grows (groups, or no drafts)
+        self.sent_text = ""  # what it shows now
         self.draft_refused = False
 
     async def show(self, text: str) -> None:
@@ -149,23 +150,28 @@ class _ShownReply:
             try:
                 await self.bot.send_message_draft(self.message.chat_id, self.message.message_id, shown,
                                                   message_thread_id=self.message.message_thread_id)
+            except (RetryAfter, TimedOut):
+                raise  # flood control or a slow network: this reply goes whole, the next ones are drafts again
             except TelegramError:
                 self.draft_refused = True  # this reply goes whole; the next ones are edited messages
                 raise
         elif self.sent is None:
             self.sent = await self.message.reply_text(shown, do_quote=self.message.chat.type != ChatType.PRIVATE)
+            self.sent_text = shown
         else:
             await self.sent.edit_text(shown)
+            self.sent_text = shown
 
     async def finish(self, parts: list[render.OutgoingText], *, quote: bool) -> None:
         """The final reply: the shown message edited into its first part (a draft is followed by the messages)."""
         if self.sent is not None and parts:
             first, *parts = parts
-            try:
-                await self.sent.edit_text(first.text, entities=list(first.entities) or None)
-            except BadRequest as exc:
-                if "not modified" not in exc.message.lower():
-                    raise
+            if first.entities or first.text != self.sent_text:  # the same words again would cost a slot, refused
+                try:
+                    await self.sent.edit_text(first.text, entities=list(first.entities) or None)
+                except BadRequest as exc:
+                    if "not modified" not in exc.message.lower():
+                        raise
             quote = False
         for index, part in enumerate(parts):
             await self.message.reply_text(part.text, entities=list(part.entities) or None,

@@ -107,6 +107,22 @@ def test_a_private_chat_sees_drafts_as_the_model_writes_then_the_whole_reply_as_
     assert shortest_gap([draft["at"] for draft in drafts]) >= LIVE_EDIT_SECONDS * 0.95  # within the timer's grain
 
 
+def test_the_message_that_replaces_a_draft_does_not_wait_out_the_drafts_pace(telegram, settings, uow_factory):
+    with FakeOpenAI(models=("fake-chat",), tokens_per_second=400) as llm:  # the whole reply within 0.2 s
+        llm.queue_reply(answer(LONG_REPLY))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(1001, ALICE, "I walked round the lake today")
+            await until(lambda: telegram.messages_to(1001), seconds=20)
+
+        run_bot(settings, service_with(uow_factory, llm), MemoryCommands(uow_factory), scenario)
+
+    drafts = [draft for draft in telegram.drafts if draft["chat_id"] == 1001]
+    [sent] = telegram.calls_to("sendMessage")
+    assert drafts and sent.params["text"] == LONG_REPLY
+    assert sent.at - drafts[0]["at"] < LIVE_EDIT_SECONDS / 2  # a draft is no message: nothing to keep a pace with
+
+
 def test_in_a_group_the_first_words_are_posted_and_edited_into_the_reply(telegram, settings, uow_factory):
     with slow_model() as llm:
         llm.queue_reply(answer(LONG_REPLY))

@@ -70,3 +70,19 @@ def test_a_show_under_way_is_waited_for_by_close():
         return await live.close()
 
     assert asyncio.run(main()) is True and finished == ["first words"]
+
+
+def test_a_reply_whose_final_message_is_not_paced_closes_at_once_after_a_show():
+    async def show(_text: str) -> None:
+        return None
+
+    async def main(final_paced: bool) -> float:
+        live = LiveReply(show, interval=INTERVAL, final_paced=final_paced)
+        live.hear("first words")
+        await asyncio.sleep(0.01)
+        started = time.monotonic()
+        await live.close()
+        return time.monotonic() - started
+
+    assert asyncio.run(main(final_paced=False)) < INTERVAL / 2
+    assert asyncio.run(main(final_paced=True)) >= INTERVAL * 0.9
