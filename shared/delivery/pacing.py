@@ -32,25 +32,32 @@ MAX_WAIT_SECONDS = 60.0
 class PlatformPace:
     overall: str
     per_chat: str
+    background: str
+    """The most of ``overall`` the workers' sends (reminders, follow-ups) take: the rest is kept for the bots' live
+    replies, so a burst of due reminders does not hold a user's answer back a second."""
 
 
-PACES = {"telegram": PlatformPace(overall="30/second", per_chat="1/second"),
-         "discord": PlatformPace(overall="50/second", per_chat="5 per 5 seconds")}
+PACES = {"telegram": PlatformPace(overall="30/second", per_chat="1/second", background="15/second"),
+         "discord": PlatformPace(overall="50/second", per_chat="5 per 5 seconds", background="25/second")}
 
 
 class Pace:
     """One platform's budget, shared by every process that sends: the workers' reminders
     (:class:`PacedSender`) and the bots' own replies (:meth:`wait`). A send takes a slot in its chat, then
-    one overall; without a chat (a request that posts no message), one overall."""
+    one overall; without a chat (a request that posts no message), one overall. A ``background`` pace (the
+    workers') also takes a slot of its own share first (:attr:`PlatformPace.background`)."""
 
-    def __init__(self, platform: str, storage: Storage) -> None:
+    def __init__(self, platform: str, storage: Storage, *, background: bool = False) -> None:
         pace = PACES[platform]
         self.platform = platform
         self.overall = SharedLimit(storage, f"send-{platform}", pace.overall)
         self.per_chat = SharedLimit(storage, f"send-{platform}-chat", pace.per_chat)
+        self.share = SharedLimit(storage, f"send-{platform}-background", pace.background) if background else None
 
     def slots(self, chat: str | None) -> list[tuple[SharedLimit, str]]:
-        return [(self.per_chat, chat), (self.overall, "all")] if chat else [(self.overall, "all")]
+        own = [(self.per_chat, chat)] if chat else []
+        share = [(self.share, "all")] if self.share is not None else []
+        return [*own, *share, (self.overall, "all")]
 
     def take(self, chat: str | None, *, sleep: Callable[[float], None] = time.sleep) -> float:
         """Wait (blocking) for the slots; the seconds waited."""
@@ -89,7 +96,7 @@ class PacedSender:
     def __init__(self, sender: ReminderSender, platform: str, storage: Storage, *,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.sender, self.sleep = sender, sleep
-        self.pace = Pace(platform, storage)
+        self.pace = Pace(platform, storage, background=True)
 
     def send(self, target: ReminderTarget, text: str, *, idempotency_key: str) -> None:
         chat = target.platform_chat_id or target.platform_user_id or "-"
