@@ -33,12 +33,12 @@ class PlatformPace:
     overall: str
     per_chat: str
     background: str
-    """The most of ``overall`` the workers' sends (reminders, follow-ups) take: the rest is kept for the bots' live
-    replies, so a burst of due reminders does not hold a user's answer back a second."""
+    """The most of ``overall`` the workers' sends (reminders, follow-ups) take, about a third: the rest is kept for the
+    bots' live replies, so a burst of due reminders does not hold a user's answer back a second."""
 
 
-PACES = {"telegram": PlatformPace(overall="30/second", per_chat="1/second", background="15/second"),
-         "discord": PlatformPace(overall="50/second", per_chat="5 per 5 seconds", background="25/second")}
+PACES = {"telegram": PlatformPace(overall="30/second", per_chat="1/second", background="10/second"),
+         "discord": PlatformPace(overall="50/second", per_chat="5 per 5 seconds", background="15/second")}
 
 
 class Pace:

@@ -78,12 +78,12 @@ def test_one_chat_gets_at_most_one_message_a_second_from_all_workers(two_workers
     assert spread_over_four_seconds(times), times
 
 
-def test_a_burst_to_many_chats_keeps_to_the_workers_half_of_thirty_a_second(two_workers, telegram) -> None:
+def test_a_burst_to_many_chats_keeps_to_the_workers_third_of_thirty_a_second(two_workers, telegram) -> None:
     fan_out(two_workers, list(range(1000, 1040)))
 
     times = sorted(call.at for call in telegram.calls_to("sendMessage"))
     assert len(times) == 40
-    assert times[15] - times[0] >= 0.5, times  # the 16th waited for the next second's budget (arrivals lag)
+    assert times[10] - times[0] >= 0.5, times  # the 11th waited for the next second's budget (arrivals lag)
 
 
 def test_a_burst_of_reminders_leaves_the_bots_replies_room_in_the_overall_budget(telegram, redis_storage) -> None:
@@ -112,7 +112,7 @@ def test_a_burst_of_reminders_leaves_the_bots_replies_room_in_the_overall_budget
     took = asyncio.run(replies())
     workers.join(timeout=60)
     assert len(telegram.calls_to("sendMessage")) == 72
-    assert max(took) < 0.5, took  # none waited for a window: the reminders take at most half of one
+    assert max(took) < 0.5, took  # none waited for a window: the reminders take at most a third of one
 
 
 @pytest.fixture
