@@ -207,6 +207,28 @@ def test_a_bot_whose_drafts_telegram_refuses_edits_a_message_from_the_next_reply
     assert telegram.calls_to("editMessageText")  # the second was shown as it grew, in a message
 
 
+def test_a_draft_that_meets_flood_control_is_not_sent_again_and_the_next_reply_is_a_draft_again(
+        telegram, settings, uow_factory):
+    telegram.fail_next(429, retry_after=5, method="sendMessageDraft")
+    with slow_model() as llm:
+        llm.set_responder(lambda _request: answer(LONG_REPLY))
+
+        async def scenario(_app: Application) -> None:
+            telegram.push_message(1001, ALICE, "I walked round the lake today")
+            await until(lambda: telegram.messages_to(1001), seconds=20)
+            telegram.push_message(1001, ALICE, "and then I had tea")
+            await until(lambda: len(telegram.messages_to(1001)) == 2, seconds=20)
+
+        run_bot(settings, service_with(uow_factory, llm), MemoryCommands(uow_factory), scenario)
+
+    [first_sent, second_sent] = telegram.calls_to("sendMessage")
+    assert [m["text"] for m in telegram.messages_to(1001)] == [LONG_REPLY, LONG_REPLY]
+    assert not [draft for draft in telegram.drafts if draft["at"] < first_sent.at]  # refused, and shown no more
+    assert len([call for call in telegram.calls_to("sendMessageDraft") if call.at < first_sent.at]) == 1
+    assert [draft for draft in telegram.drafts if draft["at"] > first_sent.at]  # drafts again for the next
+    assert telegram.calls_to("editMessageText") == []
+
+
 # -- Discord ----------------------------------------------------------------------------------------------------
 
 
