@@ -677,9 +677,15 @@ def servers_cpu_seconds() -> dict[str, float]:
                 continue
             name = SERVERS.get(head.split("(", 1)[1])
             if name is not None:
-                fields = tail.split()
-                found[name] += (int(fields[11]) + int(fields[12])) / tick
+                found[name] += _with_reaped_children(tail.split()) / tick
     return found
+
+
+def _with_reaped_children(fields: list[str]) -> int:
+    """A process's user and system ticks and those of its children it has reaped (``/proc/PID/stat`` after the
+    name): a PostgreSQL backend or a pool process that exits within a stage leaves its CPU in its parent's count,
+    where counting only the living made PostgreSQL's figure negative."""
+    return sum(int(fields[index]) for index in (11, 12, 13, 14))
 
 
 def machine_cpu() -> tuple[float, float]:
@@ -708,7 +714,7 @@ def tree_cpu_seconds(pid: int) -> float:
         except OSError:
             continue
         parents[int(entry)] = int(fields[1])
-        times[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+        times[int(entry)] = _with_reaped_children(fields) / tick
     family, frontier = {pid}, [pid]
     while frontier:
         parent = frontier.pop()

@@ -40,6 +40,7 @@ def test_quick_load_answers_every_message_and_reports_each_stage(tmp_path):
         assert stage["worker_lag_p99_s"] is not None
         assert stage["cpu"].keys() == {"telegram-0", "telegram-1", "discord-0", "discord-1", "worker-0", "worker-1",
                                        "beat", "bench (fakes, load)", "postgres", "redis"}
+        assert min(stage["cpu"].values()) >= 0, stage["cpu"]
         assert 0 < stage["machine_busy"] <= 1
         assert stage["db_connections_max"] > 0
     assert stages[1]["reminders"] == stages[1]["reminders_received"] > 0  # the fan-out, delivered
