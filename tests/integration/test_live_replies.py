@@ -85,18 +85,23 @@ def settings(telegram, monkeypatch):
                     default_timezone="Asia/Shanghai")
 
 
+def alice_is_answered_in_private(telegram, settings, uow_factory, llm: FakeOpenAI) -> list[dict]:
+    """Alice's one message answered by ``llm`` (writing ``LONG_REPLY``) through the bot; the drafts she saw."""
+    llm.queue_reply(answer(LONG_REPLY))
+
+    async def scenario(_app: Application) -> None:
+        telegram.push_message(1001, ALICE, "I walked round the lake today")
+        await until(lambda: telegram.messages_to(1001), seconds=20)
+
+    run_bot(settings, service_with(uow_factory, llm), MemoryCommands(uow_factory), scenario)
+    return [draft for draft in telegram.drafts if draft["chat_id"] == 1001]
+
+
 def test_a_private_chat_sees_drafts_as_the_model_writes_then_the_whole_reply_as_one_message(
         telegram, settings, uow_factory):
     with slow_model() as llm:
-        llm.queue_reply(answer(LONG_REPLY))
+        drafts = alice_is_answered_in_private(telegram, settings, uow_factory, llm)
 
-        async def scenario(_app: Application) -> None:
-            telegram.push_message(1001, ALICE, "I walked round the lake today")
-            await until(lambda: telegram.messages_to(1001), seconds=20)
-
-        run_bot(settings, service_with(uow_factory, llm), MemoryCommands(uow_factory), scenario)
-
-    drafts = [draft for draft in telegram.drafts if draft["chat_id"] == 1001]
     [final] = telegram.messages_to(1001)
     assert final["text"] == LONG_REPLY
     assert len(drafts) >= 2 and {draft["draft_id"] for draft in drafts} == {drafts[0]["draft_id"]} != {0}
@@ -109,15 +114,8 @@ def test_a_private_chat_sees_drafts_as_the_model_writes_then_the_whole_reply_as_
 
 def test_the_message_that_replaces_a_draft_does_not_wait_out_the_drafts_pace(telegram, settings, uow_factory):
     with FakeOpenAI(models=("fake-chat",), tokens_per_second=400) as llm:  # the whole reply within 0.2 s
-        llm.queue_reply(answer(LONG_REPLY))
+        drafts = alice_is_answered_in_private(telegram, settings, uow_factory, llm)
 
-        async def scenario(_app: Application) -> None:
-            telegram.push_message(1001, ALICE, "I walked round the lake today")
-            await until(lambda: telegram.messages_to(1001), seconds=20)
-
-        run_bot(settings, service_with(uow_factory, llm), MemoryCommands(uow_factory), scenario)
-
-    drafts = [draft for draft in telegram.drafts if draft["chat_id"] == 1001]
     [sent] = telegram.calls_to("sendMessage")
     assert drafts and sent.params["text"] == LONG_REPLY
     assert sent.at - drafts[0]["at"] < LIVE_EDIT_SECONDS / 2  # a draft is no message: nothing to keep a pace with
@@ -180,16 +178,8 @@ def test_with_stream_replies_off_the_reply_goes_whole(telegram, settings, uow_fa
     assert telegram.drafts == [] and [m["text"] for m in telegram.messages_to(1001)] == [LONG_REPLY]
 
 
-def test_a_bot_whose_drafts_telegram_refuses_edits_a_message_from_the_next_reply_on(telegram, settings, uow_factory):
-    refusals: list[dict] = []
-
-    def refuse(params: dict) -> bool:
-        from bench.fakes.telegram_api import TelegramApiError
-
-        refusals.append(params)
-        raise TelegramApiError(400, "Bad Request: method is available only for bots with forum topic mode enabled")
-
-    telegram.methods["sendMessageDraft"] = refuse
+def alice_is_answered_twice_in_private(telegram, settings, uow_factory) -> None:
+    """Two messages of Alice's, each answered in full by a slow model writing ``LONG_REPLY``."""
     with slow_model() as llm:
         llm.set_responder(lambda _request: answer(LONG_REPLY))
 
@@ -202,6 +192,19 @@ def test_a_bot_whose_drafts_telegram_refuses_edits_a_message_from_the_next_reply
 
         run_bot(settings, service_with(uow_factory, llm), MemoryCommands(uow_factory), scenario)
 
+
+def test_a_bot_whose_drafts_telegram_refuses_edits_a_message_from_the_next_reply_on(telegram, settings, uow_factory):
+    refusals: list[dict] = []
+
+    def refuse(params: dict) -> bool:
+        from bench.fakes.telegram_api import TelegramApiError
+
+        refusals.append(params)
+        raise TelegramApiError(400, "Bad Request: method is available only for bots with forum topic mode enabled")
+
+    telegram.methods["sendMessageDraft"] = refuse
+    alice_is_answered_twice_in_private(telegram, settings, uow_factory)
+
     assert len(refusals) == 1  # the first reply went whole after the refusal
     assert [m["text"] for m in telegram.messages_to(1001)] == [LONG_REPLY, LONG_REPLY]
     assert telegram.calls_to("editMessageText")  # the second was shown as it grew, in a message
@@ -210,16 +213,7 @@ def test_a_bot_whose_drafts_telegram_refuses_edits_a_message_from_the_next_reply
 def test_a_draft_that_meets_flood_control_is_not_sent_again_and_the_next_reply_is_a_draft_again(
         telegram, settings, uow_factory):
     telegram.fail_next(429, retry_after=5, method="sendMessageDraft")
-    with slow_model() as llm:
-        llm.set_responder(lambda _request: answer(LONG_REPLY))
-
-        async def scenario(_app: Application) -> None:
-            telegram.push_message(1001, ALICE, "I walked round the lake today")
-            await until(lambda: telegram.messages_to(1001), seconds=20)
-            telegram.push_message(1001, ALICE, "and then I had tea")
-            await until(lambda: len(telegram.messages_to(1001)) == 2, seconds=20)
-
-        run_bot(settings, service_with(uow_factory, llm), MemoryCommands(uow_factory), scenario)
+    alice_is_answered_twice_in_private(telegram, settings, uow_factory)
 
     [first_sent, second_sent] = telegram.calls_to("sendMessage")
     assert [m["text"] for m in telegram.messages_to(1001)] == [LONG_REPLY, LONG_REPLY]
