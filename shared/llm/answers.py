@@ -20,6 +20,9 @@ FENCE_LINE = re.compile(r"^[^\S\n]*```[\w-]*[^\S\n]*$", re.MULTILINE)
 """A fence line; the spaces around it stay on its line, so no start scans a run of blank lines again."""
 SCHEMA_KEYWORDS = frozenset({"$schema", "properties", "additionalProperties", "required"})
 MACHINE_STARTS = ("{", "[", "```", "<think", "</think")
+_MARKUP = re.compile(r"<[A-Za-z/!?][^<>]{0,300}(?:>|$)")
+"""An HTML or XML tag, or one the answer was cut inside (``<p class=``): a small model writes a page's markup."""
+_WORD = re.compile(r"\w")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
@@ -105,11 +108,14 @@ def is_schema_echo(data: Mapping[str, Any], descriptions: Iterable[str] = ()) ->
 
 
 def is_machine_text(text: str, field_names: Iterable[str] = ()) -> bool:
-    """Text no person should be shown: JSON, a code fence, reasoning tags, or the schema's field names
-    written as keys (``"response":``) or in their snake_case form (``memory_update``)."""
+    """Text no person should be shown: JSON, a code fence, reasoning tags, markup with no words outside its tags,
+    or the schema's field names written as keys (``"response":``) or in their snake_case form
+    (``memory_update``)."""
     stripped = text.strip()
     if not stripped or stripped.startswith(MACHINE_STARTS):
         return True
+    if stripped.startswith("<") and not _WORD.search(_MARKUP.sub("", stripped)):
+        return True  # markup and nothing to read ("<p class=", "<div><br/></div>")
     for name in field_names:
         if re.search(r'["\']' + re.escape(name) + r'["\']\s*:', stripped):
             return True

@@ -85,7 +85,13 @@ def test_machine_text_is_never_presentable(text: str) -> None:
     assert is_machine_text(text, TURN_FIELD_NAMES)
 
 
-@pytest.mark.parametrize("text", ["My response is yes.", "今天的话题是天气。", "Let's talk about your emotions."])
+@pytest.mark.parametrize("text", ["<p class=", '<div class="x"><br/></div>', "<!DOCTYPE html>", "</p>  <p>"])
+def test_markup_with_nothing_to_read_is_never_presentable(text: str) -> None:
+    assert is_machine_text(text, TURN_FIELD_NAMES)  # Gemma 3 270M answered "What is my cat called?" with "<p class="
+
+
+@pytest.mark.parametrize("text", ["My response is yes.", "今天的话题是天气。", "Let's talk about your emotions.",
+                                  "<3 you too!", "<b>Miso</b> is your cat.", "<p>你的猫叫 Miso。</p>", "I <3 tea"])
 def test_words_that_merely_share_a_field_name_are_presentable(text: str) -> None:
     assert presentable(text)
 
