@@ -45,8 +45,10 @@ class DatabaseOutage:
         self._cut_all()
 
     def down(self) -> None:
-        """The database goes away: open connections are cut, new ones refused."""
-        self._down = True
+        """The database goes away: open connections are cut, new ones refused (one being opened as it goes down
+        too: it is checked again once its server side is open)."""
+        with self._lock:
+            self._down = True
         self._cut_all()
 
     def up(self) -> None:
@@ -69,7 +71,15 @@ class DatabaseOutage:
                 client.close()
                 continue
             with self._lock:
-                self._open.update((client, server))
+                going_down = self._down
+                if going_down:
+                    self.refused += 1
+                else:
+                    self._open.update((client, server))
+            if going_down:  # down() came while the server side was opened: it must not outlive the outage
+                client.close()
+                server.close()
+                continue
             for source, sink in ((client, server), (server, client)):
                 threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
 

@@ -93,6 +93,27 @@ async def stopped_mid_turn(service: ConversationService, llm: FakeOpenAI, incomi
         await task
 
 
+def test_a_connection_being_opened_as_the_database_goes_away_does_not_outlive_it(outage, monkeypatch):
+    """The relay itself: a connection whose server side was being opened when ``down()`` came is refused too (a
+    bot's start-up connection once slipped through so, and its message was answered with the database away)."""
+    import socket
+
+    import psycopg
+
+    from tests.fakes import database_outage
+
+    real = socket.create_connection
+
+    def down_meanwhile(*args, **kwargs):
+        outage.down()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(database_outage.socket, "create_connection", down_meanwhile)
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(outage.url, connect_timeout=5).close()
+    assert outage.refused == 1
+
+
 def test_a_message_sent_while_the_database_is_away_is_kept_and_answered_once_it_is_back(
         relayed, outage, llm, uow_factory):
     llm.queue_reply(llm_turn("Welcome back to Porto!"))
