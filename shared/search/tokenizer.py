@@ -250,14 +250,14 @@ def _kept_repeats(match: re.Match[str]) -> str:
 
 
 def _chinese(run: str, expand: bool, budgets: tuple[HmmBudget, HmmBudget | None]) -> tuple[str, ...]:
-    key = (run, expand)
-    cached = _RUNS.get(key)
+    key = (run, expand) if len(run) <= RUN_CACHE_MAX_CHARS else None  # a long run is not looked up either
+    cached = _RUNS.get(key) if key is not None else None
     if cached is not None:
         return cached
     posseg = _posseg()
     tagged, complete = _tagged(posseg, run, budgets)
     words = tuple(_kept_words(tagged, expand, posseg.dt.word_tag_tab))
-    if complete and len(run) <= RUN_CACHE_MAX_CHARS:
+    if complete and key is not None:
         _RUNS.put(key, words)
     return words
 
