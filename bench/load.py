@@ -378,10 +378,11 @@ def run(options: Options) -> Figures:
     options.out_dir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         database_url = stack.enter_context(scratch_database(options.database_url))
-        telegram = stack.enter_context(FakeTelegram())
-        discord = stack.enter_context(FakeDiscord())
+        # the real APIs keep a client's connection for its next request; so do the fakes here
+        telegram = stack.enter_context(FakeTelegram(keep_alive=True))
+        discord = stack.enter_context(FakeDiscord(keep_alive=True))
         gateway = stack.enter_context(FakeGateway(discord, shard_count=2))
-        llm = stack.enter_context(FakeOpenAI(models=("fake-chat",), latency=options.llm_seconds))
+        llm = stack.enter_context(FakeOpenAI(models=("fake-chat",), latency=options.llm_seconds, keep_alive=True))
         llm.set_responder(background_answer)
         for guild in GUILDS:
             gateway.add_guild(guild)

@@ -159,6 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self._body(headers)
         answer = self.server.fake._dispatch(self.command, self.path, headers, raw)
         if answer is None:
+            self.close_connection = True  # no answer: the connection is dropped
             return
         if isinstance(answer.body, bytes):
             payload, content_type = answer.body, "application/octet-stream"
@@ -199,8 +200,9 @@ class FakeDiscord(LoopbackFake):
     handler = _Handler
     api_root = API_PREFIX
 
-    def __init__(self, token: str = "discord-token", *, bot_id: str = "1000000000000000001") -> None:
-        super().__init__()
+    def __init__(self, token: str = "discord-token", *, bot_id: str = "1000000000000000001",
+                 keep_alive: bool = False) -> None:
+        super().__init__(keep_alive=keep_alive)
         self.token = token
         self.bot_user = {"id": bot_id, "username": "Mnemo", "discriminator": "0", "global_name": None,
                          "avatar": None, "bot": True}

@@ -3,6 +3,12 @@
 A fake subclasses :class:`LoopbackFake`, names its request handler and its API root, and may add
 ``_wake_waiters`` to cut its own long waits short on stop. Handlers reach the fake as
 ``self.server.fake``. :func:`refusing_port` is the peer that went away: a port that refuses connections.
+
+A fake answers HTTP/1.0 (a connection a request) unless started with ``keep_alive=True``: then it
+answers HTTP/1.1 and a client keeps its connection for the next request, as the real APIs let it (the
+load benchmark runs so; a connection a request made each client call pay a TCP connection and a server
+thread). A handler that ends a request without an answer (a dropped request) or with a body that only
+the connection's end delimits sets ``close_connection``; on stop, connections left open are closed.
 """
 
 from __future__ import annotations
@@ -10,9 +16,9 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 FakeT = TypeVar("FakeT", bound="LoopbackFake")
 
@@ -23,9 +29,36 @@ class LoopbackServer(ThreadingHTTPServer, Generic[FakeT]):
     daemon_threads = False  # so server_close() joins the request threads
     request_queue_size = 128  # bursts of concurrent client calls must not overflow the backlog
 
-    def __init__(self, fake: FakeT, handler: type[BaseHTTPRequestHandler]) -> None:
+    def __init__(self, fake: FakeT, handler: type[BaseHTTPRequestHandler], *, keep_alive: bool = False) -> None:
+        if keep_alive:
+            # an idle connection is the client's to close first (httpx keeps one 5 s, aiohttp 15 s)
+            handler = type(handler.__name__, (handler,), {"protocol_version": "HTTP/1.1", "timeout": 30.0})
         super().__init__(("127.0.0.1", 0), handler)
         self.fake = fake
+        self.keep_alive = keep_alive
+        self.connections = 0  # connections accepted
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+            self.connections += 1
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def end_connections(self) -> None:
+        """Stop reading every open connection: one waiting for its next request ends; an answer being
+        written still goes out."""
+        with self._open_lock:
+            open_now = list(self._open)
+        for connection in open_now:
+            with suppress(OSError):
+                connection.shutdown(socket.SHUT_RD)
 
 
 class LoopbackFake:
@@ -34,7 +67,9 @@ class LoopbackFake:
     handler: type[BaseHTTPRequestHandler]
     api_root = ""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive
+        """HTTP/1.1 with connections kept for the next request; False: HTTP/1.0, a connection a request."""
         self._stopping = threading.Event()
         self._server: LoopbackServer[Self] | None = None
         self._thread: threading.Thread | None = None
@@ -51,7 +86,7 @@ class LoopbackFake:
         if self._server is not None:
             raise RuntimeError(f"{type(self).__name__} is already running")
         self._stopping.clear()
-        self._server = LoopbackServer(self, self.handler)
+        self._server = LoopbackServer(self, self.handler, keep_alive=self.keep_alive)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"{type(self).__name__}:{self._server.server_address[1]}", daemon=True)
         self._thread.start()
@@ -65,8 +100,14 @@ class LoopbackFake:
         self._stopping.set()
         self._wake_waiters()
         server.shutdown()
+        server.end_connections()
         server.server_close()
         thread.join()
+
+    @property
+    def connections(self) -> int:
+        """Connections accepted since start (with ``keep_alive``, fewer than the requests)."""
+        return 0 if self._server is None else self._server.connections
 
     def _wake_waiters(self) -> None:
         """Subclasses wake their own waiting requests (long polls) here."""

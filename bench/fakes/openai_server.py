@@ -20,7 +20,7 @@ answers as server-sent events, chunk by chunk, noticing a client that leaves
 status line and headers included, one byte at a time (:attr:`FakeOpenAI.trickled_bytes`,
 :attr:`FakeOpenAI.abandoned_trickles`): the peer that keeps every per-read timeout happy
 (``embedding_trickle`` does the same to every embeddings answer). Connections are HTTP/1.0 (one
-request each), so nothing lingers once ``stop()`` returns.
+request each) unless ``keep_alive`` (:mod:`bench.fakes.loopback`); nothing lingers once ``stop()`` returns.
 """
 
 from __future__ import annotations
@@ -267,11 +267,11 @@ def _failure_response(failure: _Failure) -> _Response:
 
 class _Handler(BaseHTTPRequestHandler):
     server: LoopbackServer[FakeOpenAI]
-    protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers at shutdown
+    protocol_version = "HTTP/1.0"  # one request per connection unless the fake keeps connections
     timeout = 10.0
 
     def do_POST(self) -> None:
-        """Serve one request (GET is handled the same way) and close the connection."""
+        """Serve one request (GET is handled the same way)."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         headers = {name.lower(): value for name, value in self.headers.items()}
@@ -296,19 +296,31 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(self, response: _Response, events: Iterable[dict[str, Any]]) -> None:
         """Send server-sent events (``response.events``) one by one; a client that closes the connection ends
         the stream."""
+        chunked = self.protocol_version == "HTTP/1.1" and self.request_version == "HTTP/1.1"
         self.send_response(response.status)
         self.send_header("Content-Type", "text/event-stream")
+        if chunked:  # the connection stays open, so the body's end is a zero-length chunk, not the close
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.close_connection = True
         self.end_headers()
+
+        def write(data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+            self.wfile.flush()
+
         try:
             for event in events:
                 if response.interrupted is not None and response.interrupted.is_set():
                     break  # llama-cpp-python: "[DONE]" and the end, the answer left unfinished
-                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                self.wfile.flush()
+                write(f"data: {json.dumps(event)}\n\n".encode())
                 if self.server.fake._stopping.wait(response.event_delay):
+                    self.close_connection = True
                     return
             if response.done:
-                self.wfile.write(b"data: [DONE]\n\n")
+                write(b"data: [DONE]\n\n")
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.server.fake._note_abandoned()
@@ -318,6 +330,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _trickle(self, response: _Response) -> None:
         """The whole response one byte at a time, ``response.trickle`` seconds apart, until the client leaves."""
         fake = self.server.fake
+        self.close_connection = True  # an HTTP/1.0 answer: the close ends it
         reason = self.responses.get(response.status, ("",))[0]
         kind = "text/event-stream" if response.events is not None else "application/json"
         head = f"HTTP/1.0 {response.status} {reason}\r\nContent-Type: {kind}\r\n"
@@ -376,8 +389,9 @@ class FakeOpenAI(LoopbackFake):
         embedding_trickle: float = 0.0,
         context_window: int | None = None,
         slots: int | None = None,
+        keep_alive: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(keep_alive=keep_alive)
         self.slots = _Slots(slots) if slots else None
         """Chat requests answered at once (the rest wait their turn in arrival order, :attr:`served`); None: all."""
         self.served: list[ServedChat] = []

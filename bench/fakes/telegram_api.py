@@ -33,11 +33,12 @@ trouble applies to the next request: ``fail_next`` answers with an error (a 429 
 connection (a request that never got processed), or processes it late with ``process=True``;
 ``forbid_chat`` makes a chat refuse messages (a user who never started the bot); ``migrate_chat``
 answers as Telegram does for a group that became a supergroup. Connections are
-HTTP/1.0 (one request each), so nothing lingers once ``stop()`` returns.
+HTTP/1.0 (one request each) unless ``keep_alive`` (:mod:`bench.fakes.loopback`).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import re
@@ -122,6 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         answer = self.server.fake._dispatch(self.path, headers, raw)
         if answer is None:
+            self.close_connection = True  # no answer: the connection is dropped
             return
         status, body = answer
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -147,8 +149,9 @@ class FakeTelegram(LoopbackFake):
     handler = _Handler
     api_root = "/bot"
 
-    def __init__(self, token: str = "123:ABC", *, bot_username: str = "mnemo_test_bot") -> None:
-        super().__init__()
+    def __init__(self, token: str = "123:ABC", *, bot_username: str = "mnemo_test_bot",
+                 keep_alive: bool = False) -> None:
+        super().__init__(keep_alive=keep_alive)
         self.token = token
         self.bot_user: dict[str, Any] = {
             "id": int(token.split(":")[0]) if token.split(":")[0].isdigit() else 1, "is_bot": True,
@@ -167,6 +170,7 @@ class FakeTelegram(LoopbackFake):
             "getChatMember": self._get_chat_member,
         }
         self._lock = threading.Lock()
+        self._webhook_connections = threading.local()  # post_update's, with keep_alive
         self._updates_ready = threading.Condition(self._lock)
         self._calls: list[RecordedCall] = []
         self._sent: list[dict[str, Any]] = []
@@ -292,16 +296,46 @@ class FakeTelegram(LoopbackFake):
 
     def post_update(self, url: str, update: dict[str, Any], timeout: float = 10.0) -> int:
         """POST ``update`` to ``url`` (a replica behind the load balancer) as Telegram delivers it to a webhook,
-        with the secret token the bot set; returns the HTTP status."""
+        with the secret token the bot set; returns the HTTP status. With ``keep_alive``, each calling thread keeps
+        its connection to a replica for its next update, as Telegram keeps its webhook connections."""
         secret = (self._webhook or {}).get("secret_token")
-        request = urllib.request.Request(url, data=json.dumps(update).encode(), method="POST",
-                                         headers={"Content-Type": "application/json",
-                                                  **({"X-Telegram-Bot-Api-Secret-Token": secret} if secret else {})})
+        headers = {"Content-Type": "application/json",
+                   **({"X-Telegram-Bot-Api-Secret-Token": secret} if secret else {})}
+        body = json.dumps(update).encode()
+        if self.keep_alive:
+            return self._post_kept(url, body, headers, timeout)
+        request = urllib.request.Request(url, data=body, method="POST", headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=timeout) as answer:
                 return answer.status
         except urllib.error.HTTPError as exc:
             return exc.code
+
+    def _post_kept(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
+        parts = urlsplit(url)
+        kept = getattr(self._webhook_connections, "by_host", None)
+        if kept is None:
+            kept = self._webhook_connections.by_host = {}
+        while True:
+            connection = kept.pop(parts.netloc, None)
+            fresh = connection is None
+            if connection is None:
+                connection = http.client.HTTPConnection(parts.netloc, timeout=timeout)
+            try:
+                connection.request("POST", parts.path or "/", body=body, headers=headers)
+                with connection.getresponse() as answer:
+                    answer.read()
+                    status = answer.status
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                connection.close()
+                if fresh:
+                    raise
+                continue  # a kept connection the replica closed while it sat idle: once more, on a new one
+            except BaseException:
+                connection.close()
+                raise
+            kept[parts.netloc] = connection
+            return int(status)
 
     @property
     def webhook(self) -> dict[str, Any] | None:
