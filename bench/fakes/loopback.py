@@ -31,8 +31,11 @@ class LoopbackServer(ThreadingHTTPServer, Generic[FakeT]):
 
     def __init__(self, fake: FakeT, handler: type[BaseHTTPRequestHandler], *, keep_alive: bool = False) -> None:
         if keep_alive:
-            # an idle connection is the client's to close first (httpx keeps one 5 s, aiohttp 15 s)
-            handler = type(handler.__name__, (handler,), {"protocol_version": "HTTP/1.1", "timeout": 30.0})
+            # an idle connection is the client's to close first (httpx keeps one 5 s, aiohttp 15 s); a kept
+            # connection sends without Nagle's wait, or an answer's body waits ~40 ms for the client's delayed ACK
+            # of its headers
+            handler = type(handler.__name__, (handler,), {"protocol_version": "HTTP/1.1", "timeout": 30.0,
+                                                          "disable_nagle_algorithm": True})
         super().__init__(("127.0.0.1", 0), handler)
         self.fake = fake
         self.keep_alive = keep_alive
