@@ -13,7 +13,9 @@ the connection's end delimits sets ``close_connection``; on stop, connections le
 
 from __future__ import annotations
 
+import logging
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -21,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Generic, Self, TypeVar
 
 FakeT = TypeVar("FakeT", bound="LoopbackFake")
+_log = logging.getLogger(__name__)
 
 
 class LoopbackServer(ThreadingHTTPServer, Generic[FakeT]):
@@ -53,6 +56,13 @@ class LoopbackServer(ThreadingHTTPServer, Generic[FakeT]):
         with self._open_lock:
             self._open.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that reset a kept connection is no error of the fake's (socketserver would print a traceback)."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            _log.debug("fake: %s reset its connection", client_address)
+            return
+        super().handle_error(request, client_address)
 
     def end_connections(self) -> None:
         """Stop reading every open connection: one waiting for its next request ends; an answer being

@@ -4,6 +4,8 @@ through the real client libraries: openai (httpx), python-telegram-bot (httpx) a
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -188,3 +190,16 @@ def test_a_kept_connection_does_not_wait_for_delayed_acks() -> None:
         took = time.monotonic() - began
         assert fake.connections == 1
     assert took < 0.5, f"20 requests on one connection took {took:.2f} s (about 0.8 s is Nagle's wait)"
+
+
+def test_a_client_resetting_its_kept_connection_prints_no_traceback(capfd: pytest.CaptureFixture[str]) -> None:
+    with FakeTelegram(keep_alive=True) as fake:
+        host, port = fake.base_url.removeprefix("http://").split("/")[0].split(":")
+        with socket.create_connection((host, int(port))) as raw:
+            raw.sendall(f"GET /bot{fake.token}/getMe HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert b"200 OK" in raw.recv(65536)
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+        deadline = time.monotonic() + 5
+        while fake._server is not None and fake._server._open and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert "Traceback" not in capfd.readouterr().err
