@@ -31,7 +31,7 @@ from bot.discord_access import AccessTree, admit_message, blocked_since
 from bot.discord_attachments import carries_attachment, with_attachments
 from bot.discord_commands import ForgetAnswer, install_commands
 from bot.discord_live import ShownReply
-from bot.discord_py_patches import use_api, use_gateway
+from bot.discord_py_patches import sweep_buckets_seldom, use_api, use_gateway
 from bot.discord_render import CommandTranslator, plain_text, reply_messages
 from bot.live_reply import LiveReply
 from shared.access.rule import Policy
@@ -116,6 +116,7 @@ class MnemoBot(discord.AutoShardedClient):
         else:
             super().__init__(intents=intents or chat_intents(), allowed_mentions=REPLY_MENTIONS, http_trace=trace,
                              shard_count=shards.count, shard_ids=list(shards.ids))
+        sweep_buckets_seldom(self.http)
         self.conversation = conversation
         self.memory = memory
         self.access = access or AccessService(memory.uow_factory, Policy())

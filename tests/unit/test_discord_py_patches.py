@@ -44,3 +44,38 @@ def test_only_the_patches_module_touches_discord_py_internals() -> None:
                       if INTERNALS.search(path.read_text()) and path.name != "discord_py_patches.py")
     assert touching == []
     assert discord_py_patches.CHECKED_AGAINST.split(".")[0] == discord.__version__.split(".")[0]
+
+
+def test_idle_rate_limit_buckets_are_swept_at_most_once_a_minute() -> None:
+    """discord.py walks every bucket for idle ones whenever it makes a new one (a new channel); Mnemo's walk
+    runs at most once every BUCKET_SWEEP_SECONDS, and still forgets the idle ones."""
+    import asyncio
+
+    from bot.discord_py_patches import BUCKET_SWEEP_SECONDS, sweep_buckets_seldom
+
+    source = inspect.getsource(discord.http.HTTPClient.get_ratelimit)
+    assert "self._try_clear_expired_ratelimits()" in source  # where discord.py 2.7.1 sweeps: each new bucket
+
+    async def check() -> None:
+        http = discord.http.HTTPClient(asyncio.get_running_loop())
+        now = [1000.0]
+        sweep_buckets_seldom(http, clock=lambda: now[0])
+
+        def idle_buckets(prefix: str) -> None:
+            for n in range(300):
+                bucket = http._buckets[f"{prefix}{n}"] = discord.http.Ratelimit(None)
+                bucket._last_request -= 301  # idle for more than discord.py's five minutes
+
+        idle_buckets("a")
+        http.get_ratelimit("first new channel")  # the first sweep: the idle ones go
+        assert set(http._buckets) == {"first new channel"}
+        idle_buckets("b")
+        now[0] += BUCKET_SWEEP_SECONDS - 1
+        http.get_ratelimit("second new channel")  # within the minute: no walk
+        assert len(http._buckets) == 302
+        now[0] += 1
+        http.get_ratelimit("third new channel")
+        assert set(http._buckets) == {"first new channel", "second new channel", "third new channel"}
+        await http.close()
+
+    asyncio.run(check())

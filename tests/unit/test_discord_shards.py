@@ -45,6 +45,8 @@ def test_the_client_asks_discord_for_exactly_its_shards() -> None:
     assert (client.shard_count, client.shard_ids) == (4, [1, 3])
     automatic = MnemoBot(conversation=None, memory=_Memory())
     assert (automatic.shard_count, automatic.shard_ids) == (None, None)
+    # each client sweeps its idle rate-limit buckets seldom (bot/discord_py_patches.py)
+    assert {bot.http._try_clear_expired_ratelimits.__name__ for bot in (client, automatic)} == {"seldom"}
 
 
 class _Memory:
