@@ -89,10 +89,12 @@ def build_service(url: str, llm: FakeOpenAI, pool_size: int, *, clock=None, disp
     from shared.repositories.uow import UnitOfWork
     from shared.settings import load_settings
 
-    engine = engine or make_engine(url, pool_size=pool_size, max_overflow=pool_size)
+    settings = load_settings(database_url=url)
+    engine = engine or make_engine(url, pool_size=pool_size, max_overflow=pool_size,
+                                   prepared_statements=settings.database_prepared_statements)
     sessions = session_factory(engine)
     model = ChatModel(base_url=llm.base_url, api_key="bench", model="fake-chat", timeout_seconds=60)
-    config = ConversationConfig.from_settings(load_settings(database_url=url))
+    config = ConversationConfig.from_settings(settings)
     logging.getLogger(HTTP_CLIENT_LOGGER).setLevel(logging.WARNING)
     uow_factory = (lambda: UnitOfWork(sessions)) if record_usage else without_usage_recording(sessions)
     service = ConversationService(uow_factory, config, chat_model=model, clock=clock, dispatch=dispatch)

@@ -192,7 +192,8 @@ def migrated_url(request: pytest.FixtureRequest, system_pg_admin_url: str) -> It
 
 @pytest.fixture(scope="session")
 def engine(migrated_url: str) -> Iterator[Engine]:
-    engine = make_engine(migrated_url)
+    """The database tests' engine, as the bots and workers make theirs (DATABASE_PREPARED_STATEMENTS on)."""
+    engine = make_engine(migrated_url, prepared_statements=True)
     yield engine
     engine.dispose()
 

@@ -52,7 +52,8 @@ def context() -> WorkerContext:
         settings = load_settings()
         if not settings.database_url:
             raise RuntimeError("workers need DATABASE_URL (`mnemo worker` sets it for the embedded database)")
-        engine = make_engine(settings.database_url, pool_size=2)
+        engine = make_engine(settings.database_url, pool_size=2,
+                             prepared_statements=settings.database_prepared_statements)
         parts = bootstrap.background_parts(settings, engine)  # wired where every process is wired
         _context = WorkerContext(settings=settings, engine=engine, chat_model=parts.chat_model,
                                  embedder=parts.embedder, vectors=parts.vectors, sessions=session_factory(engine),

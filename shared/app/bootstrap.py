@@ -79,7 +79,7 @@ def runtime(settings: Settings, *, around_commit: CommitHook | None = None) -> I
     disposed and an embedded server stopped on exit."""
     configure_logging(settings)
     with database_url(settings) as url:
-        engine = make_engine(url)
+        engine = make_engine(url, prepared_statements=settings.database_prepared_statements)
         try:
             yield Runtime(settings=settings, database_url=url, engine=engine, sessions=session_factory(engine),
                           around_commit=around_commit)
