@@ -43,7 +43,7 @@ class Settings(AccessSettings, BaseSettings):
     database_url: str | None = Field(None, description="PostgreSQL URL; unset = embedded PostgreSQL")
     database_prepared_statements: bool = Field(
         True, description="prepare statements the bots and workers send often (still planned for each call); "
-                          "off behind a pooler in transaction mode that does not keep them (PgBouncer < 1.21)")
+                          "false behind a pooler in transaction mode (PgBouncer), which shares server connections")
     redis_url: str | None = Field(None, description="Celery broker; unset = the same PostgreSQL")
     llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset = offline")
     llm_api_key: SecretStr | None = None

@@ -30,8 +30,8 @@ def make_engine(url: str, *, prepared_statements: bool = False, **options: objec
     workers), a statement a connection sends for the fifth time is prepared on the server (psycopg's default
     threshold): parsed and analysed once, still planned for each call's values (:data:`PLANNED_EACH_CALL`). The
     two ranking statements of a recall cost PostgreSQL about 0.5 ms less each. Off behind a pooler in
-    transaction mode that does not keep prepared statements (PgBouncer before 1.21, or without
-    ``max_prepared_statements``)."""
+    transaction mode (PgBouncer): it shares server connections, so neither a prepared statement nor the
+    connection's plan setting follows the client."""
     # Statement parameters hold what users said: kept out of errors, so out of every traceback that is logged.
     connect_args: dict[str, object] = ({"options": PLANNED_EACH_CALL} if prepared_statements
                                        else {"prepare_threshold": None})
