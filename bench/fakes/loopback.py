@@ -41,7 +41,6 @@ class LoopbackServer(ThreadingHTTPServer, Generic[FakeT]):
                                                           "disable_nagle_algorithm": True})
         super().__init__(("127.0.0.1", 0), handler)
         self.fake = fake
-        self.keep_alive = keep_alive
         self.connections = 0  # connections accepted
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
